@@ -1,1 +1,252 @@
-pub fn main_from_args<I: IntoIterator<Item = std::ffi::OsString>>(_a: I) -> i32 { 0 }
+//! Skerry's server: workers, connections, command dispatch, configuration and INFO.
+//!
+//! Start with [`main_from_args`]; the shape of the process is described in
+//! `docs/architecture.md`.
+
+pub mod client;
+pub mod commands;
+pub mod config;
+pub mod conn;
+pub mod glob;
+pub mod keyspace;
+pub mod reply;
+pub mod slot;
+pub mod worker;
+
+use std::ffi::OsString;
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use config::Config;
+use worker::{Shared, unix_ms};
+
+/// The Redis version Skerry's behaviour follows (reported in HELLO and INFO for clients that
+/// check it).
+pub const REDIS_VERSION: &str = "7.0.15";
+
+const USAGE: &str = "Usage: skerry [/path/to/skerry.conf] [--<config-name> <value>]...
+       skerry --version
+       skerry --help
+
+Every Redis configuration name can be given as a flag (--port 7000, --requirepass secret,
+--save \"\"). Skerry's own: --threads N (worker threads; default: one per CPU).";
+
+/// Parses the command line (config file first, then `--name value...` pairs, as Redis does:
+/// a value runs until the next `--`).
+fn parse_args(args: Vec<String>) -> Result<Config, String> {
+    let mut cfg = Config::defaults();
+    let mut rest = &args[..];
+    if let Some(first) = rest.first() {
+        if !first.starts_with("--") {
+            cfg.load_file(std::path::Path::new(first))?;
+            rest = &rest[1..];
+        }
+    }
+    let mut i = 0;
+    while i < rest.len() {
+        let Some(name) = rest[i].strip_prefix("--") else {
+            return Err(format!("Unexpected argument '{}' (expected --name value)\n{USAGE}", rest[i]));
+        };
+        let mut values = Vec::new();
+        i += 1;
+        while i < rest.len() && !rest[i].starts_with("--") {
+            values.push(rest[i].clone());
+            i += 1;
+        }
+        // `--save ""` is one empty value.
+        let value = values.join(" ");
+        cfg.set(name, &value, false).map_err(|e| {
+            format!("*** FATAL CONFIG ERROR *** in command-line option '--{name} {value}': {e}")
+        })?;
+    }
+    Ok(cfg)
+}
+
+fn init_logging(cfg: &Config) {
+    let level = match cfg.get("loglevel").as_str() {
+        "debug" => "debug",
+        "verbose" => "info",
+        "notice" => "info",
+        "warning" => "warn",
+        _ => "error",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SKERRY_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    let logfile = cfg.get("logfile");
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(false).with_ansi(false);
+    if logfile.is_empty() {
+        builder.with_writer(std::io::stderr).init();
+    } else {
+        match std::fs::OpenOptions::new().create(true).append(true).open(&logfile) {
+            Ok(f) => builder.with_writer(std::sync::Mutex::new(f)).init(),
+            Err(e) => {
+                eprintln!("Can't open the log file {logfile}: {e}");
+                std::process::exit(1);
+            }
+        }
+    }
+}
+
+fn bind_all(cfg: &Config, port: u16, count: usize) -> Result<Vec<Vec<TcpListener>>, String> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let backlog = cfg.get_i64("tcp-backlog").clamp(128, 65535) as i32;
+    let mut per_worker: Vec<Vec<TcpListener>> = (0..count).map(|_| Vec::new()).collect();
+    let bind = cfg.get("bind");
+    let mut bound_any = false;
+    for spec in bind.split_whitespace() {
+        let (optional, host) = match spec.strip_prefix('-') {
+            Some(h) => (true, h),
+            None => (false, spec),
+        };
+        let ip: std::net::IpAddr = match host.parse() {
+            Ok(ip) => ip,
+            Err(_) if host == "*" => "0.0.0.0".parse().unwrap(),
+            Err(_) => return Err(format!("Invalid bind address '{host}'")),
+        };
+        let addr = SocketAddr::new(ip, port);
+        let mut made = Vec::new();
+        for _ in 0..count {
+            let r = (|| -> std::io::Result<TcpListener> {
+                let s = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+                s.set_reuse_address(true)?;
+                s.set_reuse_port(true)?;
+                if addr.is_ipv6() {
+                    s.set_only_v6(true)?;
+                }
+                s.bind(&addr.into())?;
+                s.listen(backlog)?;
+                s.set_nonblocking(true)?;
+                Ok(s.into())
+            })();
+            match r {
+                Ok(l) => made.push(l),
+                Err(e) => {
+                    if optional {
+                        made.clear();
+                        break;
+                    }
+                    return Err(format!("Could not create server TCP listening socket {addr}: {e}"));
+                }
+            }
+        }
+        if !made.is_empty() {
+            bound_any = true;
+            for (w, l) in made.into_iter().enumerate() {
+                per_worker[w].push(l);
+            }
+        }
+    }
+    if !bound_any {
+        return Err("Failed listening on any bind address".into());
+    }
+    Ok(per_worker)
+}
+
+fn random_run_id() -> String {
+    use rand::Rng;
+    let mut r = rand::rng();
+    (0..40).map(|_| std::char::from_digit(r.random_range(0..16), 16).unwrap()).collect()
+}
+
+/// Runs the server with the given process arguments (including argv[0]); returns the exit code.
+pub fn main_from_args<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
+    let args: Vec<String> = args.into_iter().skip(1).map(|a| a.to_string_lossy().into_owned()).collect();
+    if args.iter().any(|a| a == "--version" || a == "-v") {
+        println!("Skerry server v={} (Redis {REDIS_VERSION} compatible)", env!("CARGO_PKG_VERSION"));
+        return 0;
+    }
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        println!("{USAGE}");
+        return 0;
+    }
+    let cfg = match parse_args(args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e}");
+            return 1;
+        }
+    };
+    init_logging(&cfg);
+    let threads = match cfg.get_i64("threads") {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n as usize,
+    };
+    let port = cfg.get_i64("port") as u16;
+    let dir = cfg.get("dir");
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        tracing::error!("Can't create the data directory '{dir}': {e}");
+        return 1;
+    }
+    let listeners = match bind_all(&cfg, port, threads) {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!("{e}");
+            return 1;
+        }
+    };
+    // Block SIGTERM and SIGINT in every thread; the main thread waits for them below.
+    // SAFETY: plain signal-mask manipulation on a zero-initialised sigset_t.
+    let sigset = unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
+    };
+    let mut senders = Vec::new();
+    let mut receivers = Vec::new();
+    for _ in 0..threads {
+        let (tx, rx) = flume::unbounded();
+        senders.push(tx);
+        receivers.push(rx);
+    }
+    let shared = Arc::new(Shared {
+        config: cfg,
+        workers: threads,
+        inboxes: senders,
+        connected_clients: AtomicU64::new(0),
+        next_client_id: AtomicU64::new(1),
+        total_connections: AtomicU64::new(0),
+        rejected_connections: AtomicU64::new(0),
+        stopping: AtomicBool::new(false),
+        lastsave_s: AtomicI64::new(unix_ms() / 1000),
+        started: Instant::now(),
+        started_unix_ms: unix_ms(),
+        port,
+        run_id: random_run_id(),
+        executable: std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
+    });
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let pin = threads <= cpus;
+    let mut handles = Vec::new();
+    for (id, (rx, ls)) in receivers.into_iter().zip(listeners).enumerate() {
+        match worker::spawn_worker(id, pin.then_some(id % cpus), shared.clone(), rx, ls) {
+            Ok(h) => handles.push(h),
+            Err(e) => {
+                tracing::error!("cannot start worker {id}: {e}");
+                return 1;
+            }
+        }
+    }
+    tracing::info!(
+        "Skerry {} (Redis {REDIS_VERSION} compatible) started: pid={} port={port} workers={threads} dir={}",
+        env!("CARGO_PKG_VERSION"),
+        std::process::id(),
+        shared.config.get("dir"),
+    );
+    tracing::info!("Ready to accept connections tcp");
+    // Wait for SIGTERM / SIGINT (SHUTDOWN sends SIGTERM to ourselves).
+    let mut sig: libc::c_int = 0;
+    // SAFETY: sigwait on the set built above; writes the signal number into `sig`.
+    unsafe {
+        libc::sigwait(&sigset, &mut sig);
+    }
+    let name = if sig == libc::SIGINT { "SIGINT" } else { "SIGTERM" };
+    if !shared.stopping.swap(true, Ordering::SeqCst) {
+        tracing::warn!("Received {name} scheduling shutdown...");
+    }
+    tracing::warn!("Skerry is now ready to exit, bye bye...");
+    0
+}

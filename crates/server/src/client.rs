@@ -1,0 +1,99 @@
+//! What a worker knows about each of its clients, for CLIENT LIST/INFO/KILL, the idle timeout
+//! and INFO clients. The connection task updates it; the worker reads it.
+
+use std::cell::{Cell, RefCell};
+use std::net::SocketAddr;
+use std::os::fd::RawFd;
+use std::time::Instant;
+
+/// One connected client.
+pub struct ClientInfo {
+    /// Unique id (CLIENT ID).
+    pub id: u64,
+    /// Peer address.
+    pub addr: SocketAddr,
+    /// Local address.
+    pub laddr: SocketAddr,
+    /// Socket descriptor (to shut the socket down from outside the connection task).
+    pub fd: RawFd,
+    /// Worker the client is connected to.
+    pub worker: usize,
+    /// When the connection was accepted.
+    pub created: Instant,
+    /// Last command or read.
+    pub last_interaction: Cell<Instant>,
+    /// CLIENT SETNAME.
+    pub name: RefCell<Vec<u8>>,
+    /// CLIENT SETINFO LIB-NAME.
+    pub lib_name: RefCell<Vec<u8>>,
+    /// CLIENT SETINFO LIB-VER.
+    pub lib_ver: RefCell<Vec<u8>>,
+    /// Selected database.
+    pub db: Cell<usize>,
+    /// Protocol version (2 or 3).
+    pub resp: Cell<u8>,
+    /// Last command name.
+    pub last_cmd: Cell<&'static str>,
+    /// Unparsed query bytes.
+    pub qbuf: Cell<usize>,
+    /// Pending reply bytes.
+    pub obuf: Cell<usize>,
+    /// CLIENT NO-EVICT.
+    pub no_evict: Cell<bool>,
+    /// CLIENT NO-TOUCH.
+    pub no_touch: Cell<bool>,
+    /// Set by CLIENT KILL, the idle timeout or SHUTDOWN.
+    pub killed: Cell<bool>,
+    /// True while the client waits inside a command (not idle).
+    pub blocked_in_command: Cell<bool>,
+    /// Authenticated user (empty when not authenticated).
+    pub user: RefCell<&'static str>,
+}
+
+impl ClientInfo {
+    /// Marks the client for closing and wakes its connection task by shutting the socket down.
+    pub fn kill(&self) {
+        self.killed.set(true);
+        // SAFETY: shutdown(2) on a descriptor this client owns; if the descriptor was already
+        // closed the call fails harmlessly with EBADF (descriptors are only closed by the
+        // connection task after it removes this entry from the registry).
+        unsafe {
+            libc::shutdown(self.fd, libc::SHUT_RDWR);
+        }
+    }
+
+    /// The CLIENT LIST / CLIENT INFO line for this client.
+    pub fn describe(&self, now: Instant) -> String {
+        let age = now.duration_since(self.created).as_secs();
+        let idle = now.duration_since(self.last_interaction.get()).as_secs();
+        let mut flags = String::new();
+        if self.no_evict.get() {
+            flags.push('e');
+        }
+        if self.no_touch.get() {
+            flags.push('T');
+        }
+        if flags.is_empty() {
+            flags.push('N');
+        }
+        format!(
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
+            self.id,
+            self.addr,
+            self.laddr,
+            self.fd,
+            String::from_utf8_lossy(&self.name.borrow()),
+            age,
+            idle,
+            flags,
+            self.db.get(),
+            self.qbuf.get(),
+            self.obuf.get(),
+            self.last_cmd.get(),
+            self.user.borrow(),
+            self.resp.get(),
+            String::from_utf8_lossy(&self.lib_name.borrow()),
+            String::from_utf8_lossy(&self.lib_ver.borrow()),
+        )
+    }
+}

@@ -1,0 +1,370 @@
+//! Generic keyspace commands (Redis's `db.c` and `expire.c`): DEL, EXISTS, TYPE, TTL and the
+//! EXPIRE family on the owner worker; KEYS, SCAN, DBSIZE, FLUSHDB, FLUSHALL, RANDOMKEY across
+//! every worker.
+
+use super::{is, parse_i64, Exec};
+use crate::conn::Conn;
+use crate::glob::glob_match;
+use crate::keyspace::table::SCAN_GRANULE_BITS;
+use crate::reply::errors::*;
+
+/// DEL / UNLINK key [key ...] (keys on this worker)
+pub fn del(x: &mut Exec, a: &[&[u8]]) {
+    let n = a[1..].iter().filter(|k| x.ks.delete(x.db, k, x.now_ms)).count();
+    x.reply.int(n as i64);
+}
+
+/// EXISTS / TOUCH key [key ...] (keys on this worker; a repeated key counts each time)
+pub fn exists(x: &mut Exec, a: &[&[u8]]) {
+    let n = a[1..].iter().filter(|k| x.ks.exists(x.db, k, x.now_ms)).count();
+    x.reply.int(n as i64);
+}
+
+/// TYPE key
+pub fn type_(x: &mut Exec, a: &[&[u8]]) {
+    let t = x.ks.peek(x.db, a[1], x.now_ms).map_or("none", |e| e.value.type_name());
+    x.reply.simple(t);
+}
+
+fn ttl_common(x: &mut Exec, key: &[u8], ms: bool, absolute: bool) {
+    let Some(e) = x.ks.peek(x.db, key, x.now_ms) else {
+        x.reply.int(-2);
+        return;
+    };
+    let at = e.expire_at_ms;
+    if at == 0 {
+        x.reply.int(-1);
+        return;
+    }
+    let v = match (absolute, ms) {
+        (true, true) => at,
+        (true, false) => at / 1000,
+        (false, true) => (at - x.now_ms).max(0),
+        (false, false) => ((at - x.now_ms).max(0) + 500) / 1000,
+    };
+    x.reply.int(v);
+}
+
+/// TTL key
+pub fn ttl(x: &mut Exec, a: &[&[u8]]) {
+    ttl_common(x, a[1], false, false);
+}
+/// PTTL key
+pub fn pttl(x: &mut Exec, a: &[&[u8]]) {
+    ttl_common(x, a[1], true, false);
+}
+/// EXPIRETIME key
+pub fn expiretime(x: &mut Exec, a: &[&[u8]]) {
+    ttl_common(x, a[1], false, true);
+}
+/// PEXPIRETIME key
+pub fn pexpiretime(x: &mut Exec, a: &[&[u8]]) {
+    ttl_common(x, a[1], true, true);
+}
+
+fn expire_common(x: &mut Exec, a: &[&[u8]], unit_ms: i64, relative: bool, cmd: &str) {
+    let Some(mut when) = parse_i64(a[2]) else {
+        x.reply.error(NOT_INT);
+        return;
+    };
+    let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
+    for opt in &a[3..] {
+        if is(opt, "nx") {
+            nx = true;
+        } else if is(opt, "xx") {
+            xx = true;
+        } else if is(opt, "gt") {
+            gt = true;
+        } else if is(opt, "lt") {
+            lt = true;
+        } else {
+            x.reply.error(&format!("ERR Unsupported option {}", String::from_utf8_lossy(opt)));
+            return;
+        }
+    }
+    if nx && (xx || gt || lt) {
+        x.reply.error("ERR NX and XX, GT or LT options at the same time are not compatible");
+        return;
+    }
+    if gt && lt {
+        x.reply.error("ERR GT and LT options at the same time are not compatible");
+        return;
+    }
+    let invalid = |x: &mut Exec| x.reply.error(&format!("ERR invalid expire time in '{cmd}' command"));
+    if unit_ms == 1000 {
+        if when > i64::MAX / 1000 || when < i64::MIN / 1000 {
+            invalid(x);
+            return;
+        }
+        when *= 1000;
+    }
+    if relative {
+        match when.checked_add(x.now_ms) {
+            Some(t) => when = t,
+            None => {
+                invalid(x);
+                return;
+            }
+        }
+    }
+    let Some(e) = x.ks.peek(x.db, a[1], x.now_ms) else {
+        x.reply.int(0);
+        return;
+    };
+    let current = e.expire_at_ms;
+    let has_ttl = current != 0;
+    let ok = if nx {
+        !has_ttl
+    } else if xx && !has_ttl {
+        false
+    } else if gt {
+        has_ttl && when > current
+    } else if lt {
+        !has_ttl || when < current
+    } else {
+        true
+    };
+    if !ok {
+        x.reply.int(0);
+        return;
+    }
+    if when <= x.now_ms {
+        x.ks.delete(x.db, a[1], x.now_ms);
+    } else {
+        x.ks.set_expiry(x.db, a[1], when, x.now_ms);
+    }
+    x.reply.int(1);
+}
+
+/// EXPIRE key seconds [NX|XX|GT|LT]
+pub fn expire(x: &mut Exec, a: &[&[u8]]) {
+    expire_common(x, a, 1000, true, "expire");
+}
+/// PEXPIRE key milliseconds [NX|XX|GT|LT]
+pub fn pexpire(x: &mut Exec, a: &[&[u8]]) {
+    expire_common(x, a, 1, true, "pexpire");
+}
+/// EXPIREAT key unix-time-seconds [NX|XX|GT|LT]
+pub fn expireat(x: &mut Exec, a: &[&[u8]]) {
+    expire_common(x, a, 1000, false, "expireat");
+}
+/// PEXPIREAT key unix-time-milliseconds [NX|XX|GT|LT]
+pub fn pexpireat(x: &mut Exec, a: &[&[u8]]) {
+    expire_common(x, a, 1, false, "pexpireat");
+}
+
+/// PERSIST key
+pub fn persist(x: &mut Exec, a: &[&[u8]]) {
+    let has_ttl = x.ks.peek(x.db, a[1], x.now_ms).is_some_and(|e| e.expire_at_ms != 0);
+    if has_ttl {
+        x.ks.set_expiry(x.db, a[1], 0, x.now_ms);
+    }
+    x.reply.int(has_ttl as i64);
+}
+
+/// KEYS pattern
+pub async fn keys(c: &mut Conn, a: &[&[u8]]) {
+    let pattern = a[1].to_vec();
+    let (db, now) = (c.db, c.now_ms);
+    let all_match = pattern == b"*";
+    let parts = c
+        .on_all(move |s| {
+            let mut found: Vec<Vec<u8>> = Vec::new();
+            s.keyspace.keys(db, now, |e| {
+                if all_match || glob_match(&pattern, e.key(), false) {
+                    found.push(e.key().to_vec());
+                }
+            });
+            found
+        })
+        .await;
+    let total: usize = parts.iter().map(|p| p.len()).sum();
+    c.reply.array(total);
+    for k in parts.iter().flatten() {
+        c.reply.bulk(k);
+    }
+}
+
+/// SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
+///
+/// The cursor holds a hash position (high bits) and a worker index (low bits): each worker's
+/// keys are walked in hash order, then the next worker's.
+pub async fn scan(c: &mut Conn, a: &[&[u8]]) {
+    let Some(cursor) = std::str::from_utf8(a[1]).ok().and_then(|s| s.parse::<u64>().ok()) else {
+        c.reply.error("ERR invalid cursor");
+        return;
+    };
+    let mut pattern: Option<Vec<u8>> = None;
+    let mut count: usize = 10;
+    let mut type_filter: Option<Vec<u8>> = None;
+    let mut i = 2;
+    while i < a.len() {
+        if i + 1 >= a.len() {
+            c.reply.error(SYNTAX);
+            return;
+        }
+        if is(a[i], "count") {
+            match parse_i64(a[i + 1]) {
+                Some(n) if n >= 1 => count = n as usize,
+                Some(_) => {
+                    c.reply.error(SYNTAX);
+                    return;
+                }
+                None => {
+                    c.reply.error(NOT_INT);
+                    return;
+                }
+            }
+        } else if is(a[i], "match") {
+            pattern = Some(a[i + 1].to_vec()).filter(|p| p != b"*");
+        } else if is(a[i], "type") {
+            type_filter = Some(a[i + 1].to_ascii_lowercase());
+        } else {
+            c.reply.error(SYNTAX);
+            return;
+        }
+        i += 2;
+    }
+    let granule_mask = (1u64 << SCAN_GRANULE_BITS) - 1;
+    let workers = c.shared.workers as u64;
+    let mut worker = cursor & granule_mask;
+    let mut position = cursor & !granule_mask;
+    if worker >= workers {
+        c.reply.error("ERR invalid cursor");
+        return;
+    }
+    let (db, now) = (c.db, c.now_ms);
+    let mut keys: Vec<Vec<u8>> = Vec::new();
+    let next_cursor: u64 = loop {
+        let pattern = pattern.clone();
+        let type_filter = type_filter.clone();
+        let want = count.saturating_sub(keys.len()).max(1);
+        let (found, next) = c
+            .on(worker as usize, move |s| {
+                let mut found = Vec::new();
+                let next = s.keyspace.scan(db, position, want, now, |e| {
+                    if pattern.as_ref().is_some_and(|p| !glob_match(p, e.key(), false)) {
+                        return;
+                    }
+                    if type_filter.as_ref().is_some_and(|t| t != e.value.type_name().as_bytes()) {
+                        return;
+                    }
+                    found.push(e.key().to_vec());
+                });
+                (found, next)
+            })
+            .await;
+        keys.extend(found);
+        match next {
+            Some(p) => {
+                position = p;
+                if keys.len() >= count {
+                    break position | worker;
+                }
+            }
+            None => {
+                worker += 1;
+                position = 0;
+                if worker == workers {
+                    break 0;
+                }
+                if keys.len() >= count {
+                    break worker;
+                }
+            }
+        }
+    };
+    c.reply.array(2);
+    let mut buf = itoa::Buffer::new();
+    c.reply.bulk(buf.format(next_cursor).as_bytes());
+    c.reply.array(keys.len());
+    for k in &keys {
+        c.reply.bulk(k);
+    }
+}
+
+/// DBSIZE
+pub async fn dbsize(c: &mut Conn) {
+    let db = c.db;
+    let n: usize = c.on_all(move |s| s.keyspace.len(db)).await.into_iter().sum();
+    c.reply.int(n as i64);
+}
+
+fn flush_args_ok(c: &mut Conn, a: &[&[u8]]) -> bool {
+    match a.len() {
+        1 => true,
+        2 if is(a[1], "sync") || is(a[1], "async") => true,
+        _ => {
+            c.reply.error(SYNTAX);
+            false
+        }
+    }
+}
+
+/// FLUSHDB [ASYNC|SYNC]
+pub async fn flushdb(c: &mut Conn, a: &[&[u8]]) {
+    if !flush_args_ok(c, a) {
+        return;
+    }
+    let db = c.db;
+    c.on_all(move |s| s.keyspace.flush(db)).await;
+    c.reply.ok();
+}
+
+/// FLUSHALL [ASYNC|SYNC]
+pub async fn flushall(c: &mut Conn, a: &[&[u8]]) {
+    if !flush_args_ok(c, a) {
+        return;
+    }
+    c.on_all(|s| {
+        for db in 0..s.keyspace.databases() {
+            s.keyspace.flush(db);
+        }
+    })
+    .await;
+    c.reply.ok();
+}
+
+/// RANDOMKEY
+pub async fn randomkey(c: &mut Conn) {
+    use rand::Rng;
+    let db = c.db;
+    let now = c.now_ms;
+    let sizes = c.on_all(move |s| s.keyspace.len(db)).await;
+    let total: usize = sizes.iter().sum();
+    if total == 0 {
+        c.reply.null();
+        return;
+    }
+    // Pick a worker weighted by its key count, then a random hash position inside it.
+    for _ in 0..16 {
+        let mut pick = rand::rng().random_range(0..total);
+        let mut worker = 0;
+        while pick >= sizes[worker] {
+            pick -= sizes[worker];
+            worker += 1;
+        }
+        let position: u64 = rand::rng().random();
+        let key = c
+            .on(worker, move |s| {
+                let mut found: Option<Vec<u8>> = None;
+                for start in [position, 0] {
+                    s.keyspace.scan(db, start, 1, now, |e| {
+                        if found.is_none() {
+                            found = Some(e.key().to_vec());
+                        }
+                    });
+                    if found.is_some() {
+                        break;
+                    }
+                }
+                found
+            })
+            .await;
+        if let Some(k) = key {
+            c.reply.bulk(&k);
+            return;
+        }
+    }
+    c.reply.null();
+}

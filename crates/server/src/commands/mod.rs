@@ -1,0 +1,478 @@
+//! The command table, as data: name, arity, flags, key positions, group, version and summary
+//! for every command. Dispatch, arity errors, key routing and `COMMAND` all come from it.
+//!
+//! One file per command family: `string.rs`, `keyspace.rs`, `connection.rs`, `server.rs`.
+
+pub mod connection;
+pub mod keyspace;
+pub mod server;
+pub mod string;
+
+use crate::config::Config;
+use crate::conn::Conn;
+use crate::keyspace::Keyspace;
+use crate::reply::Reply;
+
+/// A command that runs on the worker owning its keys, synchronously.
+pub type KeyedFn = fn(&mut Exec, &[&[u8]]);
+/// A command that runs on the client's own worker with the connection's state.
+pub type ConnFn = fn(&mut Conn, &[&[u8]]);
+
+/// Commands whose work spans workers (fan-out and gather); they run as async functions on
+/// the connection's worker, see [`crate::conn::Conn::run_async`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AsyncCmd {
+    /// MGET over several workers.
+    Mget,
+    /// MSET over several workers.
+    Mset,
+    /// MSETNX over several workers.
+    Msetnx,
+    /// DEL / UNLINK over several workers.
+    Del,
+    /// EXISTS over several workers.
+    Exists,
+    /// LCS with keys on two workers.
+    Lcs,
+    /// KEYS.
+    Keys,
+    /// SCAN.
+    Scan,
+    /// DBSIZE.
+    Dbsize,
+    /// FLUSHDB.
+    Flushdb,
+    /// FLUSHALL.
+    Flushall,
+    /// INFO.
+    Info,
+    /// CLIENT.
+    Client,
+    /// CONFIG.
+    Config,
+    /// RANDOMKEY.
+    Randomkey,
+}
+
+/// How a command runs.
+#[derive(Clone, Copy)]
+pub enum Handler {
+    /// On the owner of its keys. `cross` handles the case where the keys live on different
+    /// workers (None: the keys must share a worker, e.g. through a hash tag).
+    Keyed {
+        /// The handler.
+        run: KeyedFn,
+        /// Handler for keys on several workers.
+        cross: Option<AsyncCmd>,
+    },
+    /// On the connection's worker, synchronously.
+    Conn(ConnFn),
+    /// On the connection's worker, asynchronously (it may wait for other workers).
+    Async(AsyncCmd),
+}
+
+/// A subcommand, for COMMAND's output.
+pub struct SubSpec {
+    /// `parent|sub`.
+    pub name: &'static str,
+    /// Redis arity (counting the parent and the subcommand).
+    pub arity: i32,
+    /// Flags.
+    pub flags: &'static [&'static str],
+    /// Summary.
+    pub summary: &'static str,
+}
+
+/// One command.
+pub struct CommandSpec {
+    /// Lower-case name.
+    pub name: &'static str,
+    /// Redis arity: positive = exact argument count (with the name); negative = at least.
+    pub arity: i32,
+    /// Redis command flags (`write`, `readonly`, `fast`, `admin`, ...).
+    pub flags: &'static [&'static str],
+    /// First key argument (0 = none).
+    pub first_key: i32,
+    /// Last key argument (negative counts from the end).
+    pub last_key: i32,
+    /// Step between keys.
+    pub step: i32,
+    /// Command group (`string`, `generic`, `connection`, `server`).
+    pub group: &'static str,
+    /// Redis version that introduced it.
+    pub since: &'static str,
+    /// One-line description.
+    pub summary: &'static str,
+    /// ACL categories.
+    pub acl: &'static [&'static str],
+    /// How it runs.
+    pub handler: Handler,
+    /// Subcommands (for containers such as CLIENT and CONFIG).
+    pub subcommands: &'static [SubSpec],
+}
+
+impl CommandSpec {
+    /// True when `argc` (including the name) fits the arity.
+    #[inline]
+    pub fn arity_ok(&self, argc: usize) -> bool {
+        let a = self.arity;
+        if a >= 0 {
+            argc == a as usize
+        } else {
+            argc >= (-a) as usize
+        }
+    }
+
+    /// Positions of the key arguments for this argument vector.
+    pub fn key_positions(&self, argc: usize) -> impl Iterator<Item = usize> {
+        let (first, step) = (self.first_key, self.step.max(1) as usize);
+        let last = if self.last_key < 0 {
+            argc as i32 + self.last_key
+        } else {
+            self.last_key.min(argc as i32 - 1)
+        };
+        let range = if first <= 0 || last < first {
+            0..0
+        } else {
+            first as usize..last as usize + 1
+        };
+        range.step_by(step)
+    }
+
+    /// True when the command has flag `f`.
+    pub fn has_flag(&self, f: &str) -> bool {
+        self.flags.contains(&f)
+    }
+}
+
+/// Per-command counters (INFO commandstats).
+#[derive(Default, Clone, Copy, Debug)]
+pub struct CommandStats {
+    /// Calls.
+    pub calls: u64,
+    /// Microseconds spent.
+    pub usec: u64,
+    /// Calls rejected before running (arity, auth, ...).
+    pub rejected: u64,
+    /// Calls that replied with an error.
+    pub failed: u64,
+}
+
+/// The execution context of a keyed command, on the worker that owns the keys.
+pub struct Exec<'a> {
+    /// The owner's keyspace.
+    pub ks: &'a mut Keyspace,
+    /// Selected database.
+    pub db: usize,
+    /// Time of the command (Unix ms).
+    pub now_ms: i64,
+    /// Where the reply goes.
+    pub reply: &'a mut Reply,
+    /// Configuration.
+    pub config: &'a Config,
+}
+
+const W: &[&str] = &["write", "denyoom"];
+const WF: &[&str] = &["write", "denyoom", "fast"];
+const WDEL: &[&str] = &["write"];
+const WDELF: &[&str] = &["write", "fast"];
+const R: &[&str] = &["readonly"];
+const RF: &[&str] = &["readonly", "fast"];
+const CONN: &[&str] = &["noscript", "loading", "stale", "fast"];
+const ADMIN: &[&str] = &["admin", "noscript", "loading", "stale"];
+
+const A_STR_W: &[&str] = &["@write", "@string"];
+const A_STR_WF: &[&str] = &["@write", "@string", "@fast"];
+const A_STR_R: &[&str] = &["@read", "@string"];
+const A_STR_RF: &[&str] = &["@read", "@string", "@fast"];
+const A_KS_W: &[&str] = &["@keyspace", "@write"];
+const A_KS_RF: &[&str] = &["@keyspace", "@read", "@fast"];
+const A_CONN: &[&str] = &["@fast", "@connection"];
+const A_ADMIN: &[&str] = &["@admin", "@slow", "@dangerous"];
+
+#[allow(clippy::too_many_arguments)]
+const fn spec(
+    name: &'static str,
+    arity: i32,
+    flags: &'static [&'static str],
+    keys: (i32, i32, i32),
+    group: &'static str,
+    since: &'static str,
+    summary: &'static str,
+    acl: &'static [&'static str],
+    handler: Handler,
+) -> CommandSpec {
+    CommandSpec {
+        name,
+        arity,
+        flags,
+        first_key: keys.0,
+        last_key: keys.1,
+        step: keys.2,
+        group,
+        since,
+        summary,
+        acl,
+        handler,
+        subcommands: &[],
+    }
+}
+
+const fn keyed(run: KeyedFn) -> Handler {
+    Handler::Keyed { run, cross: None }
+}
+const fn keyed_x(run: KeyedFn, cross: AsyncCmd) -> Handler {
+    Handler::Keyed {
+        run,
+        cross: Some(cross),
+    }
+}
+
+const NOKEY: (i32, i32, i32) = (0, 0, 0);
+const K1: (i32, i32, i32) = (1, 1, 1);
+const KALL: (i32, i32, i32) = (1, -1, 1);
+
+use connection as c;
+use keyspace as k;
+use server as sv;
+use string as s;
+
+/// Every command Skerry knows.
+pub static COMMANDS: &[CommandSpec] = &[
+    // string
+    spec("get", 2, RF, K1, "string", "1.0.0", "Returns the string value of a key.", A_STR_RF, keyed(s::get)),
+    spec("set", -3, W, K1, "string", "1.0.0", "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", A_STR_W, keyed(s::set)),
+    spec("setnx", 3, WF, K1, "string", "1.0.0", "Set the string value of a key only when the key doesn't exist.", A_STR_WF, keyed(s::setnx)),
+    spec("setex", 4, W, K1, "string", "2.0.0", "Sets the string value and expiration time of a key. Creates the key if it doesn't exist.", A_STR_W, keyed(s::setex)),
+    spec("psetex", 4, W, K1, "string", "2.6.0", "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist.", A_STR_W, keyed(s::psetex)),
+    spec("getset", 3, WF, K1, "string", "1.0.0", "Returns the previous string value of a key after setting it to a new value.", A_STR_WF, keyed(s::getset)),
+    spec("getdel", 2, WDELF, K1, "string", "6.2.0", "Returns the string value of a key after deleting the key.", A_STR_WF, keyed(s::getdel)),
+    spec("getex", -2, WF, K1, "string", "6.2.0", "Returns the string value of a key after setting its expiration time.", A_STR_WF, keyed(s::getex)),
+    spec("mget", -2, RF, KALL, "string", "1.0.0", "Atomically returns the string values of one or more keys.", A_STR_RF, keyed_x(s::mget, AsyncCmd::Mget)),
+    spec("mset", -3, W, (1, -1, 2), "string", "1.0.1", "Atomically creates or modifies the string values of one or more keys.", A_STR_W, keyed_x(s::mset, AsyncCmd::Mset)),
+    spec("msetnx", -3, W, (1, -1, 2), "string", "1.0.1", "Atomically modifies the string values of one or more keys only when all keys don't exist.", A_STR_W, keyed_x(s::msetnx, AsyncCmd::Msetnx)),
+    spec("incr", 2, WF, K1, "string", "1.0.0", "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", A_STR_WF, keyed(s::incr)),
+    spec("incrby", 3, WF, K1, "string", "1.0.0", "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.", A_STR_WF, keyed(s::incrby)),
+    spec("incrbyfloat", 3, WF, K1, "string", "2.6.0", "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.", A_STR_WF, keyed(s::incrbyfloat)),
+    spec("decr", 2, WF, K1, "string", "1.0.0", "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", A_STR_WF, keyed(s::decr)),
+    spec("decrby", 3, WF, K1, "string", "1.0.0", "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.", A_STR_WF, keyed(s::decrby)),
+    spec("append", 3, W, K1, "string", "2.0.0", "Appends a string to the value of a key. Creates the key if it doesn't exist.", A_STR_W, keyed(s::append)),
+    spec("strlen", 2, RF, K1, "string", "2.2.0", "Returns the length of a string value.", A_STR_RF, keyed(s::strlen)),
+    spec("getrange", 4, R, K1, "string", "2.4.0", "Returns a substring of the string stored at a key.", A_STR_R, keyed(s::getrange)),
+    spec("substr", 4, R, K1, "string", "1.0.0", "Returns a substring from a string value.", A_STR_R, keyed(s::getrange)),
+    spec("setrange", 4, W, K1, "string", "2.2.0", "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.", A_STR_W, keyed(s::setrange)),
+    spec("lcs", -3, R, (1, 2, 1), "string", "7.0.0", "Finds the longest common substring.", A_STR_R, keyed_x(s::lcs, AsyncCmd::Lcs)),
+    // generic (keyspace)
+    spec("del", -2, WDEL, KALL, "generic", "1.0.0", "Deletes one or more keys.", A_KS_W, keyed_x(k::del, AsyncCmd::Del)),
+    spec("unlink", -2, WDELF, KALL, "generic", "4.0.0", "Asynchronously deletes one or more keys.", A_KS_W, keyed_x(k::del, AsyncCmd::Del)),
+    spec("exists", -2, RF, KALL, "generic", "1.0.0", "Determines whether one or more keys exist.", A_KS_RF, keyed_x(k::exists, AsyncCmd::Exists)),
+    spec("touch", -2, RF, KALL, "generic", "3.2.1", "Returns the number of existing keys out of those specified after updating the time they were last accessed.", A_KS_RF, keyed_x(k::exists, AsyncCmd::Exists)),
+    spec("type", 2, RF, K1, "generic", "1.0.0", "Determines the type of value stored at a key.", A_KS_RF, keyed(k::type_)),
+    spec("keys", 2, &["readonly"], NOKEY, "generic", "1.0.0", "Returns all key names that match a pattern.", &["@keyspace", "@read", "@slow", "@dangerous"], Handler::Async(AsyncCmd::Keys)),
+    spec("scan", -2, &["readonly"], NOKEY, "generic", "2.8.0", "Iterates over the key names in the database.", &["@keyspace", "@read", "@slow"], Handler::Async(AsyncCmd::Scan)),
+    spec("randomkey", 1, &["readonly"], NOKEY, "generic", "1.0.0", "Returns a random key name from the database.", &["@keyspace", "@read", "@slow"], Handler::Async(AsyncCmd::Randomkey)),
+    spec("ttl", 2, RF, K1, "generic", "1.0.0", "Returns the expiration time in seconds of a key.", A_KS_RF, keyed(k::ttl)),
+    spec("pttl", 2, RF, K1, "generic", "2.6.0", "Returns the expiration time in milliseconds of a key.", A_KS_RF, keyed(k::pttl)),
+    spec("expiretime", 2, RF, K1, "generic", "7.0.0", "Returns the expiration time of a key as a Unix timestamp.", A_KS_RF, keyed(k::expiretime)),
+    spec("pexpiretime", 2, RF, K1, "generic", "7.0.0", "Returns the expiration time of a key as a Unix milliseconds timestamp.", A_KS_RF, keyed(k::pexpiretime)),
+    spec("expire", -3, WF, K1, "generic", "1.0.0", "Sets the expiration time of a key in seconds.", A_KS_W, keyed(k::expire)),
+    spec("pexpire", -3, WF, K1, "generic", "2.6.0", "Sets the expiration time of a key in milliseconds.", A_KS_W, keyed(k::pexpire)),
+    spec("expireat", -3, WF, K1, "generic", "1.2.0", "Sets the expiration time of a key to a Unix timestamp.", A_KS_W, keyed(k::expireat)),
+    spec("pexpireat", -3, WF, K1, "generic", "2.6.0", "Sets the expiration time of a key to a Unix milliseconds timestamp.", A_KS_W, keyed(k::pexpireat)),
+    spec("persist", 2, WF, K1, "generic", "2.2.0", "Removes the expiration time of a key.", A_KS_W, keyed(k::persist)),
+    spec("dbsize", 1, &["readonly", "fast"], NOKEY, "server", "1.0.0", "Returns the number of keys in the database.", &["@keyspace", "@read", "@fast"], Handler::Async(AsyncCmd::Dbsize)),
+    spec("flushdb", -1, &["write"], NOKEY, "server", "1.0.0", "Remove all keys from the current database.", &["@keyspace", "@write", "@slow", "@dangerous"], Handler::Async(AsyncCmd::Flushdb)),
+    spec("flushall", -1, &["write"], NOKEY, "server", "1.0.0", "Removes all keys from all databases.", &["@keyspace", "@write", "@slow", "@dangerous"], Handler::Async(AsyncCmd::Flushall)),
+    // connection
+    spec("ping", -1, &["fast"], NOKEY, "connection", "1.0.0", "Returns the server's liveliness response.", A_CONN, Handler::Conn(c::ping)),
+    spec("echo", 2, &["fast"], NOKEY, "connection", "1.0.0", "Returns the given string.", A_CONN, Handler::Conn(c::echo)),
+    spec("hello", -1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], NOKEY, "connection", "6.0.0", "Handshakes with the Redis server.", A_CONN, Handler::Conn(c::hello)),
+    spec("auth", -2, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], NOKEY, "connection", "1.0.0", "Authenticates the connection.", A_CONN, Handler::Conn(c::auth)),
+    spec("select", 2, &["loading", "stale", "fast"], NOKEY, "connection", "1.0.0", "Changes the selected database.", A_CONN, Handler::Conn(c::select)),
+    spec("quit", -1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], NOKEY, "connection", "1.0.0", "Closes the connection.", A_CONN, Handler::Conn(c::quit)),
+    spec("reset", 1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], NOKEY, "connection", "6.2.0", "Resets the connection.", A_CONN, Handler::Conn(c::reset)),
+    CommandSpec {
+        subcommands: CLIENT_SUBS,
+        ..spec("client", -2, &[], NOKEY, "connection", "2.4.0", "A container for client connection commands.", &["@slow"], Handler::Async(AsyncCmd::Client))
+    },
+    // server
+    CommandSpec {
+        subcommands: COMMAND_SUBS,
+        ..spec("command", -1, &["loading", "stale"], NOKEY, "server", "2.8.13", "Returns detailed information about all commands.", &["@slow", "@connection"], Handler::Conn(sv::command))
+    },
+    CommandSpec {
+        subcommands: CONFIG_SUBS,
+        ..spec("config", -2, &[], NOKEY, "server", "2.0.0", "A container for server configuration commands.", &["@slow"], Handler::Async(AsyncCmd::Config))
+    },
+    spec("info", -1, &["loading", "stale"], NOKEY, "server", "1.0.0", "Returns information and statistics about the server.", &["@slow", "@dangerous"], Handler::Async(AsyncCmd::Info)),
+    spec("time", 1, &["loading", "stale", "fast"], NOKEY, "server", "2.6.0", "Returns the server time.", &["@fast"], Handler::Conn(sv::time)),
+    spec("lastsave", 1, &["loading", "stale", "fast"], NOKEY, "server", "1.0.0", "Returns the Unix timestamp of the last successful save to disk.", &["@admin", "@fast", "@dangerous"], Handler::Conn(sv::lastsave)),
+    spec("shutdown", -1, &["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"], NOKEY, "server", "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server.", A_ADMIN, Handler::Conn(sv::shutdown)),
+    spec("debug", -2, ADMIN, NOKEY, "server", "1.0.0", "A container for debugging commands.", A_ADMIN, Handler::Conn(sv::debug)),
+];
+
+/// CLIENT's subcommands.
+pub static CLIENT_SUBS: &[SubSpec] = &[
+    SubSpec { name: "client|id", arity: 2, flags: CONN, summary: "Returns the unique client ID of the connection." },
+    SubSpec { name: "client|setname", arity: 3, flags: CONN, summary: "Sets the connection name." },
+    SubSpec { name: "client|getname", arity: 2, flags: CONN, summary: "Returns the name of the connection." },
+    SubSpec { name: "client|list", arity: -2, flags: ADMIN, summary: "Lists open connections." },
+    SubSpec { name: "client|info", arity: 2, flags: CONN, summary: "Returns information about the connection." },
+    SubSpec { name: "client|kill", arity: -3, flags: ADMIN, summary: "Terminates open connections." },
+    SubSpec { name: "client|setinfo", arity: 4, flags: CONN, summary: "Sets information specific to the client or connection." },
+    SubSpec { name: "client|no-evict", arity: 3, flags: ADMIN, summary: "Sets the client eviction mode of the connection." },
+    SubSpec { name: "client|no-touch", arity: 3, flags: CONN, summary: "Controls whether commands sent by the client affect the LRU/LFU of accessed keys." },
+    SubSpec { name: "client|reply", arity: 3, flags: CONN, summary: "Instructs the server whether to reply to commands." },
+    SubSpec { name: "client|help", arity: 2, flags: CONN, summary: "Returns helpful text about the different subcommands." },
+];
+
+/// COMMAND's subcommands.
+pub static COMMAND_SUBS: &[SubSpec] = &[
+    SubSpec { name: "command|count", arity: 2, flags: &["loading", "stale"], summary: "Returns a count of commands." },
+    SubSpec { name: "command|info", arity: -2, flags: &["loading", "stale"], summary: "Returns information about one, multiple or all commands." },
+    SubSpec { name: "command|docs", arity: -2, flags: &["loading", "stale"], summary: "Returns documentary information about one, multiple or all commands." },
+    SubSpec { name: "command|list", arity: -2, flags: &["loading", "stale"], summary: "Returns a list of command names." },
+    SubSpec { name: "command|getkeys", arity: -3, flags: &["loading", "stale"], summary: "Extracts the key names from an arbitrary command." },
+    SubSpec { name: "command|help", arity: 2, flags: &["loading", "stale"], summary: "Returns helpful text about the different subcommands." },
+];
+
+/// CONFIG's subcommands.
+pub static CONFIG_SUBS: &[SubSpec] = &[
+    SubSpec { name: "config|get", arity: -3, flags: ADMIN, summary: "Returns the effective values of configuration parameters." },
+    SubSpec { name: "config|set", arity: -4, flags: ADMIN, summary: "Sets configuration parameters in-flight." },
+    SubSpec { name: "config|resetstat", arity: 2, flags: ADMIN, summary: "Resets the server's statistics." },
+    SubSpec { name: "config|rewrite", arity: 2, flags: ADMIN, summary: "Persists the effective configuration to file." },
+    SubSpec { name: "config|help", arity: 2, flags: &["loading", "stale"], summary: "Returns helpful text about the different subcommands." },
+];
+
+/// Looks a command up by name, case-insensitively. Returns its table index.
+#[inline]
+pub fn lookup(name: &[u8]) -> Option<usize> {
+    if name.len() > 32 {
+        return None;
+    }
+    let mut lower = [0u8; 32];
+    let lower = &mut lower[..name.len()];
+    for (d, s) in lower.iter_mut().zip(name) {
+        *d = s.to_ascii_lowercase();
+    }
+    INDEX.with(|idx| idx.get(&lower[..]).copied())
+}
+
+thread_local! {
+    static INDEX: hashbrown::HashMap<&'static [u8], usize, foldhash::fast::FixedState> = {
+        let mut m = hashbrown::HashMap::with_hasher(foldhash::fast::FixedState::default());
+        for (i, c) in COMMANDS.iter().enumerate() {
+            m.insert(c.name.as_bytes(), i);
+        }
+        m
+    };
+}
+
+/// Parses an argument as a signed 64-bit integer with Redis's strictness (no spaces, no '+',
+/// no leading zeros except "0").
+pub fn parse_i64(b: &[u8]) -> Option<i64> {
+    if b.is_empty() || b.len() > 20 {
+        return None;
+    }
+    let (neg, digits) = match b[0] {
+        b'-' => (true, &b[1..]),
+        _ => (false, b),
+    };
+    if digits.is_empty() || (digits[0] == b'0' && (digits.len() > 1 || neg)) {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        let x = (d - b'0') as i64;
+        v = if neg {
+            v.checked_mul(10)?.checked_sub(x)?
+        } else {
+            v.checked_mul(10)?.checked_add(x)?
+        };
+    }
+    Some(v)
+}
+
+/// Parses a float argument as Redis's `string2ld`/`strtold` would accept it (no spaces,
+/// no NaN).
+pub fn parse_f64(b: &[u8]) -> Option<f64> {
+    if b.is_empty() || b.len() > 5000 {
+        return None;
+    }
+    if b[0].is_ascii_whitespace() || b[b.len() - 1].is_ascii_whitespace() {
+        return None;
+    }
+    let s = std::str::from_utf8(b).ok()?;
+    let lower = s.to_ascii_lowercase();
+    let v: f64 = match lower.trim_start_matches(['+', '-']) {
+        "inf" | "infinity" => {
+            if lower.starts_with('-') {
+                f64::NEG_INFINITY
+            } else {
+                f64::INFINITY
+            }
+        }
+        _ => {
+            // strtold accepts hex floats too; Rust does not; Redis tests don't rely on them.
+            if lower.contains("nan") {
+                return None;
+            }
+            s.parse().ok()?
+        }
+    };
+    if v.is_nan() {
+        return None;
+    }
+    Some(v)
+}
+
+/// Case-insensitive comparison of an argument with a lower-case word.
+#[inline]
+pub fn is(arg: &[u8], word: &str) -> bool {
+    arg.eq_ignore_ascii_case(word.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_is_consistent() {
+        let mut names = std::collections::HashSet::new();
+        for c in COMMANDS {
+            assert!(names.insert(c.name), "duplicate {}", c.name);
+            assert_eq!(c.name, c.name.to_ascii_lowercase());
+            assert!(c.arity != 0);
+            if let Handler::Keyed { .. } = c.handler {
+                assert!(c.first_key > 0, "{} is keyed but has no keys", c.name);
+            }
+            assert_eq!(lookup(c.name.to_ascii_uppercase().as_bytes()), Some(names.len() - 1));
+        }
+    }
+
+    #[test]
+    fn key_positions() {
+        let mset = &COMMANDS[lookup(b"mset").unwrap()];
+        assert_eq!(mset.key_positions(5).collect::<Vec<_>>(), vec![1, 3]);
+        let get = &COMMANDS[lookup(b"get").unwrap()];
+        assert_eq!(get.key_positions(2).collect::<Vec<_>>(), vec![1]);
+        let del = &COMMANDS[lookup(b"del").unwrap()];
+        assert_eq!(del.key_positions(4).collect::<Vec<_>>(), vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn integers_as_redis_parses_them() {
+        assert_eq!(parse_i64(b"123"), Some(123));
+        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(parse_i64(b"9223372036854775808"), None);
+        assert_eq!(parse_i64(b"+1"), None);
+        assert_eq!(parse_i64(b" 1"), None);
+        assert_eq!(parse_i64(b"01"), None);
+        assert_eq!(parse_i64(b"-0"), None);
+        assert_eq!(parse_i64(b""), None);
+    }
+}

@@ -1,0 +1,650 @@
+//! Server commands (Redis's `server.c`, `config.c`, `debug.c`): COMMAND, CONFIG, INFO, TIME,
+//! LASTSAVE, SHUTDOWN, DEBUG.
+
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+
+use super::{is, lookup, CommandSpec, Handler, SubSpec, COMMANDS};
+use crate::config::{self, ConfigError};
+use crate::conn::Conn;
+use crate::glob::glob_match;
+use crate::reply::Reply;
+use crate::worker::unix_ms;
+
+/// TIME
+pub fn time(c: &mut Conn, _a: &[&[u8]]) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    c.reply.array(2);
+    c.reply.bulk_int(now.as_secs() as i64);
+    c.reply.bulk_int(now.subsec_micros() as i64);
+}
+
+/// LASTSAVE
+pub fn lastsave(c: &mut Conn, _a: &[&[u8]]) {
+    c.reply.int(c.shared.lastsave_s.load(Ordering::Relaxed));
+}
+
+/// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]
+pub fn shutdown(c: &mut Conn, a: &[&[u8]]) {
+    for opt in &a[1..] {
+        if is(opt, "abort") {
+            c.reply.error("ERR No shutdown in progress.");
+            return;
+        }
+        if !(is(opt, "nosave") || is(opt, "save") || is(opt, "now") || is(opt, "force")) {
+            c.reply.error(super::super::reply::errors::SYNTAX);
+            return;
+        }
+    }
+    tracing::warn!("User requested shutdown...");
+    c.shared.request_shutdown();
+    // No reply: the connection closes when the process exits, as with Redis.
+    c.close_after_reply = true;
+}
+
+/// DEBUG subcommand ...
+pub fn debug(c: &mut Conn, a: &[&[u8]]) {
+    let sub = a[1].to_ascii_lowercase();
+    match sub.as_slice() {
+        b"sleep" if a.len() == 3 => {
+            let secs = super::parse_f64(a[2]).unwrap_or(0.0).max(0.0);
+            // Like Redis, DEBUG SLEEP blocks the worker thread.
+            std::thread::sleep(std::time::Duration::from_secs_f64(secs));
+            c.reply.ok();
+        }
+        b"set-active-expire" if a.len() == 3 => c.reply.ok(),
+        b"help" => {
+            c.reply.array(3);
+            c.reply.simple("DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
+            c.reply.simple("SLEEP <seconds>");
+            c.reply.simple("    Stop the server for <seconds>. Decimals allowed.");
+        }
+        _ => c.reply.error(&format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
+            String::from_utf8_lossy(a[1])
+        )),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// COMMAND
+
+fn write_flags(r: &mut Reply, flags: &[&str]) {
+    r.set(flags.len());
+    for f in flags {
+        r.simple(f);
+    }
+}
+
+fn write_key_specs(r: &mut Reply, first: i32, last: i32, step: i32, write: bool) {
+    if first <= 0 {
+        r.array(0);
+        return;
+    }
+    r.array(1);
+    r.map(3);
+    r.bulk_str("flags");
+    let flags: &[&str] = if write { &["RW", "UPDATE"] } else { &["RO", "ACCESS"] };
+    write_flags(r, flags);
+    r.bulk_str("begin_search");
+    r.map(2);
+    r.bulk_str("type");
+    r.bulk_str("index");
+    r.bulk_str("spec");
+    r.map(1);
+    r.bulk_str("index");
+    r.int(first as i64);
+    r.bulk_str("find_keys");
+    r.map(2);
+    r.bulk_str("type");
+    r.bulk_str("range");
+    r.bulk_str("spec");
+    r.map(3);
+    r.bulk_str("lastkey");
+    r.int(if last < 0 { last as i64 } else { (last - first) as i64 });
+    r.bulk_str("keystep");
+    r.int(step as i64);
+    r.bulk_str("limit");
+    r.int(0);
+}
+
+fn write_sub_info(r: &mut Reply, s: &SubSpec) {
+    r.array(10);
+    r.bulk_str(s.name);
+    r.int(s.arity as i64);
+    write_flags(r, s.flags);
+    r.int(0);
+    r.int(0);
+    r.int(0);
+    r.set(0);
+    r.set(0);
+    r.array(0);
+    r.array(0);
+}
+
+fn write_info(r: &mut Reply, c: &CommandSpec) {
+    r.array(10);
+    r.bulk_str(c.name);
+    r.int(c.arity as i64);
+    write_flags(r, c.flags);
+    r.int(c.first_key as i64);
+    r.int(c.last_key as i64);
+    r.int(c.step as i64);
+    write_flags(r, c.acl);
+    r.set(0);
+    write_key_specs(r, c.first_key, c.last_key, c.step, c.has_flag("write"));
+    r.array(c.subcommands.len());
+    for s in c.subcommands {
+        write_sub_info(r, s);
+    }
+}
+
+fn write_docs(r: &mut Reply, c: &CommandSpec) {
+    let subs = !c.subcommands.is_empty();
+    r.map(if subs { 4 } else { 3 });
+    r.bulk_str("summary");
+    r.bulk_str(c.summary);
+    r.bulk_str("since");
+    r.bulk_str(c.since);
+    r.bulk_str("group");
+    r.bulk_str(c.group);
+    if subs {
+        r.bulk_str("subcommands");
+        r.map(c.subcommands.len());
+        for s in c.subcommands {
+            r.bulk_str(s.name);
+            r.map(3);
+            r.bulk_str("summary");
+            r.bulk_str(s.summary);
+            r.bulk_str("since");
+            r.bulk_str(c.since);
+            r.bulk_str("group");
+            r.bulk_str(c.group);
+        }
+    }
+}
+
+const COMMAND_HELP: &[&str] = &[
+    "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "(no subcommand)",
+    "    Return details about all commands.",
+    "COUNT",
+    "    Return the total number of commands in this server.",
+    "LIST",
+    "    Return a list of all commands in this server.",
+    "INFO [<command-name> ...]",
+    "    Return details about multiple commands.",
+    "DOCS [<command-name> ...]",
+    "    Return documentation details about multiple commands.",
+    "GETKEYS <full-command>",
+    "    Return the keys from a full command.",
+    "HELP",
+    "    Print this help.",
+];
+
+/// Finds a command or `parent|sub` for COMMAND INFO/DOCS.
+fn find_command(name: &[u8]) -> Option<&'static CommandSpec> {
+    lookup(name).map(|i| &COMMANDS[i])
+}
+
+/// COMMAND [COUNT|INFO|DOCS|LIST|GETKEYS|HELP ...]
+pub fn command(c: &mut Conn, a: &[&[u8]]) {
+    if a.len() == 1 {
+        c.reply.array(COMMANDS.len());
+        for cmd in COMMANDS {
+            write_info(&mut c.reply, cmd);
+        }
+        return;
+    }
+    let sub = a[1].to_ascii_lowercase();
+    match sub.as_slice() {
+        b"count" if a.len() == 2 => c.reply.int(COMMANDS.len() as i64),
+        b"info" => {
+            if a.len() == 2 {
+                c.reply.array(COMMANDS.len());
+                for cmd in COMMANDS {
+                    write_info(&mut c.reply, cmd);
+                }
+                return;
+            }
+            c.reply.array(a.len() - 2);
+            for name in &a[2..] {
+                match find_command(name) {
+                    Some(cmd) => write_info(&mut c.reply, cmd),
+                    None => c.reply.null_array(),
+                }
+            }
+        }
+        b"docs" => {
+            let list: Vec<&CommandSpec> = if a.len() == 2 {
+                COMMANDS.iter().collect()
+            } else {
+                a[2..].iter().filter_map(|n| find_command(n)).collect()
+            };
+            c.reply.map(list.len());
+            for cmd in list {
+                c.reply.bulk_str(cmd.name);
+                write_docs(&mut c.reply, cmd);
+            }
+        }
+        b"list" => {
+            let names: Vec<&str> = match a.len() {
+                2 => COMMANDS.iter().map(|c| c.name).collect(),
+                5 if is(a[2], "filterby") => {
+                    let v = a[4];
+                    if is(a[3], "pattern") {
+                        COMMANDS
+                            .iter()
+                            .flat_map(|c| std::iter::once(c.name).chain(c.subcommands.iter().map(|s| s.name)))
+                            .filter(|n| glob_match(v, n.as_bytes(), true))
+                            .collect()
+                    } else if is(a[3], "aclcat") {
+                        let cat = format!("@{}", String::from_utf8_lossy(v).to_ascii_lowercase());
+                        COMMANDS.iter().filter(|c| c.acl.contains(&cat.as_str())).map(|c| c.name).collect()
+                    } else if is(a[3], "module") {
+                        Vec::new()
+                    } else {
+                        c.reply.error(super::super::reply::errors::SYNTAX);
+                        return;
+                    }
+                }
+                _ => {
+                    c.reply.error(super::super::reply::errors::SYNTAX);
+                    return;
+                }
+            };
+            c.reply.array(names.len());
+            for n in names {
+                c.reply.bulk_str(n);
+            }
+        }
+        b"getkeys" | b"getkeysandflags" if a.len() >= 3 => {
+            let with_flags = sub.as_slice() == b"getkeysandflags";
+            let Some(cmd) = find_command(a[2]) else {
+                c.reply.error("ERR Invalid command specified");
+                return;
+            };
+            let argv = &a[2..];
+            if !cmd.arity_ok(argv.len()) {
+                c.reply.error("ERR Invalid number of arguments specified for command");
+                return;
+            }
+            let keys: Vec<usize> = cmd.key_positions(argv.len()).collect();
+            if keys.is_empty() || !matches!(cmd.handler, Handler::Keyed { .. }) {
+                c.reply.error("ERR The command has no key arguments");
+                return;
+            }
+            c.reply.array(keys.len());
+            for p in keys {
+                if with_flags {
+                    c.reply.array(2);
+                    c.reply.bulk(argv[p]);
+                    let flags: &[&str] = if cmd.has_flag("write") { &["RW", "UPDATE"] } else { &["RO", "ACCESS"] };
+                    write_flags(&mut c.reply, flags);
+                } else {
+                    c.reply.bulk(argv[p]);
+                }
+            }
+        }
+        b"help" if a.len() == 2 => {
+            c.reply.array(COMMAND_HELP.len());
+            for l in COMMAND_HELP {
+                c.reply.simple(l);
+            }
+        }
+        _ => c.reply.error(&format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try COMMAND HELP.",
+            String::from_utf8_lossy(a[1])
+        )),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// CONFIG
+
+const CONFIG_HELP: &[&str] = &[
+    "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "GET <pattern>",
+    "    Return parameters matching the glob-like <pattern> and their values.",
+    "SET <directive> <value>",
+    "    Set the configuration <directive> to <value>.",
+    "RESETSTAT",
+    "    Reset statistics reported by the INFO command.",
+    "REWRITE",
+    "    Rewrite the configuration file.",
+    "HELP",
+    "    Print this help.",
+];
+
+/// CONFIG GET|SET|RESETSTAT|REWRITE|HELP
+pub async fn config(c: &mut Conn, a: &[&[u8]]) {
+    let sub = a[1].to_ascii_lowercase();
+    let cfg = &c.shared.config;
+    match (sub.as_slice(), a.len()) {
+        (b"get", n) if n >= 3 => {
+            let mut seen = std::collections::BTreeMap::new();
+            for pattern in &a[2..] {
+                for (name, value) in cfg.matching(pattern) {
+                    seen.insert(name, value);
+                }
+            }
+            c.reply.map(seen.len());
+            for (name, value) in seen {
+                c.reply.bulk_str(name);
+                c.reply.bulk_str(&value);
+            }
+        }
+        (b"set", n) if n >= 4 && n % 2 == 0 => {
+            // Check every pair first so that the change is all-or-nothing.
+            let mut pairs = Vec::new();
+            for kv in a[2..].chunks(2) {
+                let name = String::from_utf8_lossy(kv[0]).to_ascii_lowercase();
+                let value = String::from_utf8_lossy(kv[1]).into_owned();
+                let Some((_, param)) = config::param(&name) else {
+                    c.reply.error(&format!("ERR Unknown option or number of arguments for CONFIG SET - '{name}'"));
+                    return;
+                };
+                if pairs.iter().any(|(n, _): &(String, String)| *n == name) {
+                    c.reply.error(&format!("ERR Duplicate parameter - {name}"));
+                    return;
+                }
+                let problem = if !param.mutable {
+                    Some(ConfigError::Immutable.to_string())
+                } else {
+                    config::normalise(param, &value).err().map(|e| e.to_string())
+                };
+                if let Some(p) = problem {
+                    c.reply.error(&format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {p}"));
+                    return;
+                }
+                pairs.push((name, value));
+            }
+            for (name, value) in pairs {
+                if let Err(e) = cfg.set(&name, &value, true) {
+                    c.reply.error(&format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {e}"));
+                    return;
+                }
+            }
+            c.reply.ok();
+        }
+        (b"resetstat", 2) => {
+            c.on_all(|s| {
+                s.stats.reset();
+                s.keyspace.stats = Default::default();
+            })
+            .await;
+            c.shared.total_connections.store(0, Ordering::Relaxed);
+            c.shared.rejected_connections.store(0, Ordering::Relaxed);
+            c.reply.ok();
+        }
+        (b"rewrite", 2) => match cfg.rewrite() {
+            Ok(()) => c.reply.ok(),
+            Err(e) => c.reply.error(&format!("ERR {e}")),
+        },
+        (b"help", 2) => {
+            c.reply.array(CONFIG_HELP.len());
+            for l in CONFIG_HELP {
+                c.reply.simple(l);
+            }
+        }
+        _ => c.reply.error(&format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try CONFIG HELP.",
+            String::from_utf8_lossy(a[1])
+        )),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// INFO
+
+/// What INFO gathers from one worker.
+struct WorkerInfo {
+    commands: Vec<super::CommandStats>,
+    errors: Vec<(String, u64)>,
+    total_commands: u64,
+    total_error_replies: u64,
+    net_in: u64,
+    net_out: u64,
+    out_limit_kills: u64,
+    query_limit_kills: u64,
+    hits: u64,
+    misses: u64,
+    expired: u64,
+    /// Per database: keys, volatile keys, average TTL.
+    dbs: Vec<(usize, usize, i64)>,
+    clients: usize,
+}
+
+fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(0);
+    // SAFETY: sysconf has no memory effects.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64;
+    pages * page
+}
+
+fn human_bytes(n: u64) -> String {
+    let n = n as f64;
+    if n < 1024.0 {
+        format!("{n}B")
+    } else if n < 1024.0 * 1024.0 {
+        format!("{:.2}K", n / 1024.0)
+    } else if n < 1024.0 * 1024.0 * 1024.0 {
+        format!("{:.2}M", n / 1024.0 / 1024.0)
+    } else {
+        format!("{:.2}G", n / 1024.0 / 1024.0 / 1024.0)
+    }
+}
+
+fn cpu_times() -> (f64, f64, f64, f64) {
+    // SAFETY: getrusage writes into the zeroed struct we pass.
+    let (mut me, mut children): (libc::rusage, libc::rusage) = unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
+    // SAFETY: as above.
+    unsafe {
+        libc::getrusage(libc::RUSAGE_SELF, &mut me);
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut children);
+    }
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    (t(me.ru_stime), t(me.ru_utime), t(children.ru_stime), t(children.ru_utime))
+}
+
+const DEFAULT_SECTIONS: &[&str] = &[
+    "server", "clients", "memory", "persistence", "stats", "replication", "cpu", "modules", "errorstats", "cluster", "keyspace",
+];
+const ALL_EXTRA: &[&str] = &["commandstats", "latencystats"];
+
+/// INFO [section ...]
+pub async fn info(c: &mut Conn, a: &[&[u8]]) {
+    let mut sections: Vec<String> = Vec::new();
+    if a.len() == 1 {
+        sections.extend(DEFAULT_SECTIONS.iter().map(|s| s.to_string()));
+    }
+    for arg in &a[1..] {
+        let s = String::from_utf8_lossy(arg).to_ascii_lowercase();
+        match s.as_str() {
+            "default" => sections.extend(DEFAULT_SECTIONS.iter().map(|s| s.to_string())),
+            "all" | "everything" => {
+                sections.extend(DEFAULT_SECTIONS.iter().map(|s| s.to_string()));
+                sections.extend(ALL_EXTRA.iter().map(|s| s.to_string()));
+            }
+            _ => sections.push(s),
+        }
+    }
+    let gathered = c
+        .on_all(|s| {
+            let mut errors: Vec<(String, u64)> = s.stats.errors.iter().map(|(k, v)| (k.clone(), *v)).collect();
+            errors.sort();
+            let now = unix_ms();
+            WorkerInfo {
+                commands: s.stats.commands.clone(),
+                errors,
+                total_commands: s.stats.total_commands,
+                total_error_replies: s.stats.total_error_replies,
+                net_in: s.stats.net_input_bytes,
+                net_out: s.stats.net_output_bytes,
+                out_limit_kills: s.stats.client_output_limit_disconnections,
+                query_limit_kills: s.stats.client_query_limit_disconnections,
+                hits: s.keyspace.stats.hits,
+                misses: s.keyspace.stats.misses,
+                expired: s.keyspace.stats.expired,
+                dbs: (0..s.keyspace.databases())
+                    .map(|db| (s.keyspace.len(db), s.keyspace.volatile_len(db), s.keyspace.avg_ttl_ms(db, now)))
+                    .collect(),
+                clients: s.clients.len(),
+            }
+        })
+        .await;
+    let text = render_info(c, &sections, &gathered);
+    c.reply.verbatim(text.as_bytes());
+}
+
+fn render_info(c: &Conn, sections: &[String], w: &[WorkerInfo]) -> String {
+    let shared = &c.shared;
+    let mut out = String::new();
+    let mut done = std::collections::HashSet::new();
+    let sum = |f: &dyn Fn(&WorkerInfo) -> u64| -> u64 { w.iter().map(f).sum() };
+    let uptime = shared.started.elapsed().as_secs();
+    let (sys, user, csys, cuser) = cpu_times();
+    for section in sections {
+        if !done.insert(section.clone()) {
+            continue;
+        }
+        let o = &mut out;
+        if !o.is_empty() {
+            o.push_str("\r\n");
+        }
+        match section.as_str() {
+            "server" => {
+                let _ = write!(
+                    o,
+                    "# Server\r\nredis_version:{}\r\nskerry_version:{}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:0\r\nredis_mode:standalone\r\nos:{} {}\r\narch_bits:64\r\nmonotonic_clock:POSIX clock_gettime\r\nmultiplexing_api:io_uring\r\nprocess_id:{}\r\nprocess_supervised:no\r\nrun_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nhz:{}\r\nconfigured_hz:{}\r\nio_threads_active:0\r\nworker_threads:{}\r\nexecutable:{}\r\nconfig_file:{}\r\n",
+                    crate::REDIS_VERSION,
+                    env!("CARGO_PKG_VERSION"),
+                    std::env::consts::OS,
+                    std::env::consts::ARCH,
+                    std::process::id(),
+                    shared.run_id,
+                    shared.port,
+                    unix_ms() * 1000,
+                    uptime,
+                    uptime / 86400,
+                    shared.config.get("hz"),
+                    shared.config.get("hz"),
+                    shared.workers,
+                    shared.executable,
+                    shared.config.file.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
+                );
+            }
+            "clients" => {
+                let _ = write!(
+                    o,
+                    "# Clients\r\nconnected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\nblocked_clients:0\r\ntracking_clients:0\r\nclients_in_timeout_table:0\r\n",
+                    w.iter().map(|x| x.clients).sum::<usize>(),
+                    shared.config.get("maxclients"),
+                );
+            }
+            "memory" => {
+                let rss = rss_bytes();
+                let _ = write!(
+                    o,
+                    "# Memory\r\nused_memory:{rss}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{rss}\r\nmaxmemory:{}\r\nmaxmemory_policy:{}\r\nmem_allocator:mimalloc\r\n",
+                    human_bytes(rss),
+                    human_bytes(rss),
+                    shared.config.get("maxmemory"),
+                    shared.config.get("maxmemory-policy"),
+                );
+            }
+            "persistence" => {
+                let _ = write!(
+                    o,
+                    "# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:0\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\naof_enabled:{}\r\naof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0\r\naof_last_write_status:ok\r\n",
+                    shared.lastsave_s.load(Ordering::Relaxed),
+                    (shared.config.get("appendonly") == "yes") as u8,
+                );
+            }
+            "stats" => {
+                let ops = sum(&|x| x.total_commands);
+                let _ = write!(
+                    o,
+                    "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:0\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:0\r\npubsub_patterns:0\r\ntotal_error_replies:{}\r\nclient_query_buffer_limit_disconnections:{}\r\nclient_output_buffer_limit_disconnections:{}\r\n",
+                    shared.total_connections.load(Ordering::Relaxed),
+                    ops,
+                    sum(&|x| x.net_in),
+                    sum(&|x| x.net_out),
+                    shared.rejected_connections.load(Ordering::Relaxed),
+                    sum(&|x| x.expired),
+                    sum(&|x| x.hits),
+                    sum(&|x| x.misses),
+                    sum(&|x| x.total_error_replies),
+                    sum(&|x| x.query_limit_kills),
+                    sum(&|x| x.out_limit_kills),
+                );
+            }
+            "replication" => {
+                o.push_str("# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_repl_offset:0\r\n");
+            }
+            "cpu" => {
+                let _ = write!(
+                    o,
+                    "# CPU\r\nused_cpu_sys:{sys:.6}\r\nused_cpu_user:{user:.6}\r\nused_cpu_sys_children:{csys:.6}\r\nused_cpu_user_children:{cuser:.6}\r\n"
+                );
+            }
+            "modules" => o.push_str("# Modules\r\n"),
+            "cluster" => o.push_str("# Cluster\r\ncluster_enabled:0\r\n"),
+            "errorstats" => {
+                o.push_str("# Errorstats\r\n");
+                let mut all: std::collections::BTreeMap<&str, u64> = Default::default();
+                for x in w {
+                    for (k, v) in &x.errors {
+                        *all.entry(k.as_str()).or_insert(0) += v;
+                    }
+                }
+                for (k, v) in all {
+                    let _ = write!(o, "errorstat_{k}:count={v}\r\n");
+                }
+            }
+            "commandstats" => {
+                o.push_str("# Commandstats\r\n");
+                for (i, cmd) in COMMANDS.iter().enumerate() {
+                    let calls: u64 = w.iter().map(|x| x.commands[i].calls).sum();
+                    let usec: u64 = w.iter().map(|x| x.commands[i].usec).sum();
+                    let rejected: u64 = w.iter().map(|x| x.commands[i].rejected).sum();
+                    let failed: u64 = w.iter().map(|x| x.commands[i].failed).sum();
+                    if calls == 0 && rejected == 0 {
+                        continue;
+                    }
+                    let per = if calls > 0 { usec as f64 / calls as f64 } else { 0.0 };
+                    let _ = write!(
+                        o,
+                        "cmdstat_{}:calls={calls},usec={usec},usec_per_call={per:.2},rejected_calls={rejected},failed_calls={failed}\r\n",
+                        cmd.name
+                    );
+                }
+            }
+            "latencystats" => o.push_str("# Latencystats\r\n"),
+            "keyspace" => {
+                o.push_str("# Keyspace\r\n");
+                let dbs = w.first().map_or(0, |x| x.dbs.len());
+                for db in 0..dbs {
+                    let keys: usize = w.iter().map(|x| x.dbs[db].0).sum();
+                    let expires: usize = w.iter().map(|x| x.dbs[db].1).sum();
+                    if keys == 0 {
+                        continue;
+                    }
+                    let ttl_sum: i64 = w.iter().map(|x| x.dbs[db].2 * x.dbs[db].1 as i64).sum();
+                    let avg = if expires > 0 { ttl_sum / expires as i64 } else { 0 };
+                    let _ = write!(o, "db{db}:keys={keys},expires={expires},avg_ttl={avg}\r\n");
+                }
+            }
+            _ => {
+                // Unknown sections print nothing, as in Redis.
+                if o.ends_with("\r\n\r\n") {
+                    o.truncate(o.len() - 2);
+                }
+            }
+        }
+    }
+    out
+}

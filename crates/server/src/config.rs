@@ -1,0 +1,589 @@
+//! Configuration: Redis-named parameters as data, read from a redis.conf-style file and from
+//! command-line flags, changed at runtime by `CONFIG SET`, written back by `CONFIG REWRITE`.
+//!
+//! Every parameter has one row in [`PARAMS`]: its Redis name, kind, default, and whether it can
+//! change at runtime. Values live in one process-wide [`Config`]; the few read on hot paths
+//! are mirrored into atomics ([`Hot`]).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::RwLock;
+
+/// How a parameter's value is checked and normalised.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Free text.
+    Str,
+    /// Signed integer within `min..=max`.
+    Int { min: i64, max: i64 },
+    /// Memory size (`1gb`, `512mb`, `100`), stored as bytes, within `min..=max`.
+    Memory { min: i64, max: i64 },
+    /// `yes` or `no`.
+    Bool,
+    /// One of a fixed list of words.
+    Enum(&'static [&'static str]),
+    /// Special syntax, checked by [`check_special`].
+    Special,
+}
+
+/// One configuration parameter.
+#[derive(Debug)]
+pub struct Param {
+    /// Redis's name for it.
+    pub name: &'static str,
+    /// Value kind.
+    pub kind: Kind,
+    /// Default value, in the form `CONFIG GET` prints.
+    pub default: &'static str,
+    /// False for parameters that only take effect at startup.
+    pub mutable: bool,
+}
+
+const fn p(name: &'static str, kind: Kind, default: &'static str, mutable: bool) -> Param {
+    Param {
+        name,
+        kind,
+        default,
+        mutable,
+    }
+}
+
+const I64MAX: i64 = i64::MAX;
+
+/// The parameter table. Names and defaults follow Redis 7.0; Skerry-only parameters are marked.
+pub static PARAMS: &[Param] = &[
+    p("port", Kind::Int { min: 0, max: 65535 }, "6379", false),
+    p("bind", Kind::Str, "127.0.0.1 -::1", false),
+    p("dir", Kind::Str, "./data", false),
+    p("requirepass", Kind::Str, "", true),
+    p("maxclients", Kind::Int { min: 1, max: 1_000_000 }, "10000", true),
+    p("timeout", Kind::Int { min: 0, max: I64MAX }, "0", true),
+    p("databases", Kind::Int { min: 1, max: 1_000_000 }, "16", false),
+    p(
+        "proto-max-bulk-len",
+        Kind::Memory { min: 1024 * 1024, max: I64MAX },
+        "536870912",
+        true,
+    ),
+    p(
+        "client-query-buffer-limit",
+        Kind::Memory { min: 1024 * 1024, max: I64MAX },
+        "1073741824",
+        true,
+    ),
+    p("client-output-buffer-limit", Kind::Special, "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", true),
+    // Skerry: worker threads (0 = one per CPU).
+    p("threads", Kind::Int { min: 0, max: 1024 }, "0", false),
+    p("tcp-backlog", Kind::Int { min: 0, max: I64MAX }, "511", false),
+    p("tcp-keepalive", Kind::Int { min: 0, max: I64MAX }, "300", true),
+    p("protected-mode", Kind::Bool, "yes", true),
+    p("loglevel", Kind::Enum(&["debug", "verbose", "notice", "warning", "nothing"]), "notice", true),
+    p("logfile", Kind::Str, "", false),
+    p("pidfile", Kind::Str, "", false),
+    p("daemonize", Kind::Enum(&["no"]), "no", false),
+    p("appendonly", Kind::Bool, "no", true),
+    p("appendfsync", Kind::Enum(&["always", "everysec", "no"]), "everysec", true),
+    p("appendfilename", Kind::Str, "appendonly.aof", false),
+    p("appenddirname", Kind::Str, "appendonlydir", false),
+    p("dbfilename", Kind::Str, "dump.rdb", true),
+    p("save", Kind::Str, "", true),
+    p("hz", Kind::Int { min: 0, max: I64MAX }, "10", true),
+    p("dynamic-hz", Kind::Bool, "yes", true),
+    p("maxmemory", Kind::Memory { min: 0, max: I64MAX }, "0", true),
+    p(
+        "maxmemory-policy",
+        Kind::Enum(&[
+            "volatile-lru",
+            "volatile-lfu",
+            "volatile-random",
+            "volatile-ttl",
+            "allkeys-lru",
+            "allkeys-lfu",
+            "allkeys-random",
+            "noeviction",
+        ]),
+        "noeviction",
+        true,
+    ),
+    p("maxmemory-samples", Kind::Int { min: 1, max: I64MAX }, "5", true),
+    p("lazyfree-lazy-eviction", Kind::Bool, "no", true),
+    p("lazyfree-lazy-expire", Kind::Bool, "no", true),
+    p("lazyfree-lazy-server-del", Kind::Bool, "no", true),
+    p("lazyfree-lazy-user-del", Kind::Bool, "no", true),
+    p("lazyfree-lazy-user-flush", Kind::Bool, "no", true),
+    p("active-expire-effort", Kind::Int { min: 1, max: 10 }, "1", true),
+    p("slowlog-log-slower-than", Kind::Int { min: -1, max: I64MAX }, "10000", true),
+    p("slowlog-max-len", Kind::Int { min: 0, max: I64MAX }, "128", true),
+    p("latency-monitor-threshold", Kind::Int { min: 0, max: I64MAX }, "0", true),
+    p("latency-tracking", Kind::Bool, "yes", true),
+    p("notify-keyspace-events", Kind::Str, "", true),
+    p("lua-time-limit", Kind::Int { min: 0, max: I64MAX }, "5000", true),
+    p("busy-reply-threshold", Kind::Int { min: 0, max: I64MAX }, "5000", true),
+    p("hash-max-listpack-entries", Kind::Int { min: 0, max: I64MAX }, "128", true),
+    p("hash-max-listpack-value", Kind::Int { min: 0, max: I64MAX }, "64", true),
+    p("hash-max-ziplist-entries", Kind::Int { min: 0, max: I64MAX }, "128", true),
+    p("hash-max-ziplist-value", Kind::Int { min: 0, max: I64MAX }, "64", true),
+    p("list-max-listpack-size", Kind::Int { min: -5, max: I64MAX }, "-2", true),
+    p("list-max-ziplist-size", Kind::Int { min: -5, max: I64MAX }, "-2", true),
+    p("list-compress-depth", Kind::Int { min: 0, max: I64MAX }, "0", true),
+    p("set-max-intset-entries", Kind::Int { min: 0, max: I64MAX }, "512", true),
+    p("zset-max-listpack-entries", Kind::Int { min: 0, max: I64MAX }, "128", true),
+    p("zset-max-listpack-value", Kind::Int { min: 0, max: I64MAX }, "64", true),
+    p("zset-max-ziplist-entries", Kind::Int { min: 0, max: I64MAX }, "128", true),
+    p("zset-max-ziplist-value", Kind::Int { min: 0, max: I64MAX }, "64", true),
+    p("activerehashing", Kind::Bool, "yes", true),
+    p("activedefrag", Kind::Bool, "no", true),
+    p("stop-writes-on-bgsave-error", Kind::Bool, "yes", true),
+    p("rdbcompression", Kind::Bool, "yes", true),
+    p("rdbchecksum", Kind::Bool, "yes", true),
+    p("replica-read-only", Kind::Bool, "yes", true),
+    p("repl-backlog-size", Kind::Memory { min: 1, max: I64MAX }, "1048576", true),
+    p("io-threads", Kind::Int { min: 1, max: 128 }, "1", false),
+    p("enable-debug-command", Kind::Enum(&["no", "yes", "local"]), "no", false),
+    p("close-on-replica-write", Kind::Bool, "yes", true),
+    p("unixsocket", Kind::Str, "", false),
+    p("always-show-logo", Kind::Bool, "no", false),
+    p("set-proc-title", Kind::Bool, "yes", false),
+    p("supervised", Kind::Enum(&["no", "upstart", "systemd", "auto"]), "no", false),
+    p("crash-log-enabled", Kind::Bool, "yes", true),
+    p("oom-score-adj", Kind::Enum(&["no", "yes", "relative", "absolute"]), "no", true),
+];
+
+/// Finds a parameter by name (case-insensitive).
+pub fn param(name: &str) -> Option<(usize, &'static Param)> {
+    PARAMS
+        .iter()
+        .enumerate()
+        .find(|(_, p)| p.name.eq_ignore_ascii_case(name))
+}
+
+/// Values read on hot paths, mirrored from [`Config`] whenever it changes.
+#[derive(Debug)]
+pub struct Hot {
+    /// `proto-max-bulk-len`.
+    pub proto_max_bulk_len: AtomicU64,
+    /// `maxclients`.
+    pub maxclients: AtomicU64,
+    /// `timeout` in seconds (0 = never).
+    pub timeout_s: AtomicU64,
+    /// True when `requirepass` is set.
+    pub auth_required: AtomicBool,
+    /// `client-query-buffer-limit`.
+    pub query_buffer_limit: AtomicU64,
+    /// Hard output limit for normal clients in bytes (0 = none).
+    pub output_hard_limit: AtomicU64,
+    /// Soft output limit for normal clients in bytes (0 = none).
+    pub output_soft_limit: AtomicU64,
+    /// Seconds a client may stay over the soft limit.
+    pub output_soft_seconds: AtomicU64,
+}
+
+/// The process-wide configuration.
+#[derive(Debug)]
+pub struct Config {
+    values: RwLock<Vec<String>>,
+    /// The config file given as first argument, for `CONFIG REWRITE`.
+    pub file: Option<PathBuf>,
+    /// Hot-path mirrors.
+    pub hot: Hot,
+}
+
+/// A configuration error, naming what was wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The parameter name is unknown.
+    #[error("Bad directive or wrong number of arguments")]
+    Unknown,
+    /// The value does not fit the parameter.
+    #[error("{0}")]
+    BadValue(String),
+    /// The parameter cannot change at runtime.
+    #[error("can't set immutable config")]
+    Immutable,
+}
+
+/// Parses a memory size as Redis does (`memtoll`): digits with an optional unit
+/// b, k, kb, m, mb, g, gb (case-insensitive; k = 1000, kb = 1024).
+pub fn parse_memory(s: &str) -> Option<i64> {
+    let lower = s.to_ascii_lowercase();
+    let digits_end = lower
+        .find(|c: char| !(c.is_ascii_digit() || c == '-' || c == '.'))
+        .unwrap_or(lower.len());
+    let (num, unit) = lower.split_at(digits_end);
+    let mul: i64 = match unit {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1024 * 1024,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1024 * 1024 * 1024,
+        _ => return None,
+    };
+    let n: i64 = num.parse().ok()?;
+    n.checked_mul(mul)
+}
+
+fn parse_int(s: &str) -> Option<i64> {
+    s.parse().ok()
+}
+
+/// Checks and normalises a value for a parameter; returns the stored form.
+pub fn normalise(param: &Param, value: &str) -> Result<String, ConfigError> {
+    match param.kind {
+        Kind::Str => Ok(value.to_string()),
+        Kind::Bool => match value.to_ascii_lowercase().as_str() {
+            "yes" => Ok("yes".into()),
+            "no" => Ok("no".into()),
+            _ => Err(ConfigError::BadValue(
+                "argument must be 'yes' or 'no'".into(),
+            )),
+        },
+        Kind::Enum(words) => {
+            let v = value.to_ascii_lowercase();
+            if words.contains(&v.as_str()) {
+                Ok(v)
+            } else {
+                Err(ConfigError::BadValue("argument(s) must be one of the following: ".to_string() + &words.join(", ")))
+            }
+        }
+        Kind::Int { min, max } => {
+            let n = parse_int(value).ok_or_else(|| {
+                ConfigError::BadValue("argument couldn't be parsed into an integer".into())
+            })?;
+            if n < min || n > max {
+                return Err(ConfigError::BadValue(format!(
+                    "argument must be between {min} and {max} inclusive"
+                )));
+            }
+            Ok(n.to_string())
+        }
+        Kind::Memory { min, max } => {
+            let n = parse_memory(value).ok_or_else(|| {
+                ConfigError::BadValue("argument must be a memory value".into())
+            })?;
+            if n < min || n > max {
+                return Err(ConfigError::BadValue(format!(
+                    "argument must be between {min} and {max} inclusive"
+                )));
+            }
+            Ok(n.to_string())
+        }
+        Kind::Special => check_special(param.name, value),
+    }
+}
+
+/// Parsed `client-output-buffer-limit` for one class: (hard, soft, soft seconds).
+pub fn parse_output_limits(value: &str) -> Result<Vec<(String, i64, i64, i64)>, ConfigError> {
+    let words: Vec<&str> = value.split_whitespace().collect();
+    if words.is_empty() || words.len() % 4 != 0 {
+        return Err(ConfigError::BadValue("Wrong number of arguments in buffer limit configuration.".into()));
+    }
+    let mut out = Vec::new();
+    for chunk in words.chunks(4) {
+        let class = chunk[0].to_ascii_lowercase();
+        let class = match class.as_str() {
+            "normal" => "normal",
+            "slave" | "replica" => "slave",
+            "pubsub" => "pubsub",
+            _ => return Err(ConfigError::BadValue("Invalid client class specified in buffer limit configuration.".into())),
+        };
+        let hard = parse_memory(chunk[1]);
+        let soft = parse_memory(chunk[2]);
+        let secs = parse_int(chunk[3]);
+        match (hard, soft, secs) {
+            (Some(h), Some(s), Some(t)) if h >= 0 && s >= 0 && t >= 0 => {
+                out.push((class.to_string(), h, s, t))
+            }
+            _ => return Err(ConfigError::BadValue("Error in hard, soft or soft_seconds setting in buffer limit configuration.".into())),
+        }
+    }
+    Ok(out)
+}
+
+fn check_special(name: &str, value: &str) -> Result<String, ConfigError> {
+    match name {
+        "client-output-buffer-limit" => {
+            let limits = parse_output_limits(value)?;
+            // Merge into the full three-class form, as CONFIG GET prints it.
+            let mut classes: Vec<(String, i64, i64, i64)> = parse_output_limits(
+                "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
+            )?;
+            for l in limits {
+                if let Some(c) = classes.iter_mut().find(|c| c.0 == l.0) {
+                    *c = l;
+                }
+            }
+            Ok(classes
+                .iter()
+                .map(|(c, h, s, t)| format!("{c} {h} {s} {t}"))
+                .collect::<Vec<_>>()
+                .join(" "))
+        }
+        _ => Ok(value.to_string()),
+    }
+}
+
+impl Config {
+    /// A configuration holding every default.
+    pub fn defaults() -> Config {
+        let values = PARAMS
+            .iter()
+            .map(|p| normalise(p, p.default).unwrap_or_else(|_| p.default.to_string()))
+            .collect();
+        let c = Config {
+            values: RwLock::new(values),
+            file: None,
+            hot: Hot {
+                proto_max_bulk_len: AtomicU64::new(0),
+                maxclients: AtomicU64::new(0),
+                timeout_s: AtomicU64::new(0),
+                auth_required: AtomicBool::new(false),
+                query_buffer_limit: AtomicU64::new(0),
+                output_hard_limit: AtomicU64::new(0),
+                output_soft_limit: AtomicU64::new(0),
+                output_soft_seconds: AtomicU64::new(0),
+            },
+        };
+        c.refresh_hot();
+        c
+    }
+
+    /// The current value of a parameter by name. Panics on an unknown name (a programming error).
+    pub fn get(&self, name: &str) -> String {
+        let (i, _) = param(name).unwrap_or_else(|| panic!("unknown config parameter {name}"));
+        self.values.read().unwrap()[i].clone()
+    }
+
+    /// The current value of an integer parameter.
+    pub fn get_i64(&self, name: &str) -> i64 {
+        self.get(name).parse().unwrap_or(0)
+    }
+
+    /// Sets a parameter from a file, a flag or `CONFIG SET` (`runtime` = true checks mutability).
+    pub fn set(&self, name: &str, value: &str, runtime: bool) -> Result<(), ConfigError> {
+        let (i, param) = param(name).ok_or(ConfigError::Unknown)?;
+        if runtime && !param.mutable {
+            return Err(ConfigError::Immutable);
+        }
+        let v = normalise(param, value)?;
+        self.values.write().unwrap()[i] = v;
+        self.refresh_hot();
+        Ok(())
+    }
+
+    /// Every `(name, value)` whose name matches the glob `pattern`.
+    pub fn matching(&self, pattern: &[u8]) -> Vec<(&'static str, String)> {
+        let values = self.values.read().unwrap();
+        PARAMS
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| crate::glob::glob_match(pattern, p.name.as_bytes(), true))
+            .map(|(i, p)| (p.name, values[i].clone()))
+            .collect()
+    }
+
+    fn refresh_hot(&self) {
+        let values = self.values.read().unwrap();
+        let get = |n: &str| values[param(n).unwrap().0].clone();
+        let num = |n: &str| get(n).parse::<u64>().unwrap_or(0);
+        let h = &self.hot;
+        h.proto_max_bulk_len.store(num("proto-max-bulk-len"), Ordering::Relaxed);
+        h.maxclients.store(num("maxclients"), Ordering::Relaxed);
+        h.timeout_s.store(num("timeout"), Ordering::Relaxed);
+        h.auth_required.store(!get("requirepass").is_empty(), Ordering::Relaxed);
+        h.query_buffer_limit.store(num("client-query-buffer-limit"), Ordering::Relaxed);
+        if let Ok(limits) = parse_output_limits(&get("client-output-buffer-limit")) {
+            if let Some((_, hard, soft, secs)) = limits.iter().find(|l| l.0 == "normal") {
+                h.output_hard_limit.store(*hard as u64, Ordering::Relaxed);
+                h.output_soft_limit.store(*soft as u64, Ordering::Relaxed);
+                h.output_soft_seconds.store(*secs as u64, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Loads a redis.conf-style file. Errors name the line, as Redis does.
+    pub fn load_file(&mut self, path: &Path) -> Result<(), String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("Fatal error, can't open config file '{}': {e}", path.display()))?;
+        self.file = Some(path.to_path_buf());
+        for (lineno, line) in text.lines().enumerate() {
+            let trimmed = line.trim();
+            if trimmed.is_empty() || trimmed.starts_with('#') {
+                continue;
+            }
+            let fail = |msg: &str| {
+                format!(
+                    "\n*** FATAL CONFIG FILE ERROR (Skerry {}) ***\nReading the configuration file, at line {}\n>>> '{}'\n{}",
+                    env!("CARGO_PKG_VERSION"),
+                    lineno + 1,
+                    trimmed,
+                    msg
+                )
+            };
+            let words = split_config_line(trimmed).ok_or_else(|| fail("Unbalanced quotes in configuration line"))?;
+            if words.len() < 2 && !(words.len() == 1 && words[0].eq_ignore_ascii_case("save")) {
+                return Err(fail("Bad directive or wrong number of arguments"));
+            }
+            let name = words[0].to_ascii_lowercase();
+            let value = words[1..].join(" ");
+            self.set(&name, &value, false).map_err(|e| fail(&e.to_string()))?;
+        }
+        Ok(())
+    }
+
+    /// Rewrites the config file with the current values that differ from their defaults,
+    /// keeping comments and the order of existing lines (as `CONFIG REWRITE` does).
+    pub fn rewrite(&self) -> Result<(), String> {
+        let path = self
+            .file
+            .as_ref()
+            .ok_or_else(|| "The server is running without a config file".to_string())?;
+        let old = std::fs::read_to_string(path).unwrap_or_default();
+        let values = self.values.read().unwrap().clone();
+        let mut written = vec![false; PARAMS.len()];
+        let mut out = String::new();
+        let line_for = |i: usize| format!("{} {}", PARAMS[i].name, quote_config(&values[i]));
+        for line in old.lines() {
+            let t = line.trim();
+            if t.is_empty() || t.starts_with('#') {
+                out.push_str(line);
+                out.push('\n');
+                continue;
+            }
+            let name = t.split_whitespace().next().unwrap_or("").to_ascii_lowercase();
+            match param(&name) {
+                Some((i, _)) if !written[i] => {
+                    written[i] = true;
+                    out.push_str(&line_for(i));
+                    out.push('\n');
+                }
+                Some(_) => {}
+                None => {
+                    out.push_str(line);
+                    out.push('\n');
+                }
+            }
+        }
+        let mut header = false;
+        for (i, param) in PARAMS.iter().enumerate() {
+            let default = normalise(param, param.default).unwrap_or_default();
+            if !written[i] && values[i] != default {
+                if !header {
+                    out.push_str("# Generated by CONFIG REWRITE\n");
+                    header = true;
+                }
+                out.push_str(&line_for(i));
+                out.push('\n');
+            }
+        }
+        let tmp = path.with_extension("rewrite.tmp");
+        std::fs::write(&tmp, out).map_err(|e| e.to_string())?;
+        std::fs::rename(&tmp, path).map_err(|e| e.to_string())
+    }
+}
+
+fn quote_config(v: &str) -> String {
+    if !v.is_empty() && !v.contains(|c: char| c.is_whitespace() || c == '"' || c == '\'') {
+        return v.to_string();
+    }
+    // Multi-word values that are lists (bind, save, client-output-buffer-limit) stay unquoted.
+    if !v.is_empty() && !v.contains(['"', '\'']) && v.split_whitespace().count() > 1 {
+        return v.to_string();
+    }
+    let mut s = String::from("\"");
+    for c in v.chars() {
+        match c {
+            '"' => s.push_str("\\\""),
+            '\\' => s.push_str("\\\\"),
+            _ => s.push(c),
+        }
+    }
+    s.push('"');
+    s
+}
+
+/// Splits a config line into words, honouring double and single quotes like `sdssplitargs`.
+pub fn split_config_line(line: &str) -> Option<Vec<String>> {
+    let mut words = Vec::new();
+    let mut chars = line.chars().peekable();
+    loop {
+        while chars.peek().is_some_and(|c| c.is_whitespace()) {
+            chars.next();
+        }
+        let Some(&first) = chars.peek() else { break };
+        let mut word = String::new();
+        if first == '"' || first == '\'' {
+            chars.next();
+            let mut closed = false;
+            while let Some(c) = chars.next() {
+                if c == '\\' && first == '"' {
+                    match chars.next()? {
+                        'n' => word.push('\n'),
+                        't' => word.push('\t'),
+                        'r' => word.push('\r'),
+                        other => word.push(other),
+                    }
+                } else if c == first {
+                    closed = true;
+                    break;
+                } else {
+                    word.push(c);
+                }
+            }
+            if !closed || chars.peek().is_some_and(|c| !c.is_whitespace()) {
+                return None;
+            }
+        } else {
+            while let Some(&c) = chars.peek() {
+                if c.is_whitespace() {
+                    break;
+                }
+                word.push(c);
+                chars.next();
+            }
+        }
+        words.push(word);
+    }
+    Some(words)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_units() {
+        assert_eq!(parse_memory("1gb"), Some(1 << 30));
+        assert_eq!(parse_memory("512MB"), Some(512 << 20));
+        assert_eq!(parse_memory("1k"), Some(1000));
+        assert_eq!(parse_memory("12"), Some(12));
+        assert_eq!(parse_memory("12x"), None);
+    }
+
+    #[test]
+    fn set_checks_kind_and_range() {
+        let c = Config::defaults();
+        assert!(c.set("maxclients", "0", true).is_err());
+        c.set("maxclients", "10", true).unwrap();
+        assert_eq!(c.get("maxclients"), "10");
+        assert!(matches!(c.set("port", "1", true), Err(ConfigError::Immutable)));
+        assert!(matches!(c.set("nope", "1", true), Err(ConfigError::Unknown)));
+        c.set("appendonly", "YES", true).unwrap();
+        assert_eq!(c.get("appendonly"), "yes");
+    }
+
+    #[test]
+    fn output_limits_merge() {
+        let c = Config::defaults();
+        c.set("client-output-buffer-limit", "normal 1mb 2mb 3", true).unwrap();
+        assert!(c.get("client-output-buffer-limit").starts_with("normal 1048576 2097152 3 slave"));
+        assert_eq!(c.hot.output_hard_limit.load(Ordering::Relaxed), 1 << 20);
+    }
+
+    #[test]
+    fn split_quotes() {
+        assert_eq!(split_config_line("requirepass \"a b\"").unwrap(), vec!["requirepass", "a b"]);
+        assert!(split_config_line("x \"ab").is_none());
+    }
+}

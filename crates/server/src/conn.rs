@@ -1,0 +1,707 @@
+//! Connections: accept, read, parse every complete request in the buffer, run each command
+//! (locally, or on the worker that owns its keys), and send all replies with one write.
+
+use std::cell::{Cell, RefCell};
+use std::os::fd::AsRawFd;
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use compio::buf::{BufResult, IntoInner, IoBuf};
+use compio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use compio::net::{TcpListener, TcpStream};
+use skerry_resp::{Limits, Parsed, Proto, RequestParser};
+use smallvec::SmallVec;
+
+use crate::client::ClientInfo;
+use crate::commands::{self, AsyncCmd, CommandSpec, Exec, Handler, COMMANDS};
+use crate::reply::{errors, Reply};
+use crate::slot;
+use crate::worker::{local_shard, run_on, run_on_all, unix_ms, Shard, Shared};
+
+/// Argument vectors of up to this many arguments live on the stack.
+type Argv<'a> = SmallVec<[&'a [u8]; 8]>;
+
+/// CLIENT REPLY state.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum ReplyMode {
+    /// Normal.
+    On,
+    /// No replies.
+    Off,
+    /// No reply for the next command.
+    Skip,
+    /// No reply for this command (SKIP was just given); back to On after it.
+    SkipThis,
+}
+
+/// Keyed commands waiting to go to another worker in one message.
+struct Pending {
+    worker: usize,
+    /// Arguments of every command, back to back.
+    data: Vec<u8>,
+    /// (command index, database, argument end offsets into `data`).
+    cmds: Vec<(usize, usize, SmallVec<[u32; 8]>)>,
+}
+
+/// The state of one client connection.
+pub struct Conn {
+    /// Shared state.
+    pub shared: Arc<Shared>,
+    /// This connection's worker.
+    pub worker: usize,
+    /// Registry entry.
+    pub info: Rc<ClientInfo>,
+    /// Selected database.
+    pub db: usize,
+    /// Pending replies.
+    pub reply: Reply,
+    /// Passed AUTH (or no password is set).
+    pub authenticated: bool,
+    /// CLIENT REPLY state.
+    pub reply_mode: ReplyMode,
+    /// Close once the pending replies are written (QUIT, protocol errors, limits).
+    pub close_after_reply: bool,
+    /// Time of the current batch of commands (Unix ms).
+    pub now_ms: i64,
+    pending: Option<Pending>,
+}
+
+/// Executes a keyed command on the shard that owns its keys, recording statistics there.
+pub fn exec_keyed(shard: &mut Shard, idx: usize, db: usize, now_ms: i64, reply: &mut Reply, argv: &[&[u8]]) {
+    let Handler::Keyed { run, .. } = COMMANDS[idx].handler else {
+        unreachable!("exec_keyed on a non-keyed command")
+    };
+    let started = Instant::now();
+    let mark = reply.buf.len();
+    let mut x = Exec {
+        ks: &mut shard.keyspace,
+        db,
+        now_ms,
+        reply,
+        config: &shard.shared.config,
+    };
+    run(&mut x, argv);
+    record(shard, idx, started, &reply.buf[mark..]);
+}
+
+/// Records a command's call, time and error reply (if it replied with one).
+fn record(shard: &mut Shard, idx: usize, started: Instant, reply: &[u8]) {
+    let st = &mut shard.stats;
+    let c = &mut st.commands[idx];
+    c.calls += 1;
+    c.usec += started.elapsed().as_micros() as u64;
+    st.total_commands += 1;
+    if reply.first() == Some(&b'-') {
+        c.failed += 1;
+        st.record_error(reply);
+    }
+}
+
+impl Conn {
+    /// Runs `f` on worker `w` (inline when it is this worker).
+    pub async fn on<R, F>(&self, w: usize, f: F) -> R
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut Shard) -> R + Send + 'static,
+    {
+        run_on(&self.shared, self.worker, w, f).await
+    }
+
+    /// Runs `f` on every worker and gathers the results in worker order.
+    pub async fn on_all<R, F>(&self, f: F) -> Vec<R>
+    where
+        R: Send + 'static,
+        F: Fn(&mut Shard) -> R + Send + Sync + Clone + 'static,
+    {
+        run_on_all(&self.shared, self.worker, f).await
+    }
+
+    /// Replies with an error counted as rejected (before the command ran).
+    fn reject(&mut self, idx: Option<usize>, msg: &str) {
+        let mark = self.reply.buf.len();
+        self.reply.error(msg);
+        let shard = local_shard();
+        let mut s = shard.borrow_mut();
+        s.stats.record_error(&self.reply.buf[mark..]);
+        if let Some(i) = idx {
+            s.stats.commands[i].rejected += 1;
+        }
+    }
+
+    /// The worker owning every key of the command, or None when they span workers.
+    fn owner(&self, spec: &CommandSpec, argv: &[&[u8]]) -> Option<usize> {
+        let workers = self.shared.workers;
+        if workers == 1 {
+            return Some(0);
+        }
+        let mut owner = None;
+        for p in spec.key_positions(argv.len()) {
+            let w = slot::owner(argv[p], workers);
+            match owner {
+                None => owner = Some(w),
+                Some(o) if o != w => return None,
+                _ => {}
+            }
+        }
+        Some(owner.unwrap_or(self.worker))
+    }
+
+    /// Runs one command.
+    pub async fn dispatch(&mut self, argv: &[&[u8]]) {
+        let Some(idx) = commands::lookup(argv[0]) else {
+            self.flush_pending().await;
+            let mut msg = format!("ERR unknown command '{}', with args beginning with: ", sanitize(argv[0], 128));
+            for a in argv.iter().skip(1).take(20) {
+                msg.push_str(&format!("'{}' ", sanitize(a, 128)));
+            }
+            self.with_reply_mode(|c| c.reject(None, &msg));
+            return;
+        };
+        let spec = &COMMANDS[idx];
+        self.info.last_cmd.set(spec.name);
+        if !spec.arity_ok(argv.len()) {
+            self.flush_pending().await;
+            let msg = format!("ERR wrong number of arguments for '{}' command", spec.name);
+            self.with_reply_mode(|c| c.reject(Some(idx), &msg));
+            return;
+        }
+        if !self.authenticated && !spec.has_flag("no_auth") {
+            if self.shared.config.hot.auth_required.load(Ordering::Relaxed) {
+                self.flush_pending().await;
+                self.with_reply_mode(|c| c.reject(Some(idx), errors::NOAUTH));
+                return;
+            }
+            self.authenticated = true;
+        }
+        match spec.handler {
+            Handler::Keyed { cross, .. } => match self.owner(spec, argv) {
+                Some(w) if w == self.worker => {
+                    self.flush_pending().await;
+                    let shard = local_shard();
+                    let mut s = shard.borrow_mut();
+                    let mark = self.reply.buf.len();
+                    exec_keyed(&mut s, idx, self.db, self.now_ms, &mut self.reply, argv);
+                    drop(s);
+                    self.apply_reply_mode(mark);
+                }
+                Some(w) => self.forward(w, idx, argv).await,
+                None => {
+                    self.flush_pending().await;
+                    match cross {
+                        Some(cmd) => self.run_async(idx, cmd, argv).await,
+                        None => self.with_reply_mode(|c| {
+                            c.reject(Some(idx), "CROSSSLOT Keys in request don't hash to the same slot")
+                        }),
+                    }
+                }
+            },
+            Handler::Conn(f) => {
+                self.flush_pending().await;
+                let started = Instant::now();
+                let mark = self.reply.buf.len();
+                f(self, argv);
+                self.finish_local(idx, started, mark);
+            }
+            Handler::Async(cmd) => {
+                self.flush_pending().await;
+                self.run_async(idx, cmd, argv).await;
+            }
+        }
+    }
+
+    fn with_reply_mode(&mut self, f: impl FnOnce(&mut Conn)) {
+        let mark = self.reply.buf.len();
+        f(self);
+        self.apply_reply_mode(mark);
+    }
+
+    /// Drops the reply written since `mark` when CLIENT REPLY says so.
+    fn apply_reply_mode(&mut self, mark: usize) {
+        match self.reply_mode {
+            ReplyMode::On => {}
+            ReplyMode::Off => self.reply.buf.truncate(mark),
+            ReplyMode::SkipThis => {
+                self.reply.buf.truncate(mark);
+                self.reply_mode = ReplyMode::On;
+            }
+            ReplyMode::Skip => self.reply_mode = ReplyMode::SkipThis,
+        }
+    }
+
+    fn finish_local(&mut self, idx: usize, started: Instant, mark: usize) {
+        {
+            let shard = local_shard();
+            let mut s = shard.borrow_mut();
+            record(&mut s, idx, started, &self.reply.buf[mark..]);
+        }
+        self.apply_reply_mode(mark);
+    }
+
+    async fn run_async(&mut self, idx: usize, cmd: AsyncCmd, argv: &[&[u8]]) {
+        use crate::commands::{connection as c, keyspace as k, server as sv};
+        let started = Instant::now();
+        let mark = self.reply.buf.len();
+        self.info.blocked_in_command.set(true);
+        match cmd {
+            AsyncCmd::Mget => s_cross::mget(self, argv).await,
+            AsyncCmd::Mset => s_cross::mset(self, argv, false).await,
+            AsyncCmd::Msetnx => s_cross::mset(self, argv, true).await,
+            AsyncCmd::Del => s_cross::count(self, idx, argv).await,
+            AsyncCmd::Exists => s_cross::count(self, idx, argv).await,
+            AsyncCmd::Lcs => s_cross::lcs(self, argv).await,
+            AsyncCmd::Keys => k::keys(self, argv).await,
+            AsyncCmd::Scan => k::scan(self, argv).await,
+            AsyncCmd::Dbsize => k::dbsize(self).await,
+            AsyncCmd::Flushdb => k::flushdb(self, argv).await,
+            AsyncCmd::Flushall => k::flushall(self, argv).await,
+            AsyncCmd::Randomkey => k::randomkey(self).await,
+            AsyncCmd::Info => sv::info(self, argv).await,
+            AsyncCmd::Config => sv::config(self, argv).await,
+            AsyncCmd::Client => c::client(self, argv).await,
+        }
+        self.info.blocked_in_command.set(false);
+        self.finish_local(idx, started, mark);
+    }
+
+    /// Queues a keyed command for worker `w`; consecutive commands for one worker travel
+    /// together in one message.
+    async fn forward(&mut self, w: usize, idx: usize, argv: &[&[u8]]) {
+        if self.pending.as_ref().is_some_and(|p| p.worker != w) {
+            self.flush_pending().await;
+        }
+        let p = self.pending.get_or_insert_with(|| Pending {
+            worker: w,
+            data: Vec::new(),
+            cmds: Vec::new(),
+        });
+        let mut ends = SmallVec::new();
+        for a in argv {
+            p.data.extend_from_slice(a);
+            ends.push(p.data.len() as u32);
+        }
+        p.cmds.push((idx, self.db, ends));
+        if self.reply_mode != ReplyMode::On || p.data.len() > 1 << 20 {
+            self.flush_pending().await;
+        }
+    }
+
+    /// Sends queued commands to their worker and appends the replies.
+    pub async fn flush_pending(&mut self) {
+        let Some(p) = self.pending.take() else { return };
+        let proto = self.reply.proto;
+        let now_ms = self.now_ms;
+        let worker = p.worker;
+        let mark = self.reply.buf.len();
+        let out = self
+            .on(worker, move |s| {
+                let mut reply = Reply {
+                    buf: Vec::with_capacity(256),
+                    proto,
+                };
+                let mut start = 0usize;
+                for (idx, db, ends) in &p.cmds {
+                    let mut argv: Argv = SmallVec::new();
+                    for &e in ends {
+                        argv.push(&p.data[start..e as usize]);
+                        start = e as usize;
+                    }
+                    exec_keyed(s, *idx, *db, now_ms, &mut reply, &argv);
+                }
+                reply.buf
+            })
+            .await;
+        self.reply.buf.extend_from_slice(&out);
+        self.apply_reply_mode(mark);
+    }
+}
+
+/// Cross-worker versions of multi-key string and keyspace commands: split the keys by owner,
+/// run each part on its worker, and merge the replies.
+mod s_cross {
+    use super::*;
+    use crate::keyspace::{Expiry, Value};
+
+    fn group_by_owner(c: &Conn, keys: impl Iterator<Item = (usize, Vec<u8>)>) -> Vec<Vec<(usize, Vec<u8>)>> {
+        let mut groups = vec![Vec::new(); c.shared.workers];
+        for (pos, k) in keys {
+            let w = slot::owner(&k, c.shared.workers);
+            groups[w].push((pos, k));
+        }
+        groups
+    }
+
+    /// MGET across workers.
+    pub async fn mget(c: &mut Conn, argv: &[&[u8]]) {
+        let keys = argv[1..].iter().enumerate().map(|(i, k)| (i, k.to_vec()));
+        let groups = group_by_owner(c, keys);
+        let mut values: Vec<Option<Vec<u8>>> = vec![None; argv.len() - 1];
+        let (db, now) = (c.db, c.now_ms);
+        for (w, group) in groups.into_iter().enumerate() {
+            if group.is_empty() {
+                continue;
+            }
+            let got = c
+                .on(w, move |s| {
+                    group
+                        .into_iter()
+                        .map(|(i, k)| {
+                            let v = match s.keyspace.get(db, &k, now).map(|e| &e.value) {
+                                Some(Value::Str(v)) => Some(v.clone()),
+                                #[allow(unreachable_patterns)]
+                                _ => None,
+                            };
+                            (i, v)
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .await;
+            for (i, v) in got {
+                values[i] = v;
+            }
+        }
+        c.reply.array(values.len());
+        for v in values {
+            match v {
+                Some(v) => c.reply.bulk(&v),
+                None => c.reply.null(),
+            }
+        }
+    }
+
+    /// MSET / MSETNX across workers.
+    pub async fn mset(c: &mut Conn, argv: &[&[u8]], nx: bool) {
+        if argv.len() % 2 == 0 {
+            let name = if nx { "msetnx" } else { "mset" };
+            c.reply.error(&format!("ERR wrong number of arguments for '{name}' command"));
+            return;
+        }
+        let (db, now) = (c.db, c.now_ms);
+        let pairs: Vec<(Vec<u8>, Vec<u8>)> = argv[1..].chunks(2).map(|kv| (kv[0].to_vec(), kv[1].to_vec())).collect();
+        let mut groups: Vec<Vec<(Vec<u8>, Vec<u8>)>> = vec![Vec::new(); c.shared.workers];
+        for (k, v) in pairs {
+            let w = slot::owner(&k, c.shared.workers);
+            groups[w].push((k, v));
+        }
+        if nx {
+            for (w, group) in groups.iter().enumerate() {
+                if group.is_empty() {
+                    continue;
+                }
+                let keys: Vec<Vec<u8>> = group.iter().map(|(k, _)| k.clone()).collect();
+                let any = c
+                    .on(w, move |s| keys.iter().any(|k| s.keyspace.exists(db, k, now)))
+                    .await;
+                if any {
+                    c.reply.int(0);
+                    return;
+                }
+            }
+        }
+        for (w, group) in groups.into_iter().enumerate() {
+            if group.is_empty() {
+                continue;
+            }
+            c.on(w, move |s| {
+                for (k, v) in group {
+                    s.keyspace.put(db, &k, Value::Str(v), Expiry::Persist, now);
+                }
+            })
+            .await;
+        }
+        if nx {
+            c.reply.int(1);
+        } else {
+            c.reply.ok();
+        }
+    }
+
+    /// DEL / UNLINK / EXISTS / TOUCH across workers: the sum of each worker's count.
+    pub async fn count(c: &mut Conn, idx: usize, argv: &[&[u8]]) {
+        let keys = argv[1..].iter().enumerate().map(|(i, k)| (i, k.to_vec()));
+        let groups = group_by_owner(c, keys);
+        let (db, now) = (c.db, c.now_ms);
+        let delete = matches!(COMMANDS[idx].name, "del" | "unlink");
+        let mut total = 0i64;
+        for (w, group) in groups.into_iter().enumerate() {
+            if group.is_empty() {
+                continue;
+            }
+            total += c
+                .on(w, move |s| {
+                    group
+                        .iter()
+                        .filter(|(_, k)| {
+                            if delete {
+                                s.keyspace.delete(db, k, now)
+                            } else {
+                                s.keyspace.exists(db, k, now)
+                            }
+                        })
+                        .count() as i64
+                })
+                .await;
+        }
+        c.reply.int(total);
+    }
+
+    /// LCS with its two keys on different workers: fetch both values, compute here.
+    pub async fn lcs(c: &mut Conn, argv: &[&[u8]]) {
+        let (db, now) = (c.db, c.now_ms);
+        let mut values = Vec::new();
+        for key in &argv[1..3] {
+            let k = key.to_vec();
+            let w = slot::owner(&k, c.shared.workers);
+            let v: Result<Vec<u8>, ()> = c
+                .on(w, move |s| match s.keyspace.get(db, &k, now).map(|e| &e.value) {
+                    None => Ok(Vec::new()),
+                    Some(Value::Str(v)) => Ok(v.clone()),
+                    #[allow(unreachable_patterns)]
+                    Some(_) => Err(()),
+                })
+                .await;
+            match v {
+                Ok(v) => values.push(v),
+                Err(()) => {
+                    c.reply.error("ERR The specified keys must contain string values");
+                    return;
+                }
+            }
+        }
+        let shard = local_shard();
+        let mut s = shard.borrow_mut();
+        let s = &mut *s;
+        let mut x = Exec {
+            ks: &mut s.keyspace,
+            db,
+            now_ms: now,
+            reply: &mut c.reply,
+            config: &s.shared.config,
+        };
+        crate::commands::string::lcs_reply(&mut x, argv, &values[0], &values[1]);
+    }
+}
+
+/// Text of an argument for an error message: at most `max` bytes, non-printables replaced.
+fn sanitize(a: &[u8], max: usize) -> String {
+    a.iter()
+        .take(max)
+        .map(|&b| if (b' '..=b'~').contains(&b) { b as char } else { ' ' })
+        .collect()
+}
+
+/// Accepts connections on one listener of this worker.
+pub async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, worker: usize) {
+    loop {
+        match listener.accept().await {
+            Ok((stream, addr)) => {
+                if shared.stopping.load(Ordering::Relaxed) {
+                    continue;
+                }
+                let _ = stream.set_nodelay(true);
+                shared.total_connections.fetch_add(1, Ordering::Relaxed);
+                let n = shared.connected_clients.fetch_add(1, Ordering::Relaxed) + 1;
+                if n > shared.config.hot.maxclients.load(Ordering::Relaxed) {
+                    shared.connected_clients.fetch_sub(1, Ordering::Relaxed);
+                    shared.rejected_connections.fetch_add(1, Ordering::Relaxed);
+                    compio::runtime::spawn(async move {
+                        let mut stream = stream;
+                        let _ = stream.write_all(&b"-ERR max number of clients reached\r\n"[..]).await;
+                    })
+                    .detach();
+                    continue;
+                }
+                compio::runtime::spawn(serve(stream, addr, shared.clone(), worker)).detach();
+            }
+            Err(e) => {
+                tracing::warn!("accept: {e}");
+                compio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
+}
+
+/// Serves one client until it leaves, is killed, or breaks the protocol.
+async fn serve(mut stream: TcpStream, addr: std::net::SocketAddr, shared: Arc<Shared>, worker: usize) {
+    let id = shared.next_client_id.fetch_add(1, Ordering::Relaxed);
+    let laddr = stream.local_addr().unwrap_or(addr);
+    let info = Rc::new(ClientInfo {
+        id,
+        addr,
+        laddr,
+        fd: stream.as_raw_fd(),
+        worker,
+        created: Instant::now(),
+        last_interaction: Cell::new(Instant::now()),
+        name: RefCell::new(Vec::new()),
+        lib_name: RefCell::new(Vec::new()),
+        lib_ver: RefCell::new(Vec::new()),
+        db: Cell::new(0),
+        resp: Cell::new(2),
+        last_cmd: Cell::new("NULL"),
+        qbuf: Cell::new(0),
+        obuf: Cell::new(0),
+        no_evict: Cell::new(false),
+        no_touch: Cell::new(false),
+        killed: Cell::new(false),
+        blocked_in_command: Cell::new(false),
+        user: RefCell::new("default"),
+    });
+    let shard = local_shard();
+    shard.borrow_mut().clients.insert(id, info.clone());
+    let mut conn = Conn {
+        shared: shared.clone(),
+        worker,
+        info: info.clone(),
+        db: 0,
+        reply: Reply::new(Proto::Resp2),
+        authenticated: !shared.config.hot.auth_required.load(Ordering::Relaxed),
+        reply_mode: ReplyMode::On,
+        close_after_reply: false,
+        now_ms: 0,
+        pending: None,
+    };
+    let mut rbuf: Vec<u8> = Vec::with_capacity(16 * 1024);
+    let mut start = 0usize;
+    let mut parser = RequestParser::new();
+    'conn: loop {
+        if rbuf.capacity() - rbuf.len() < 4096 {
+            if start > 0 {
+                rbuf.drain(..start);
+                start = 0;
+            }
+            rbuf.reserve(16 * 1024);
+        }
+        let len = rbuf.len();
+        let BufResult(res, slice) = stream.read(rbuf.slice(len..)).await;
+        rbuf = slice.into_inner();
+        match res {
+            Ok(0) | Err(_) => break,
+            Ok(n) => shard.borrow_mut().stats.net_input_bytes += n as u64,
+        }
+        if info.killed.get() {
+            break;
+        }
+        info.last_interaction.set(Instant::now());
+        conn.now_ms = unix_ms();
+        let limits = Limits {
+            max_bulk_len: shared.config.hot.proto_max_bulk_len.load(Ordering::Relaxed),
+            ..Limits::default()
+        };
+        let mut hint = 0usize;
+        loop {
+            match parser.parse(&rbuf[start..], &limits) {
+                Ok(Parsed::Complete { consumed }) => {
+                    let base = start;
+                    start += consumed;
+                    if parser.argc() == 0 {
+                        continue;
+                    }
+                    let argv: Argv = parser.args(&rbuf[base..]).collect();
+                    conn.dispatch(&argv).await;
+                    if conn.close_after_reply || info.killed.get() {
+                        break;
+                    }
+                    if !check_output_limit(&conn, &shard) {
+                        conn.flush_pending().await;
+                        break 'conn;
+                    }
+                }
+                Ok(Parsed::Incomplete { hint: h }) => {
+                    hint = h;
+                    break;
+                }
+                Err(e) => {
+                    conn.flush_pending().await;
+                    let msg = format!("ERR {e}");
+                    conn.reply.error(&msg);
+                    shard.borrow_mut().stats.record_error(b"-ERR");
+                    tracing::info!("Protocol error ({e}) from client: id={} addr={}", id, addr);
+                    conn.close_after_reply = true;
+                    break;
+                }
+            }
+        }
+        conn.flush_pending().await;
+        if start == rbuf.len() {
+            rbuf.clear();
+            start = 0;
+        } else {
+            let unparsed = rbuf.len() - start;
+            let qlimit = shared.config.hot.query_buffer_limit.load(Ordering::Relaxed) as usize;
+            if unparsed > qlimit {
+                tracing::warn!("Closing client that reached max query buffer length: id={} addr={} (qbuf initial bytes: {:?})", id, addr, sanitize(&rbuf[start..], 64));
+                shard.borrow_mut().stats.client_query_limit_disconnections += 1;
+                break;
+            }
+            if hint > unparsed {
+                if start > 0 {
+                    rbuf.drain(..start);
+                    start = 0;
+                }
+                rbuf.reserve(hint - unparsed + 1024);
+            }
+        }
+        info.qbuf.set(rbuf.len() - start);
+        if !conn.reply.buf.is_empty() {
+            let out = std::mem::take(&mut conn.reply.buf);
+            let n = out.len();
+            info.obuf.set(n);
+            let soft = shared.config.hot.output_soft_limit.load(Ordering::Relaxed) as usize;
+            let soft_s = shared.config.hot.output_soft_seconds.load(Ordering::Relaxed);
+            let BufResult(res, mut out) = if soft > 0 && n > soft && soft_s > 0 {
+                match compio::time::timeout(Duration::from_secs(soft_s), stream.write_all(out)).await {
+                    Ok(r) => r,
+                    Err(_) => {
+                        log_output_limit(&conn, n);
+                        shard.borrow_mut().stats.client_output_limit_disconnections += 1;
+                        break;
+                    }
+                }
+            } else {
+                stream.write_all(out).await
+            };
+            info.obuf.set(0);
+            if res.is_err() {
+                break;
+            }
+            shard.borrow_mut().stats.net_output_bytes += n as u64;
+            out.clear();
+            if out.capacity() > 1 << 20 {
+                out = Vec::with_capacity(16 * 1024);
+            }
+            conn.reply.buf = out;
+        }
+        if conn.close_after_reply || info.killed.get() {
+            break;
+        }
+    }
+    shard.borrow_mut().clients.remove(&id);
+    shared.connected_clients.fetch_sub(1, Ordering::Relaxed);
+    let _ = stream.shutdown().await;
+}
+
+fn log_output_limit(conn: &Conn, n: usize) {
+    tracing::warn!(
+        "Client id={} addr={} scheduled to be closed ASAP for overcoming of output buffer limits ({} bytes pending).",
+        conn.info.id,
+        conn.info.addr,
+        n
+    );
+}
+
+/// False (after logging) when the client's pending replies broke the output buffer limits.
+fn check_output_limit(conn: &Conn, shard: &Rc<RefCell<Shard>>) -> bool {
+    let hot = &conn.shared.config.hot;
+    let n = conn.reply.buf.len();
+    let hard = hot.output_hard_limit.load(Ordering::Relaxed) as usize;
+    let soft = hot.output_soft_limit.load(Ordering::Relaxed) as usize;
+    let soft_s = hot.output_soft_seconds.load(Ordering::Relaxed);
+    let over = (hard > 0 && n > hard) || (soft > 0 && soft_s == 0 && n > soft);
+    if over {
+        log_output_limit(conn, n);
+        shard.borrow_mut().stats.client_output_limit_disconnections += 1;
+    }
+    !over
+}

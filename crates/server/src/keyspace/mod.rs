@@ -1,0 +1,319 @@
+//! The per-worker keyspace: the interface every keyed command uses (get, put with expiry
+//! options, delete, exists, TTL metadata, scan cursor). One `Keyspace` per worker holds the
+//! worker's keys for every database; nothing else touches it.
+//!
+//! Today values are held in RAM; the storage engine replaces the value storage behind this
+//! same interface (see `docs/decisions/0001-keyspace-interface.md`).
+
+pub mod table;
+
+use table::{hash_key, Keyed, SegTable};
+
+/// The value of a key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Value {
+    /// A string.
+    Str(Vec<u8>),
+}
+
+impl Value {
+    /// The name TYPE prints.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Str(_) => "string",
+        }
+    }
+}
+
+/// What a write does to the key's expiry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expiry {
+    /// No expiry (clears an existing one).
+    Persist,
+    /// Keep the existing expiry, if any.
+    Keep,
+    /// Expire at this absolute Unix time in milliseconds.
+    At(i64),
+}
+
+/// One key.
+#[derive(Debug)]
+pub struct Entry {
+    hash: u64,
+    key: Box<[u8]>,
+    /// The value.
+    pub value: Value,
+    /// Absolute expiry in Unix milliseconds; 0 = none.
+    pub expire_at_ms: i64,
+}
+
+impl Entry {
+    /// The key.
+    pub fn key(&self) -> &[u8] {
+        &self.key
+    }
+
+    fn expired(&self, now_ms: i64) -> bool {
+        self.expire_at_ms != 0 && self.expire_at_ms <= now_ms
+    }
+}
+
+impl Keyed for Entry {
+    fn key(&self) -> &[u8] {
+        &self.key
+    }
+    fn hash(&self) -> u64 {
+        self.hash
+    }
+}
+
+#[derive(Default)]
+struct Db {
+    table: SegTable<Entry>,
+    /// Keys with an expiry.
+    volatile: usize,
+}
+
+/// Counters kept by the keyspace.
+#[derive(Default, Debug, Clone, Copy)]
+pub struct KeyspaceStats {
+    /// Lookups that found a key.
+    pub hits: u64,
+    /// Lookups that found nothing.
+    pub misses: u64,
+    /// Keys removed because their time ran out.
+    pub expired: u64,
+}
+
+/// The keys one worker owns, in every database.
+pub struct Keyspace {
+    dbs: Vec<Db>,
+    /// Hit, miss and expiry counters.
+    pub stats: KeyspaceStats,
+}
+
+impl Keyspace {
+    /// An empty keyspace with `databases` databases.
+    pub fn new(databases: usize) -> Self {
+        Keyspace {
+            dbs: (0..databases).map(|_| Db::default()).collect(),
+            stats: KeyspaceStats::default(),
+        }
+    }
+
+    /// Number of databases.
+    pub fn databases(&self) -> usize {
+        self.dbs.len()
+    }
+
+    /// Removes `key` if its time has run out; true when it was removed.
+    fn expire_if_due(&mut self, db: usize, hash: u64, key: &[u8], now_ms: i64) -> bool {
+        let d = &mut self.dbs[db];
+        let due = d.table.get(hash, key).is_some_and(|e| e.expired(now_ms));
+        if due {
+            d.table.remove(hash, key);
+            d.volatile -= 1;
+            self.stats.expired += 1;
+        }
+        due
+    }
+
+    /// The live entry for `key`, counting a hit or a miss.
+    pub fn get(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
+        let hash = hash_key(key);
+        self.expire_if_due(db, hash, key, now_ms);
+        let found = self.dbs[db].table.get(hash, key);
+        if found.is_some() {
+            self.stats.hits += 1;
+        } else {
+            self.stats.misses += 1;
+        }
+        found
+    }
+
+    /// The live entry for `key`, without touching hit/miss counters (for writes that read).
+    pub fn peek(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
+        let hash = hash_key(key);
+        self.expire_if_due(db, hash, key, now_ms);
+        self.dbs[db].table.get(hash, key)
+    }
+
+    /// True when `key` exists and has not expired.
+    pub fn exists(&mut self, db: usize, key: &[u8], now_ms: i64) -> bool {
+        self.peek(db, key, now_ms).is_some()
+    }
+
+    /// Stores `value` under `key`, with `expiry` deciding the key's TTL. Returns the previous
+    /// live value, if any.
+    pub fn put(&mut self, db: usize, key: &[u8], value: Value, expiry: Expiry, now_ms: i64) -> Option<Value> {
+        let hash = hash_key(key);
+        self.expire_if_due(db, hash, key, now_ms);
+        let d = &mut self.dbs[db];
+        if let Some(e) = d.table.get_mut(hash, key) {
+            let was_volatile = e.expire_at_ms != 0;
+            match expiry {
+                Expiry::Persist => e.expire_at_ms = 0,
+                Expiry::At(t) => e.expire_at_ms = t,
+                Expiry::Keep => {}
+            }
+            let now_volatile = e.expire_at_ms != 0;
+            let old = std::mem::replace(&mut e.value, value);
+            match (was_volatile, now_volatile) {
+                (false, true) => d.volatile += 1,
+                (true, false) => d.volatile -= 1,
+                _ => {}
+            }
+            return Some(old);
+        }
+        let expire_at_ms = match expiry {
+            Expiry::At(t) => t,
+            _ => 0,
+        };
+        if expire_at_ms != 0 {
+            d.volatile += 1;
+        }
+        d.table.insert(Entry {
+            hash,
+            key: key.into(),
+            value,
+            expire_at_ms,
+        });
+        None
+    }
+
+    /// Removes `key`; true when a live key was removed.
+    pub fn delete(&mut self, db: usize, key: &[u8], now_ms: i64) -> bool {
+        let hash = hash_key(key);
+        if self.expire_if_due(db, hash, key, now_ms) {
+            return false;
+        }
+        let d = &mut self.dbs[db];
+        match d.table.remove(hash, key) {
+            Some(e) => {
+                if e.expire_at_ms != 0 {
+                    d.volatile -= 1;
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Sets or clears the expiry of an existing key; false when the key does not exist.
+    pub fn set_expiry(&mut self, db: usize, key: &[u8], expire_at_ms: i64, now_ms: i64) -> bool {
+        let hash = hash_key(key);
+        self.expire_if_due(db, hash, key, now_ms);
+        let d = &mut self.dbs[db];
+        match d.table.get_mut(hash, key) {
+            Some(e) => {
+                match (e.expire_at_ms != 0, expire_at_ms != 0) {
+                    (false, true) => d.volatile += 1,
+                    (true, false) => d.volatile -= 1,
+                    _ => {}
+                }
+                e.expire_at_ms = expire_at_ms;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Number of keys in `db` (including keys whose time ran out but were not yet removed,
+    /// as Redis's DBSIZE does).
+    pub fn len(&self, db: usize) -> usize {
+        self.dbs[db].table.len()
+    }
+
+    /// True when `db` holds no keys.
+    pub fn is_empty(&self, db: usize) -> bool {
+        self.dbs[db].table.is_empty()
+    }
+
+    /// Number of keys with an expiry in `db`.
+    pub fn volatile_len(&self, db: usize) -> usize {
+        self.dbs[db].volatile
+    }
+
+    /// Sum of remaining TTLs over volatile keys of `db` (for INFO's avg_ttl).
+    pub fn avg_ttl_ms(&self, db: usize, now_ms: i64) -> i64 {
+        let mut sum: i64 = 0;
+        let mut n: i64 = 0;
+        self.dbs[db].table.for_each(|e| {
+            if e.expire_at_ms != 0 {
+                sum += (e.expire_at_ms - now_ms).max(0);
+                n += 1;
+            }
+        });
+        if n == 0 {
+            0
+        } else {
+            sum / n
+        }
+    }
+
+    /// Removes every key of `db`; returns how many there were.
+    pub fn flush(&mut self, db: usize) -> usize {
+        let d = &mut self.dbs[db];
+        let n = d.table.len();
+        d.table.clear();
+        d.volatile = 0;
+        n
+    }
+
+    /// Live keys of `db` (expired ones are removed on the way).
+    pub fn keys(&mut self, db: usize, now_ms: i64, mut f: impl FnMut(&Entry)) {
+        let d = &mut self.dbs[db];
+        let mut expired = 0;
+        d.table.retain(|e| {
+            if e.expired(now_ms) {
+                expired += 1;
+                false
+            } else {
+                true
+            }
+        });
+        d.volatile -= expired as usize;
+        self.stats.expired += expired;
+        d.table.for_each(|e| f(e));
+    }
+
+    /// One SCAN step over `db` from `position` (see [`SegTable::scan`]); expired keys are
+    /// skipped. Returns the next position, `None` when done.
+    pub fn scan(&mut self, db: usize, position: u64, count: usize, now_ms: i64, mut f: impl FnMut(&Entry)) -> Option<u64> {
+        self.dbs[db].table.scan(position, count, |e| {
+            if !e.expired(now_ms) {
+                f(e)
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &str) -> Value {
+        Value::Str(v.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn put_get_delete_and_expiry() {
+        let mut ks = Keyspace::new(16);
+        assert!(ks.put(0, b"a", s("1"), Expiry::Persist, 1000).is_none());
+        assert_eq!(ks.get(0, b"a", 1000).unwrap().value, s("1"));
+        assert!(ks.get(1, b"a", 1000).is_none(), "databases are separate");
+        ks.put(0, b"t", s("x"), Expiry::At(2000), 1000);
+        assert_eq!(ks.volatile_len(0), 1);
+        assert!(ks.exists(0, b"t", 1999));
+        assert!(!ks.exists(0, b"t", 2000), "expired key is never returned");
+        assert_eq!(ks.volatile_len(0), 0);
+        ks.put(0, b"a", s("2"), Expiry::At(5000), 1000);
+        ks.put(0, b"a", s("3"), Expiry::Keep, 1000);
+        assert_eq!(ks.get(0, b"a", 1000).unwrap().expire_at_ms, 5000);
+        ks.put(0, b"a", s("4"), Expiry::Persist, 1000);
+        assert_eq!(ks.get(0, b"a", 1000).unwrap().expire_at_ms, 0);
+        assert!(ks.delete(0, b"a", 1000));
+        assert!(!ks.delete(0, b"a", 1000));
+        assert_eq!(ks.len(0), 0);
+    }
+}

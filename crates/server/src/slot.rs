@@ -1,0 +1,45 @@
+//! Key slots and worker ownership: `CRC16(key) mod 16384` with Redis Cluster hash tags, and
+//! `slot mod workers` for the worker that owns a slot.
+
+/// Number of hash slots, as in Redis Cluster.
+pub const SLOTS: u16 = 16384;
+
+/// The hash slot of `key`. When the key holds a non-empty `{tag}`, only the tag is hashed,
+/// so related keys share a slot (and so a worker).
+#[inline]
+pub fn key_slot(key: &[u8]) -> u16 {
+    let hashed = match memchr::memchr(b'{', key) {
+        Some(open) => match memchr::memchr(b'}', &key[open + 1..]) {
+            Some(len) if len > 0 => &key[open + 1..open + 1 + len],
+            _ => key,
+        },
+        None => key,
+    };
+    crc16::State::<crc16::XMODEM>::calculate(hashed) & (SLOTS - 1)
+}
+
+/// The worker that owns `key` among `workers` workers.
+#[inline]
+pub fn owner(key: &[u8], workers: usize) -> usize {
+    if workers == 1 {
+        0
+    } else {
+        key_slot(key) as usize % workers
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matches_redis_cluster_slots() {
+        // Values from `redis-cli CLUSTER KEYSLOT`.
+        assert_eq!(key_slot(b"foo"), 12182);
+        assert_eq!(key_slot(b"bar"), 5061);
+        assert_eq!(key_slot(b"{user1000}.following"), key_slot(b"user1000"));
+        assert_eq!(key_slot(b"foo{}{bar}"), key_slot(b"foo{}{bar}"));
+        assert_eq!(key_slot(b"{}foo"), crc16::State::<crc16::XMODEM>::calculate(b"{}foo") & 16383);
+        assert_eq!(key_slot(b"foo{{bar}}zap"), key_slot(b"{bar"));
+    }
+}

@@ -1,0 +1,273 @@
+//! Workers: one OS thread per worker, pinned to a CPU, each driving one io_uring (compio) for
+//! its sockets. A worker owns a [`Shard`]: the keys of its slots, its statistics and its
+//! clients. Other workers reach a shard only by sending it a [`Job`] through its inbox.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::client::ClientInfo;
+use crate::commands::{CommandStats, COMMANDS};
+use crate::config::Config;
+use crate::keyspace::Keyspace;
+
+/// Work sent to a worker: runs on the worker's thread with its shard.
+pub type Job = Box<dyn FnOnce(&mut Shard) + Send>;
+
+/// State shared by every worker (read-mostly; no data-path locks).
+pub struct Shared {
+    /// Configuration.
+    pub config: Config,
+    /// Number of workers.
+    pub workers: usize,
+    /// Inbox of each worker.
+    pub inboxes: Vec<flume::Sender<Job>>,
+    /// Connected clients, all workers.
+    pub connected_clients: AtomicU64,
+    /// Next client id.
+    pub next_client_id: AtomicU64,
+    /// Connections accepted since start.
+    pub total_connections: AtomicU64,
+    /// Connections refused (maxclients).
+    pub rejected_connections: AtomicU64,
+    /// Set when the server is stopping.
+    pub stopping: AtomicBool,
+    /// Unix time of the last successful save (seconds).
+    pub lastsave_s: AtomicI64,
+    /// When the server started.
+    pub started: Instant,
+    /// Unix time in ms when the server started.
+    pub started_unix_ms: i64,
+    /// TCP port.
+    pub port: u16,
+    /// Run id (40 hex characters), as Redis prints in INFO.
+    pub run_id: String,
+    /// Path of the executable.
+    pub executable: String,
+}
+
+impl Shared {
+    /// Asks the whole process to stop (as SIGTERM does).
+    pub fn request_shutdown(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        // SAFETY: kill(2) on our own pid with a valid signal number has no memory effects.
+        unsafe {
+            libc::kill(libc::getpid(), libc::SIGTERM);
+        }
+    }
+}
+
+/// Counters of one worker.
+#[derive(Default)]
+pub struct Stats {
+    /// Per command table index.
+    pub commands: Vec<CommandStats>,
+    /// Error replies by their first word.
+    pub errors: HashMap<String, u64>,
+    /// Commands processed.
+    pub total_commands: u64,
+    /// Error replies sent.
+    pub total_error_replies: u64,
+    /// Bytes read from clients.
+    pub net_input_bytes: u64,
+    /// Bytes written to clients.
+    pub net_output_bytes: u64,
+    /// Clients disconnected for output buffer limits.
+    pub client_output_limit_disconnections: u64,
+    /// Clients disconnected for query buffer limits.
+    pub client_query_limit_disconnections: u64,
+}
+
+impl Stats {
+    fn new() -> Self {
+        Stats {
+            commands: vec![CommandStats::default(); COMMANDS.len()],
+            ..Default::default()
+        }
+    }
+
+    /// Records an error reply (its first word, as Redis's errorstats does).
+    pub fn record_error(&mut self, reply: &[u8]) {
+        self.total_error_replies += 1;
+        let body = reply.strip_prefix(b"-").unwrap_or(reply);
+        let end = body
+            .iter()
+            .position(|&c| c == b' ' || c == b'\r')
+            .unwrap_or(body.len());
+        let word = String::from_utf8_lossy(&body[..end]).into_owned();
+        *self.errors.entry(word).or_insert(0) += 1;
+    }
+
+    /// Clears every counter (CONFIG RESETSTAT).
+    pub fn reset(&mut self) {
+        *self = Stats::new();
+    }
+}
+
+/// Everything one worker owns.
+pub struct Shard {
+    /// Worker index.
+    pub id: usize,
+    /// The worker's keys.
+    pub keyspace: Keyspace,
+    /// The worker's counters.
+    pub stats: Stats,
+    /// Clients connected to this worker.
+    pub clients: HashMap<u64, Rc<ClientInfo>>,
+    /// Shared state.
+    pub shared: Arc<Shared>,
+}
+
+/// Unix time in milliseconds.
+pub fn unix_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+thread_local! {
+    static SHARD: RefCell<Option<Rc<RefCell<Shard>>>> = const { RefCell::new(None) };
+}
+
+/// The shard of the current worker thread.
+pub fn local_shard() -> Rc<RefCell<Shard>> {
+    SHARD.with(|s| s.borrow().clone().expect("not on a worker thread"))
+}
+
+/// Runs `f` on worker `w`'s shard and returns its result; runs inline when `w` is the current
+/// worker.
+pub async fn run_on<R, F>(shared: &Shared, me: usize, w: usize, f: F) -> R
+where
+    R: Send + 'static,
+    F: FnOnce(&mut Shard) -> R + Send + 'static,
+{
+    if w == me {
+        let shard = local_shard();
+        let mut s = shard.borrow_mut();
+        return f(&mut s);
+    }
+    let (tx, rx) = flume::bounded(1);
+    let job: Job = Box::new(move |s: &mut Shard| {
+        let _ = tx.send(f(s));
+    });
+    if shared.inboxes[w].send(job).is_err() {
+        panic!("worker {w} has stopped");
+    }
+    rx.recv_async().await.expect("worker dropped a job")
+}
+
+/// Runs `f` on every worker's shard, in worker order, and gathers the results.
+pub async fn run_on_all<R, F>(shared: &Shared, me: usize, f: F) -> Vec<R>
+where
+    R: Send + 'static,
+    F: Fn(&mut Shard) -> R + Send + Sync + Clone + 'static,
+{
+    // Send every remote job first so the workers run them in parallel, then run ours.
+    let mut waiting = Vec::with_capacity(shared.workers);
+    for w in 0..shared.workers {
+        if w == me {
+            waiting.push(None);
+            continue;
+        }
+        let (tx, rx) = flume::bounded(1);
+        let f = f.clone();
+        let job: Job = Box::new(move |s: &mut Shard| {
+            let _ = tx.send(f(s));
+        });
+        if shared.inboxes[w].send(job).is_err() {
+            panic!("worker {w} has stopped");
+        }
+        waiting.push(Some(rx));
+    }
+    let mine = {
+        let shard = local_shard();
+        let mut s = shard.borrow_mut();
+        f(&mut s)
+    };
+    let mut out = Vec::with_capacity(shared.workers);
+    let mut mine = Some(mine);
+    for rx in waiting {
+        match rx {
+            None => out.push(mine.take().expect("own result")),
+            Some(rx) => out.push(rx.recv_async().await.expect("worker dropped a job")),
+        }
+    }
+    out
+}
+
+/// Starts worker `id` on its own thread. `listeners` are the already bound sockets this worker
+/// accepts on (SO_REUSEPORT: every worker has its own).
+pub fn spawn_worker(
+    id: usize,
+    cpu: Option<usize>,
+    shared: Arc<Shared>,
+    inbox: flume::Receiver<Job>,
+    listeners: Vec<std::net::TcpListener>,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name(format!("skerry-w{id}"))
+        .spawn(move || {
+            let mut proactor = compio::driver::ProactorBuilder::new();
+            proactor.capacity(1024).single_issuer(true).defer_taskrun(true);
+            let mut builder = compio::runtime::RuntimeBuilder::new();
+            builder.with_proactor(proactor);
+            if let Some(cpu) = cpu {
+                builder.thread_affinity(std::iter::once(cpu).collect());
+            }
+            let rt = match builder.build() {
+                Ok(rt) => rt,
+                Err(e) => {
+                    tracing::error!("worker {id}: cannot start io_uring runtime: {e}");
+                    std::process::exit(1);
+                }
+            };
+            let databases = shared.config.get_i64("databases") as usize;
+            let shard = Rc::new(RefCell::new(Shard {
+                id,
+                keyspace: Keyspace::new(databases),
+                stats: Stats::new(),
+                clients: HashMap::new(),
+                shared: shared.clone(),
+            }));
+            SHARD.with(|s| *s.borrow_mut() = Some(shard.clone()));
+            rt.block_on(async move {
+                for l in listeners {
+                    let l = compio::net::TcpListener::from_std(l).expect("listener");
+                    compio::runtime::spawn(crate::conn::accept_loop(l, shared.clone(), id)).detach();
+                }
+                compio::runtime::spawn(cron(shared.clone(), id)).detach();
+                // The inbox: jobs from other workers.
+                while let Ok(job) = inbox.recv_async().await {
+                    let mut s = shard.borrow_mut();
+                    job(&mut s);
+                    while let Ok(job) = inbox.try_recv() {
+                        job(&mut s);
+                    }
+                }
+            });
+        })
+}
+
+/// Periodic per-worker housekeeping: idle client timeout.
+async fn cron(shared: Arc<Shared>, _id: usize) {
+    loop {
+        compio::time::sleep(Duration::from_millis(100)).await;
+        let timeout_s = shared.config.hot.timeout_s.load(Ordering::Relaxed);
+        if timeout_s == 0 {
+            continue;
+        }
+        let shard = local_shard();
+        let s = shard.borrow();
+        let now = Instant::now();
+        for c in s.clients.values() {
+            if now.duration_since(c.last_interaction.get()) > Duration::from_secs(timeout_s) && !c.blocked_in_command.get() {
+                tracing::debug!("Closing idle client id={}", c.id);
+                c.kill();
+            }
+        }
+    }
+}
