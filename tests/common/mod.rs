@@ -405,6 +405,16 @@ impl Raw {
         }
     }
 
+    /// Wraps an already connected stream.
+    pub fn from_stream(stream: TcpStream) -> Raw {
+        stream.set_read_timeout(Some(REPLY_TIMEOUT)).unwrap();
+        stream.set_write_timeout(Some(REPLY_TIMEOUT)).unwrap();
+        Raw {
+            stream,
+            buf: Vec::new(),
+        }
+    }
+
     pub fn send(&mut self, bytes: &[u8]) {
         self.stream.write_all(bytes).expect("write to server");
     }
