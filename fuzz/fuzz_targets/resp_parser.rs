@@ -27,7 +27,10 @@ fn run(input: &[u8], limits: &Limits, mut next_chunk: impl FnMut() -> usize) -> 
             match p.parse(buf, limits) {
                 Ok(Parsed::Complete { consumed }) => {
                     assert!(consumed > 0 && consumed <= avail);
-                    assert!(avail >= last_hint, "completed with fewer bytes than the hint");
+                    assert!(
+                        avail >= last_hint,
+                        "completed with fewer bytes than the hint"
+                    );
                     assert_eq!(p.args(buf).len(), p.argc());
                     let args: Vec<Vec<u8>> = p.args(buf).map(|a| a.to_vec()).collect();
                     for i in 0..p.argc() {
@@ -84,7 +87,10 @@ fuzz_target!(|data: &[u8]| {
             })
         }
     };
-    assert_eq!(whole, chunked, "chunked parsing differs from whole-buffer parsing");
+    assert_eq!(
+        whole, chunked,
+        "chunked parsing differs from whole-buffer parsing"
+    );
 
     // Reply decoder: never panics; a decoded value re-encodes and decodes to
     // the same value (modulo NaN and lossy simple strings).
@@ -92,7 +98,9 @@ fuzz_target!(|data: &[u8]| {
         assert!(consumed <= input.len());
         let mut out = Vec::new();
         encode_value(&mut out, &v);
-        let (v2, n2) = decode_value(&out).expect("re-encoded value decodes").expect("complete");
+        let (v2, n2) = decode_value(&out)
+            .expect("re-encoded value decodes")
+            .expect("complete");
         assert_eq!(n2, out.len());
         let mut out2 = Vec::new();
         encode_value(&mut out2, &v2);

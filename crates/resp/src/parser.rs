@@ -55,6 +55,21 @@ enum Source {
 /// searches the terminator over all bytes; an inline line is then split only
 /// up to its first NUL byte (as `sdssplitargs` does) and a header line with a
 /// NUL is an invalid length.
+///
+/// ```
+/// use skerry_resp::{Limits, Parsed, RequestParser};
+///
+/// let mut parser = RequestParser::new();
+/// let limits = Limits::default();
+/// let mut buf = b"*2\r\n$3\r\nGET\r\n$1\r".to_vec();
+/// assert_eq!(parser.parse(&buf, &limits), Ok(Parsed::Incomplete { hint: 17 }));
+/// buf.extend_from_slice(b"\nk\r\nPING\r\n");
+/// let Ok(Parsed::Complete { consumed }) = parser.parse(&buf, &limits) else { panic!() };
+/// assert_eq!(parser.args(&buf).collect::<Vec<_>>(), [&b"GET"[..], b"k"]);
+/// let rest = &buf[consumed..];
+/// assert_eq!(parser.parse(rest, &limits), Ok(Parsed::Complete { consumed: 6 }));
+/// assert_eq!(parser.arg(rest, 0), b"PING");
+/// ```
 #[derive(Debug, Default)]
 pub struct RequestParser {
     /// Arguments still to read in the current multibulk request; 0 when no
@@ -84,6 +99,47 @@ enum Line {
     Incomplete,
     /// The line is longer than the limit.
     TooBig,
+}
+
+/// Result of reading a header line.
+enum Header {
+    /// Fast path: a non-negative number and the offset of its `\r`.
+    Digits(u64, usize),
+    /// A complete line whose `\r` is at this offset; content not yet checked.
+    Line(usize),
+    /// More bytes needed; the hint.
+    Incomplete(usize),
+    /// Line longer than the limit.
+    TooBig,
+}
+
+/// `buf[start]` is `ty` (`*` or `$`), followed by 1..=18 digits without a leading
+/// zero (or a lone `0`), then `\r` and at least one more byte. Returns the
+/// number and the offset of the `\r`.
+#[inline]
+fn fast_digits(buf: &[u8], start: usize, ty: u8) -> Option<(u64, usize)> {
+    let line = buf.get(start..)?;
+    if line.len() < 4 || line[0] != ty {
+        return None;
+    }
+    let first = line[1];
+    if !first.is_ascii_digit() {
+        return None;
+    }
+    let mut v = u64::from(first - b'0');
+    let mut i = 2;
+    while i < line.len() && line[i].is_ascii_digit() {
+        v = v * 10 + u64::from(line[i] - b'0');
+        i += 1;
+        if i > 19 {
+            return None;
+        }
+    }
+    // need '\r' plus one more byte; no leading zero unless the number is "0"
+    if i + 1 >= line.len() || line[i] != b'\r' || (first == b'0' && i != 2) {
+        return None;
+    }
+    Some((v, start + i))
 }
 
 impl RequestParser {
@@ -176,24 +232,46 @@ impl RequestParser {
         }
     }
 
-    fn parse_multibulk(&mut self, buf: &[u8], limits: &Limits) -> Result<Parsed, ProtocolError> {
-        self.ranges.clear();
-        self.source = Source::Buf;
-        let cr = match self.find_line_end(buf, 0, b'\r', limits.max_inline_len) {
-            Line::Found(i) => i,
-            Line::Incomplete => {
-                return Ok(Parsed::Incomplete {
-                    hint: buf.len() + 1,
-                })
+    /// Reads the `*count` / `$len` header line starting at `start` (whose
+    /// first byte should be the type byte `ty`). Fast path: the type byte is `ty`
+    /// and is followed by plain digits (no leading zero, fits in i64) and
+    /// `\r` plus one more byte; this is exactly what Redis's "first `\r`, then
+    /// `string2ll`" accepts for non-negative numbers. Anything else goes
+    /// through the general path, which checks the line length limit and
+    /// completeness and leaves the interpretation to the caller.
+    #[inline]
+    fn header_line(&mut self, buf: &[u8], start: usize, ty: u8, max: usize) -> Header {
+        if let Some((n, cr)) = fast_digits(buf, start, ty) {
+            if cr - start <= max {
+                self.scanned = 0;
+                return Header::Digits(n, cr);
             }
-            Line::TooBig => return Err(ProtocolError::TooBigMbulkCount),
+        }
+        let cr = match self.find_line_end(buf, start, b'\r', max) {
+            Line::Found(i) => i,
+            Line::Incomplete => return Header::Incomplete(buf.len() + 1),
+            Line::TooBig => return Header::TooBig,
         };
         // Redis only requires one more byte after '\r' (it does not check it is '\n').
         if cr + 2 > buf.len() {
-            return Ok(Parsed::Incomplete { hint: cr + 2 });
+            return Header::Incomplete(cr + 2);
         }
         self.scanned = 0;
-        let count = string2ll(&buf[1..cr]).ok_or(ProtocolError::InvalidMultibulkLength)?;
+        Header::Line(cr)
+    }
+
+    fn parse_multibulk(&mut self, buf: &[u8], limits: &Limits) -> Result<Parsed, ProtocolError> {
+        self.ranges.clear();
+        self.source = Source::Buf;
+        let (count, cr) = match self.header_line(buf, 0, b'*', limits.max_inline_len) {
+            Header::Digits(n, cr) => (n as i64, cr),
+            Header::Line(cr) => (
+                string2ll(&buf[1..cr]).ok_or(ProtocolError::InvalidMultibulkLength)?,
+                cr,
+            ),
+            Header::Incomplete(hint) => return Ok(Parsed::Incomplete { hint }),
+            Header::TooBig => return Err(ProtocolError::TooBigMbulkCount),
+        };
         if count > 0 && count as u64 > limits.max_multibulk_len {
             return Err(ProtocolError::InvalidMultibulkLength);
         }
@@ -218,28 +296,25 @@ impl RequestParser {
                 Some(len) => len,
                 None => {
                     let start = self.pos;
-                    let cr = match self.find_line_end(buf, start, b'\r', limits.max_inline_len) {
-                        Line::Found(i) => i,
-                        Line::Incomplete => {
-                            return Ok(Parsed::Incomplete {
-                                hint: buf.len() + 1,
-                            })
+                    let (n, cr) = match self.header_line(buf, start, b'$', limits.max_inline_len) {
+                        Header::Digits(n, cr) => (n as i64, cr),
+                        Header::Line(cr) => {
+                            if buf[start] != b'$' {
+                                return Err(ProtocolError::ExpectedDollar(buf[start]));
+                            }
+                            (
+                                string2ll(&buf[start + 1..cr])
+                                    .ok_or(ProtocolError::InvalidBulkLength)?,
+                                cr,
+                            )
                         }
-                        Line::TooBig => return Err(ProtocolError::TooBigBulkCount),
+                        Header::Incomplete(hint) => return Ok(Parsed::Incomplete { hint }),
+                        Header::TooBig => return Err(ProtocolError::TooBigBulkCount),
                     };
-                    if cr + 2 > buf.len() {
-                        return Ok(Parsed::Incomplete { hint: cr + 2 });
+                    if n < 0 || n as u64 > limits.max_bulk_len {
+                        return Err(ProtocolError::InvalidBulkLength);
                     }
-                    self.scanned = 0;
-                    if buf[start] != b'$' {
-                        return Err(ProtocolError::ExpectedDollar(buf[start]));
-                    }
-                    let len = match string2ll(&buf[start + 1..cr]) {
-                        Some(n) if n >= 0 && n as u64 <= limits.max_bulk_len => {
-                            usize::try_from(n).map_err(|_| ProtocolError::InvalidBulkLength)?
-                        }
-                        _ => return Err(ProtocolError::InvalidBulkLength),
-                    };
+                    let len = usize::try_from(n).map_err(|_| ProtocolError::InvalidBulkLength)?;
                     self.pos = cr + 2;
                     self.bulk_len = Some(len);
                     len
@@ -594,6 +669,43 @@ mod tests {
         assert_eq!(one(b"*1\r\nfoo\r\n"), Err(ExpectedDollar(b'f')));
         assert_eq!(one(b"*2\r\n$1\r\na\r\n:1\r\n"), Err(ExpectedDollar(b':')));
         assert_eq!(one(b"*1\r\n\r\n"), Err(ExpectedDollar(b'\r')));
+    }
+
+    #[test]
+    fn header_fast_path_edges() {
+        use ProtocolError::*;
+        assert_eq!(one(b"*1\r\n*3\r\nfoo\r\n"), Err(ExpectedDollar(b'*')));
+        assert_eq!(one(b"*1\r\n$03\r\nfoo\r\n"), Err(InvalidBulkLength));
+        assert_eq!(one(b"*1\r\n$-0\r\n"), Err(InvalidBulkLength));
+        assert_eq!(one(b"*1\r\n$3 \r\nfoo\r\n"), Err(InvalidBulkLength));
+        assert_eq!(
+            one(b"*1\r\n$1000000000000000000\r\n"),
+            Err(InvalidBulkLength)
+        );
+        assert_eq!(
+            one(b"*1\r\n$9223372036854775808\r\n"),
+            Err(InvalidBulkLength)
+        );
+        assert_eq!(one(b"*00\r\n"), Err(InvalidMultibulkLength));
+        assert_eq!(one(b"*0\r\n"), Ok(vec![]));
+        assert_eq!(
+            one(b"*2\r\n$0\r\n\r\n$10\r\n0123456789\r\n"),
+            Ok(args(&["", "0123456789"]))
+        );
+        // header lines longer than a tiny limit are too big even when complete
+        let tiny = Limits {
+            max_inline_len: 2,
+            ..Limits::default()
+        };
+        let mut p = RequestParser::new();
+        assert_eq!(p.parse(b"*10\r\n", &tiny), Err(TooBigMbulkCount));
+        let mut p = RequestParser::new();
+        assert_eq!(p.parse(b"*1\r\n$100\r\n", &tiny), Err(TooBigBulkCount));
+        let mut p = RequestParser::new();
+        assert_eq!(
+            p.parse(b"*1\r\n$1\r\n", &tiny),
+            Ok(Parsed::Incomplete { hint: 11 })
+        );
     }
 
     #[test]
