@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The project's whole test suite, from a fresh Debian machine: installs what it needs
+# (Debian packages through apt-get, crates through cargo), checks formatting and lints,
+# runs unit and end-to-end tests, then the Redis Tcl suite units that already pass
+# (tests/compat/baseline.txt), so a compatibility regression fails.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+need_pkgs=()
+command -v redis-server >/dev/null || need_pkgs+=(redis-server)
+command -v redis-cli >/dev/null || need_pkgs+=(redis-tools)
+command -v tclsh >/dev/null || need_pkgs+=(tcl)
+command -v dpkg-source >/dev/null || need_pkgs+=(dpkg-dev)
+if ((${#need_pkgs[@]})); then
+    echo "== installing ${need_pkgs[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
+fi
+# Debian's redis-server package starts a service on 6379; the tests never use that port.
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+echo "== cargo clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== cargo test (unit + end-to-end)"
+cargo test --workspace --locked
+echo "== Redis Tcl suite: units that must keep passing"
+cargo build --release --locked
+scripts/compat.sh --ci
+echo "== all tests passed"
