@@ -17,14 +17,20 @@ fn ping_and_echo() {
     let s = Server::start(&[]);
     let mut r = s.raw();
     assert_eq!(r.cmd_raw(&["PING"]), b"+PONG\r\n");
-    assert_eq!(r.cmd_raw(&["PING", "hello world"]), b"$11\r\nhello world\r\n");
+    assert_eq!(
+        r.cmd_raw(&["PING", "hello world"]),
+        b"$11\r\nhello world\r\n"
+    );
     assert_eq!(r.cmd_raw(&["PING", ""]), b"$0\r\n\r\n");
     assert_eq!(
         r.cmd(&["PING", "a", "b"]),
         err("ERR wrong number of arguments for 'ping' command")
     );
     assert_eq!(r.cmd_raw(&["ECHO", "x y"]), b"$3\r\nx y\r\n");
-    assert_eq!(r.cmd_bytes(&[b"ECHO", b"\0\r\n"]), Value::Bulk(b"\0\r\n".to_vec()));
+    assert_eq!(
+        r.cmd_bytes(&[b"ECHO", b"\0\r\n"]),
+        Value::Bulk(b"\0\r\n".to_vec())
+    );
     assert_eq!(
         r.cmd(&["ECHO"]),
         err("ERR wrong number of arguments for 'echo' command")
@@ -73,7 +79,10 @@ fn auth_with_requirepass() {
     assert_eq!(r.cmd(&["GET", "a"]), err(NOAUTH));
     assert_eq!(r.cmd(&["SET", "a", "b"]), err(NOAUTH));
     assert_eq!(r.cmd(&["PING"]), err(NOAUTH));
-    assert_eq!(r.cmd_raw(&["GET", "a"]), b"-NOAUTH Authentication required.\r\n");
+    assert_eq!(
+        r.cmd_raw(&["GET", "a"]),
+        b"-NOAUTH Authentication required.\r\n"
+    );
     assert_eq!(r.cmd(&["AUTH", "wrong"]), err(WRONGPASS));
     assert_eq!(r.cmd(&["AUTH", "default", "wrong"]), err(WRONGPASS));
     assert_eq!(r.cmd(&["AUTH", "nouser", "s3cret"]), err(WRONGPASS));
@@ -170,10 +179,19 @@ fn select_isolates_databases() {
         let mut keys = r.cmd(&["KEYS", "*"]).strings();
         keys.sort();
         assert_eq!(keys, vec!["k".to_string(), format!("only{db}")]);
-        assert_eq!(r.cmd(&["EXISTS", &format!("only{}", (db + 1) % 16)]), int(0));
+        assert_eq!(
+            r.cmd(&["EXISTS", &format!("only{}", (db + 1) % 16)]),
+            int(0)
+        );
     }
-    assert_eq!(r.cmd(&["SELECT", "16"]), err("ERR DB index is out of range"));
-    assert_eq!(r.cmd(&["SELECT", "-1"]), err("ERR DB index is out of range"));
+    assert_eq!(
+        r.cmd(&["SELECT", "16"]),
+        err("ERR DB index is out of range")
+    );
+    assert_eq!(
+        r.cmd(&["SELECT", "-1"]),
+        err("ERR DB index is out of range")
+    );
     assert_eq!(
         r.cmd(&["SELECT", "abc"]),
         err("ERR value is not an integer or out of range")
@@ -239,7 +257,8 @@ fn client_id(r: &mut Raw) -> i64 {
 
 /// Parses one CLIENT LIST / CLIENT INFO line into `field=value` pairs.
 fn client_fields(line: &str) -> Vec<(String, String)> {
-    line.trim_end().split(' ')
+    line.trim_end()
+        .split(' ')
         .filter_map(|f| f.split_once('='))
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect()
@@ -318,7 +337,10 @@ fn client_id_name_info_list() {
         .cmd(&["CLIENT", "LIST", "ID", &ida.to_string(), "999999"])
         .text();
     assert_eq!(only.lines().count(), 1);
-    assert_eq!(field(only.lines().next().unwrap(), "id"), Some(ida.to_string()));
+    assert_eq!(
+        field(only.lines().next().unwrap(), "id"),
+        Some(ida.to_string())
+    );
     let normal = b.cmd(&["CLIENT", "LIST", "TYPE", "normal"]).text();
     assert!(normal.lines().count() >= 2);
     assert_eq!(
@@ -342,9 +364,15 @@ fn client_kill_by_id_and_addr() {
     client_id(&mut b);
     client_id(&mut c);
 
-    assert_eq!(killer.cmd(&["CLIENT", "KILL", "ID", &ida.to_string()]), int(1));
+    assert_eq!(
+        killer.cmd(&["CLIENT", "KILL", "ID", &ida.to_string()]),
+        int(1)
+    );
     a.expect_closed();
-    assert_eq!(killer.cmd(&["CLIENT", "KILL", "ID", &ida.to_string()]), int(0));
+    assert_eq!(
+        killer.cmd(&["CLIENT", "KILL", "ID", &ida.to_string()]),
+        int(0)
+    );
     assert_eq!(killer.cmd(&["CLIENT", "KILL", "ID", "999999"]), int(0));
     assert_eq!(
         killer.cmd(&["CLIENT", "KILL", "ID", "abc"]),
@@ -368,8 +396,13 @@ fn client_kill_by_id_and_addr() {
     // The caller is skipped unless SKIPME no; then the reply is sent and the connection closes.
     let me = client_id(&mut killer).to_string();
     assert_eq!(killer.cmd(&["CLIENT", "KILL", "ID", &me]), int(0));
-    assert_eq!(killer.cmd(&["CLIENT", "KILL", "ID", &me, "SKIPME", "yes"]), int(0));
-    killer.send(&resp::encode(&["CLIENT", "KILL", "ID", &me, "SKIPME", "no"]));
+    assert_eq!(
+        killer.cmd(&["CLIENT", "KILL", "ID", &me, "SKIPME", "yes"]),
+        int(0)
+    );
+    killer.send(&resp::encode(&[
+        "CLIENT", "KILL", "ID", &me, "SKIPME", "no",
+    ]));
     assert_eq!(killer.expect_closed(), b":1\r\n");
     // The server goes on.
     assert_eq!(s.raw().cmd(&["PING"]), simple("PONG"));
@@ -385,7 +418,10 @@ fn client_no_evict() {
     assert_eq!(r.cmd(&["CLIENT", "NO-EVICT", "OFF"]), ok());
     let info = r.cmd(&["CLIENT", "INFO"]).text();
     assert!(!field(&info, "flags").unwrap().contains('e'), "{info}");
-    assert_eq!(r.cmd(&["CLIENT", "NO-EVICT", "maybe"]), err("ERR syntax error"));
+    assert_eq!(
+        r.cmd(&["CLIENT", "NO-EVICT", "maybe"]),
+        err("ERR syntax error")
+    );
 }
 
 /// CLIENT SETINFO and CLIENT NO-TOUCH appeared in Redis 7.2 (the reference redis-server is 7.0).
@@ -399,7 +435,9 @@ fn client_setinfo_and_no_touch() {
     let info = r.cmd(&["CLIENT", "INFO"]).text();
     assert_eq!(field(&info, "lib-name"), Some("mylib".into()), "{info}");
     assert_eq!(field(&info, "lib-ver"), Some("1.2.3".into()), "{info}");
-    let e = r.cmd(&["CLIENT", "SETINFO", "lib-name", "my lib"]).err_text();
+    let e = r
+        .cmd(&["CLIENT", "SETINFO", "lib-name", "my lib"])
+        .err_text();
     assert!(
         e.starts_with("ERR ")
             && e.to_lowercase()
@@ -415,7 +453,10 @@ fn client_setinfo_and_no_touch() {
     let info = r.cmd(&["CLIENT", "INFO"]).text();
     assert!(field(&info, "flags").unwrap().contains('T'), "{info}");
     assert_eq!(r.cmd(&["CLIENT", "NO-TOUCH", "off"]), ok());
-    assert_eq!(r.cmd(&["CLIENT", "NO-TOUCH", "maybe"]), err("ERR syntax error"));
+    assert_eq!(
+        r.cmd(&["CLIENT", "NO-TOUCH", "maybe"]),
+        err("ERR syntax error")
+    );
 }
 
 #[test]
@@ -472,7 +513,10 @@ fn maxclients() {
         assert_eq!(r.cmd(&["PING"]), simple("PONG"));
     }
     let info = conns[0].cmd(&["INFO", "stats"]).text();
-    assert_eq!(info_field(&info, "rejected_connections").as_deref(), Some("1"));
+    assert_eq!(
+        info_field(&info, "rejected_connections").as_deref(),
+        Some("1")
+    );
     // After one leaves, a new one gets in.
     drop(conns.pop());
     assert!(wait_until(Duration::from_secs(5), || {
@@ -510,7 +554,10 @@ fn idle_timeout_disconnects_idle_clients_only() {
     let mut idle = s.raw();
     let mut active = s.raw();
     assert_eq!(idle.cmd(&["PING"]), simple("PONG"));
-    assert_eq!(active.cmd(&["CONFIG", "GET", "timeout"]), bulks(&["timeout", "1"]));
+    assert_eq!(
+        active.cmd(&["CONFIG", "GET", "timeout"]),
+        bulks(&["timeout", "1"])
+    );
     let start = Instant::now();
     let mut closed_at = None;
     while start.elapsed() < Duration::from_secs(6) {
@@ -549,7 +596,11 @@ fn thousand_concurrent_connections() {
     let n = 1000;
     let mut conns: Vec<Raw> = (0..n).map(|_| s.raw()).collect();
     for (i, c) in conns.iter_mut().enumerate() {
-        c.send(&resp::encode(&["SET", &format!("conn:{i}"), &format!("value {i}")]));
+        c.send(&resp::encode(&[
+            "SET",
+            &format!("conn:{i}"),
+            &format!("value {i}"),
+        ]));
     }
     for c in conns.iter_mut() {
         assert_eq!(c.read_value(), ok());
@@ -561,7 +612,10 @@ fn thousand_concurrent_connections() {
         assert_eq!(c.read_value(), bulk(&format!("value {i}")));
     }
     let info = conns[0].cmd(&["INFO", "clients"]).text();
-    let connected: i64 = info_field(&info, "connected_clients").unwrap().parse().unwrap();
+    let connected: i64 = info_field(&info, "connected_clients")
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!(connected >= n as i64, "connected_clients {connected}");
     assert_eq!(conns[0].cmd(&["DBSIZE"]), int(n as i64));
 }

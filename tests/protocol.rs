@@ -112,8 +112,9 @@ fn proto_max_bulk_len() {
     // Redis' minimum for this setting is 1mb.
     let e = r.cmd(&["CONFIG", "SET", "proto-max-bulk-len", "1000"]);
     assert!(
-        e.err_text()
-            .starts_with("ERR CONFIG SET failed (possibly related to argument 'proto-max-bulk-len')"),
+        e.err_text().starts_with(
+            "ERR CONFIG SET failed (possibly related to argument 'proto-max-bulk-len')"
+        ),
         "{e:?}"
     );
     assert_eq!(
@@ -369,7 +370,18 @@ fn partial_writes_byte_by_byte() {
     // A large bulk split at awkward places, including inside the CRLFs.
     let value = "0123456789".repeat(30_000);
     let full = resp::encode(&["SET", "big", &value]);
-    let cuts = [1, 3, 9, 10, 11, 16, 5000, 100_000, full.len() - 2, full.len() - 1];
+    let cuts = [
+        1,
+        3,
+        9,
+        10,
+        11,
+        16,
+        5000,
+        100_000,
+        full.len() - 2,
+        full.len() - 1,
+    ];
     let mut prev = 0;
     for &c in &cuts {
         r.send(&full[prev..c]);
@@ -385,7 +397,9 @@ fn partial_writes_byte_by_byte() {
 fn large_replies_are_delivered_whole() {
     let s = Server::start(&[]);
     let mut r = s.raw();
-    let value: String = (0..(10 << 20)).map(|i| (b'a' + (i % 26) as u8) as char).collect();
+    let value: String = (0..(10 << 20))
+        .map(|i| (b'a' + (i % 26) as u8) as char)
+        .collect();
     assert_eq!(r.cmd(&["SET", "big", &value]), ok());
     for _ in 0..3 {
         r.send(&resp::encode(&["GET", "big"]));
@@ -447,7 +461,10 @@ fn resp3_encodings() {
     assert_eq!(r.cmd_raw(&["SET", "k", "v", "XX"]), b"_\r\n");
     assert_eq!(r.cmd_raw(&["MGET", "k", "nokey"]), b"*2\r\n_\r\n_\r\n");
     assert_eq!(r.cmd_raw(&["SET", "k", "v"]), b"+OK\r\n");
-    assert_eq!(r.cmd_raw(&["MGET", "k", "nokey"]), b"*2\r\n$1\r\nv\r\n_\r\n");
+    assert_eq!(
+        r.cmd_raw(&["MGET", "k", "nokey"]),
+        b"*2\r\n$1\r\nv\r\n_\r\n"
+    );
     assert_eq!(r.cmd_raw(&["LPOP", "nolist"]), b"_\r\n");
     // INCRBYFLOAT stays a bulk string in RESP3.
     assert_eq!(r.cmd_raw(&["INCRBYFLOAT", "f", "1.5"]), b"$3\r\n1.5\r\n");
@@ -457,9 +474,15 @@ fn resp3_encodings() {
     assert_eq!(r.cmd_raw(&["ZSCORE", "z", "m"]), b",1.5\r\n");
     assert_eq!(r.cmd_raw(&["ZSCORE", "z", "nope"]), b"_\r\n");
     assert_eq!(r.cmd_raw(&["ZINCRBY", "z", "1", "m"]), b",2.5\r\n");
-    assert_eq!(r.cmd(&["ZADD", "z", "3", "t", "0.1", "p", "inf", "i", "-inf", "ni"]), int(4));
+    assert_eq!(
+        r.cmd(&["ZADD", "z", "3", "t", "0.1", "p", "inf", "i", "-inf", "ni"]),
+        int(4)
+    );
     assert_eq!(r.cmd_raw(&["ZSCORE", "z", "t"]), b",3\r\n");
-    assert_eq!(r.cmd_raw(&["ZSCORE", "z", "p"]), b",0.10000000000000001\r\n");
+    assert_eq!(
+        r.cmd_raw(&["ZSCORE", "z", "p"]),
+        b",0.10000000000000001\r\n"
+    );
     assert_eq!(r.cmd_raw(&["ZSCORE", "z", "i"]), b",inf\r\n");
     assert_eq!(r.cmd_raw(&["ZSCORE", "z", "ni"]), b",-inf\r\n");
     assert_eq!(

@@ -375,10 +375,7 @@ fn incr_decr() {
     assert_eq!(r.cmd(&["INCRBY", "n", "abc"]), err(NOT_INT));
     assert_eq!(r.cmd(&["INCRBY", "n", "1.0"]), err(NOT_INT));
     assert_eq!(r.cmd(&["DECRBY", "n", "x"]), err(NOT_INT));
-    assert_eq!(
-        r.cmd(&["INCRBY", "n", "9223372036854775808"]),
-        err(NOT_INT)
-    );
+    assert_eq!(r.cmd(&["INCRBY", "n", "9223372036854775808"]), err(NOT_INT));
     // Overflow.
     assert_eq!(r.cmd(&["SET", "max", "9223372036854775807"]), ok());
     assert_eq!(
@@ -508,7 +505,10 @@ fn getrange_substr() {
     assert_eq!(r.cmd(&["SET", "k", "This is a string"]), ok());
     assert_eq!(r.cmd(&["GETRANGE", "k", "0", "3"]), bulk("This"));
     assert_eq!(r.cmd(&["GETRANGE", "k", "-3", "-1"]), bulk("ing"));
-    assert_eq!(r.cmd(&["GETRANGE", "k", "0", "-1"]), bulk("This is a string"));
+    assert_eq!(
+        r.cmd(&["GETRANGE", "k", "0", "-1"]),
+        bulk("This is a string")
+    );
     assert_eq!(r.cmd(&["GETRANGE", "k", "10", "100"]), bulk("string"));
     assert_eq!(r.cmd(&["GETRANGE", "k", "5", "3"]), bulk(""));
     assert_eq!(r.cmd(&["GETRANGE", "k", "100", "200"]), bulk(""));
@@ -706,9 +706,7 @@ fn keys_glob_patterns() {
     );
     assert_eq!(
         sorted(&r.cmd(&["KEYS", "h*llo"])),
-        [
-            "h*llo", "h?llo", "h[a]llo", "hallo", "heeeello", "hello", "hllo", "hxllo"
-        ]
+        ["h*llo", "h?llo", "h[a]llo", "hallo", "heeeello", "hello", "hllo", "hxllo"]
     );
     assert_eq!(sorted(&r.cmd(&["KEYS", "h[ae]llo"])), ["hallo", "hello"]);
     assert_eq!(
@@ -829,10 +827,7 @@ fn scan_match_count_type() {
     assert_eq!(r.cmd(&["SCAN", "0", "MATCH"]), err(SYNTAX));
     // An empty database.
     assert_eq!(r.cmd(&["FLUSHDB"]), ok());
-    assert_eq!(
-        r.cmd(&["SCAN", "0"]),
-        arr(vec![bulk("0"), arr(vec![])])
-    );
+    assert_eq!(r.cmd(&["SCAN", "0"]), arr(vec![bulk("0"), arr(vec![])]));
 }
 
 #[test]

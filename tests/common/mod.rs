@@ -183,7 +183,18 @@ impl Server {
         argv.push("--dir".into());
         argv.push(self.dir.path().to_string_lossy().into_owned());
         if is_redis() {
-            argv.extend(["--save", "", "--appendonly", "no"].map(String::from));
+            // Redis 7 refuses DEBUG unless enabled; Skerry allows it.
+            argv.extend(
+                [
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                    "--enable-debug-command",
+                    "yes",
+                ]
+                .map(String::from),
+            );
             let mut it = self.opts.args.iter();
             while let Some(a) = it.next() {
                 if a == "--threads" {
@@ -363,7 +374,10 @@ impl Drop for Server {
         if std::thread::panicking() {
             let log = self.log_contents();
             let tail = &log[log.len().saturating_sub(4000)..];
-            eprintln!("---- server log tail (port {}) ----\n{tail}\n----", self.port);
+            eprintln!(
+                "---- server log tail (port {}) ----\n{tail}\n----",
+                self.port
+            );
         }
         self.kill();
     }

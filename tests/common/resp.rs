@@ -158,7 +158,10 @@ pub fn decode(buf: &[u8]) -> Option<(Value, usize)> {
 fn line<'a>(buf: &'a [u8], pos: &mut usize) -> Result<&'a str, Incomplete> {
     let start = *pos;
     let rest = &buf[start..];
-    let idx = rest.windows(2).position(|w| w == b"\r\n").ok_or(Incomplete)?;
+    let idx = rest
+        .windows(2)
+        .position(|w| w == b"\r\n")
+        .ok_or(Incomplete)?;
     *pos = start + idx + 2;
     Ok(std::str::from_utf8(&rest[..idx])
         .unwrap_or_else(|_| panic!("non UTF-8 line in reply: {:?}", &rest[..idx])))
@@ -210,7 +213,10 @@ fn parse(buf: &[u8], pos: &mut usize) -> Result<Value, Incomplete> {
             let n = int_line(buf, pos)?;
             let b = blob(buf, pos, n as usize)?;
             assert!(b.len() >= 4 && b[3] == b':', "bad verbatim string");
-            Value::Verbatim(String::from_utf8_lossy(&b[..3]).into_owned(), b[4..].to_vec())
+            Value::Verbatim(
+                String::from_utf8_lossy(&b[..3]).into_owned(),
+                b[4..].to_vec(),
+            )
         }
         b'_' => {
             let l = line(buf, pos)?;
