@@ -399,7 +399,8 @@ parse_log() {
                            else if (s ~ /^(Tag: |Not supported |large memory )/) s = "(whole block)"
                            emit("ignore", s, d); next }
         /^\[exception\]: / { flush_err(); exc = substr($0, 14); next }
-        exc != "" && exctest == "" && /^"test \{/ { exctest = $0; sub(/^"test \{/, "", exctest); sub(/\} \{.*$/, "", exctest) }
+        exc != "" && exctest == "" && /\(procedure "run_external_server_test"/ { exctest = "-" ; excwhere = "in runtest'"'"'s start_server setup: SELECT 9 / FLUSHALL / FUNCTION FLUSH / CONFIG SET" }
+        exc != "" && exctest == "" && /^"test \{/ { exctest = $0; sub(/^"test \{/, "", exctest); sub(/\} \{.*$/, "", exctest); excwhere = "in test: " exctest }
         /^\[TIMEOUT\]: / { flush_err(); tmo = 1; next }
         tmo && / => \(IN PROGRESS\) / { tmotest = $0; sub(/^.* => \(IN PROGRESS\) /, "", tmotest) }
         /^\[[0-9]+\/[0-9]+ done\]: / { flush_err(); done = 1; next }
@@ -408,7 +409,7 @@ parse_log() {
             print "done\t" done > meta
             gsub(/\t/, " ", exc)
             print "exception\t" exc > meta
-            print "exception_test\t" exctest > meta
+            print "exception_where\t" excwhere > meta
             print "runtest_timeout\t" tmo > meta
             print "timeout_test\t" tmotest > meta
             print "last_ok\t" lastok > meta
@@ -528,7 +529,7 @@ for unit in "${UNITS[@]}"; do
     FAIL[$unit]=$(awk -F'\t' '$2 == "err"' "$tsv" | wc -l)
     SKIP[$unit]=$(awk -F'\t' '$2 == "skip" || $2 == "ignore"' "$tsv" | wc -l)
     exc=$(meta_get "$meta" exception)
-    exc_test=$(meta_get "$meta" exception_test)
+    exc_where=$(meta_get "$meta" exception_where)
 
     last_ok=$(meta_get "$meta" last_ok)
     if [[ $rc == 124 || $rc == 137 ]]; then
@@ -537,7 +538,7 @@ for unit in "${UNITS[@]}"; do
         tmo_test=$(meta_get "$meta" timeout_test)
         ST[$unit]=timeout; NOTE[$unit]="runtest: no progress for ${TEST_TIMEOUT}s${tmo_test:+ in test: $tmo_test}"
     elif [[ -n $exc ]]; then
-        ST[$unit]=exception; NOTE[$unit]="${exc:0:300}${exc_test:+ (in test: $exc_test)}"
+        ST[$unit]=exception; NOTE[$unit]="${exc:0:300}${exc_where:+ ($exc_where)}"
     elif [[ $(meta_get "$meta" "done") != 1 ]]; then
         ST[$unit]=incomplete; NOTE[$unit]="runtest exited ($rc) before the unit finished: $(grep -v '^\s*$' "$raw" | tail -n 1 | cut -c1-200)"
     elif [[ ${FAIL[$unit]} -gt 0 ]]; then
