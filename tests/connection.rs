@@ -274,9 +274,10 @@ fn field(line: &str, name: &str) -> Option<String> {
 #[test]
 fn client_id_name_info_list() {
     let s = Server::start(&[]);
+    // IDs grow with the order in which the server accepted the connections.
     let mut a = s.raw();
-    let mut b = s.raw();
     let ida = client_id(&mut a);
+    let mut b = s.raw();
     let idb = client_id(&mut b);
     assert!(ida > 0 && idb > ida, "ids {ida} {idb}");
     assert_eq!(client_id(&mut a), ida);

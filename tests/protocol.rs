@@ -465,10 +465,55 @@ fn resp3_encodings() {
         r.cmd_raw(&["MGET", "k", "nokey"]),
         b"*2\r\n$1\r\nv\r\n_\r\n"
     );
-    assert_eq!(r.cmd_raw(&["LPOP", "nolist"]), b"_\r\n");
+    assert_eq!(r.cmd_raw(&["GETDEL", "nokey"]), b"_\r\n");
+    assert_eq!(r.cmd_raw(&["CLIENT", "GETNAME"]), b"_\r\n");
     // INCRBYFLOAT stays a bulk string in RESP3.
     assert_eq!(r.cmd_raw(&["INCRBYFLOAT", "f", "1.5"]), b"$3\r\n1.5\r\n");
     assert_eq!(r.cmd_raw(&["INCR", "n"]), b":1\r\n");
+    // Maps.
+    assert_eq!(
+        r.cmd_raw(&["CONFIG", "GET", "maxclients"]),
+        b"%1\r\n$10\r\nmaxclients\r\n$5\r\n10000\r\n"
+    );
+    let v = r.cmd(&["CONFIG", "GET", "maxclients", "timeout"]);
+    assert!(matches!(v, Value::Map(_)), "{v:?}");
+    assert_eq!(v.get("timeout"), Some(bulk("0")));
+    assert_eq!(v.get("maxclients"), Some(bulk("10000")));
+    assert_eq!(r.cmd_raw(&["CONFIG", "GET", "nosuch"]), b"%0\r\n");
+    // Verbatim strings.
+    let info = r.cmd(&["INFO", "server"]);
+    match &info {
+        Value::Verbatim(f, text) => {
+            assert_eq!(f, "txt");
+            assert!(String::from_utf8_lossy(text).starts_with("# Server\r\n"));
+        }
+        other => panic!("INFO in RESP3 is a verbatim string, got {other:?}"),
+    }
+    assert!(matches!(r.cmd(&["CLIENT", "INFO"]), Value::Verbatim(..)));
+    assert!(matches!(r.cmd(&["CLIENT", "LIST"]), Value::Verbatim(..)));
+    // Errors and plain types are unchanged.
+    assert_eq!(r.cmd_raw(&["EXISTS", "k"]), b":1\r\n");
+    assert_eq!(
+        r.cmd_raw(&["GET"]),
+        b"-ERR wrong number of arguments for 'get' command\r\n"
+    );
+    assert_eq!(r.cmd_raw(&["KEYS", "nomatch"]), b"*0\r\n");
+    // Back to RESP2.
+    r.cmd(&["HELLO", "2"]);
+    assert_eq!(r.cmd_raw(&["GET", "nokey"]), b"$-1\r\n");
+    assert!(matches!(
+        r.cmd(&["CONFIG", "GET", "maxclients", "timeout"]),
+        Value::Array(_)
+    ));
+    assert!(matches!(r.cmd(&["INFO", "server"]), Value::Bulk(_)));
+}
+
+#[test]
+fn resp3_collection_encodings() {
+    let s = Server::start(&[]);
+    let mut r = s.raw();
+    r.cmd(&["HELLO", "3"]);
+    assert_eq!(r.cmd_raw(&["LPOP", "nolist"]), b"_\r\n");
     // Doubles.
     assert_eq!(r.cmd(&["ZADD", "z", "1.5", "m"]), int(1));
     assert_eq!(r.cmd_raw(&["ZSCORE", "z", "m"]), b",1.5\r\n");
@@ -495,42 +540,17 @@ fn resp3_encodings() {
         r.cmd_raw(&["HGETALL", "h"]),
         b"%1\r\n$1\r\nf\r\n$1\r\nv\r\n"
     );
-    assert_eq!(
-        r.cmd_raw(&["CONFIG", "GET", "maxclients"]),
-        b"%1\r\n$10\r\nmaxclients\r\n$5\r\n10000\r\n"
-    );
-    let v = r.cmd(&["CONFIG", "GET", "maxclients", "timeout"]);
-    assert!(matches!(v, Value::Map(_)), "{v:?}");
-    assert_eq!(v.get("timeout"), Some(bulk("0")));
-    assert_eq!(v.get("maxclients"), Some(bulk("10000")));
     // Sets.
     assert_eq!(r.cmd(&["SADD", "s", "a"]), int(1));
     assert_eq!(r.cmd_raw(&["SMEMBERS", "s"]), b"~1\r\n$1\r\na\r\n");
-    // Verbatim strings.
-    let info = r.cmd(&["INFO", "server"]);
-    match &info {
-        Value::Verbatim(f, text) => {
-            assert_eq!(f, "txt");
-            assert!(String::from_utf8_lossy(text).starts_with("# Server\r\n"));
-        }
-        other => panic!("INFO in RESP3 is a verbatim string, got {other:?}"),
-    }
-    assert!(matches!(r.cmd(&["CLIENT", "INFO"]), Value::Verbatim(..)));
-    // Errors and plain types are unchanged.
-    assert_eq!(r.cmd_raw(&["EXISTS", "k"]), b":1\r\n");
-    assert_eq!(
-        r.cmd_raw(&["GET"]),
-        b"-ERR wrong number of arguments for 'get' command\r\n"
-    );
     // Back to RESP2.
     r.cmd(&["HELLO", "2"]);
-    assert_eq!(r.cmd_raw(&["GET", "nokey"]), b"$-1\r\n");
     assert_eq!(r.cmd_raw(&["ZSCORE", "z", "m"]), b"$3\r\n2.5\r\n");
     assert_eq!(
         r.cmd_raw(&["HGETALL", "h"]),
         b"*2\r\n$1\r\nf\r\n$1\r\nv\r\n"
     );
-    assert!(matches!(r.cmd(&["INFO", "server"]), Value::Bulk(_)));
+    assert_eq!(r.cmd_raw(&["SMEMBERS", "s"]), b"*1\r\n$1\r\na\r\n");
 }
 
 #[test]

@@ -63,12 +63,6 @@ fn check_hash_tags(threads: &str) {
         r.cmd(&["MGET", "{user}:1", "{user}:2", "{user}:3", "{user}:4"]),
         arr(vec![bulk("a"), bulk("b"), bulk("c"), Value::Null])
     );
-    assert_eq!(r.cmd(&["RENAME", "{user}:1", "{user}:9"]), ok());
-    assert_eq!(r.cmd(&["GET", "{user}:9"]), bulk("a"));
-    assert_eq!(
-        r.cmd(&["EXISTS", "{user}:1", "{user}:2", "{user}:9"]),
-        int(2)
-    );
     // Tagged and untagged keys mixed (several slots, several workers).
     let mut mset = vec!["MSET".to_string()];
     for i in 0..100 {
@@ -93,10 +87,41 @@ fn check_hash_tags(threads: &str) {
         );
     }
     assert_eq!(r.cmd(&["DBSIZE"]), int(203));
-    // RENAME across slots.
-    assert_eq!(r.cmd(&["RENAME", "plain1", "{user}:10"]), ok());
-    assert_eq!(r.cmd(&["GET", "{user}:10"]), bulk("p1"));
-    assert_eq!(r.cmd(&["EXISTS", "plain1"]), int(0));
+}
+
+#[test]
+fn rename_within_and_across_slots() {
+    let s = Server::start(&["--threads", "4"]);
+    let mut r = s.raw();
+    assert_eq!(r.cmd(&["MSET", "{user}:1", "a", "{user}:2", "b"]), ok());
+    assert_eq!(r.cmd(&["RENAME", "{user}:1", "{user}:9"]), ok());
+    assert_eq!(r.cmd(&["GET", "{user}:9"]), bulk("a"));
+    assert_eq!(
+        r.cmd(&["EXISTS", "{user}:1", "{user}:2", "{user}:9"]),
+        int(2)
+    );
+    for i in 0..50 {
+        assert_eq!(
+            r.cmd(&["SET", &format!("plain{i}"), &format!("p{i}")]),
+            ok()
+        );
+    }
+    for i in 0..50 {
+        assert_eq!(
+            r.cmd(&["RENAME", &format!("plain{i}"), &format!("moved{i}")]),
+            ok()
+        );
+    }
+    for i in 0..50 {
+        assert_eq!(
+            r.cmd(&["GET", &format!("moved{i}")]),
+            bulk(&format!("p{i}"))
+        );
+        assert_eq!(r.cmd(&["EXISTS", &format!("plain{i}")]), int(0));
+    }
+    assert_eq!(r.cmd(&["RENAMENX", "moved1", "moved2"]), int(0));
+    assert_eq!(r.cmd(&["RENAMENX", "moved1", "{user}:new"]), int(1));
+    assert_eq!(r.cmd(&["DBSIZE"]), int(52));
 }
 
 #[test]

@@ -457,12 +457,12 @@ impl Raw {
             match self.fill() {
                 Ok(0) => panic!(
                     "connection closed while waiting for a reply (buffered: {:?})",
-                    String::from_utf8_lossy(&self.buf)
+                    preview(&self.buf)
                 ),
                 Ok(_) => {}
                 Err(e) => panic!(
                     "error while waiting for a reply: {e} (buffered: {:?})",
-                    String::from_utf8_lossy(&self.buf)
+                    preview(&self.buf)
                 ),
             }
         }
@@ -532,7 +532,7 @@ impl Raw {
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                     panic!(
                         "connection was not closed by the server (buffered: {:?})",
-                        String::from_utf8_lossy(&self.buf)
+                        preview(&self.buf)
                     )
                 }
                 Err(e) => panic!("unexpected read error {e}"),
@@ -559,6 +559,16 @@ impl Raw {
 
     pub fn shutdown_write(&self) {
         let _ = self.stream.shutdown(Shutdown::Write);
+    }
+}
+
+/// The start of a byte buffer as text, for panic messages.
+fn preview(b: &[u8]) -> String {
+    let s = String::from_utf8_lossy(&b[..b.len().min(200)]).into_owned();
+    if b.len() > 200 {
+        format!("{s}... ({} bytes)", b.len())
+    } else {
+        s
     }
 }
 
