@@ -647,7 +647,7 @@ fn a_client_that_never_reads_does_not_block_others() {
         assert_eq!(r.cmd(&["GET", &format!("k{i}")]), bulk("v"));
     }
     assert!(
-        start.elapsed() < Duration::from_secs(5),
+        start.elapsed() < Duration::from_secs(8),
         "other clients were slowed down: {:?}",
         start.elapsed()
     );
@@ -680,7 +680,10 @@ fn output_buffer_limit_disconnects_a_client_that_never_reads() {
         got.len()
     );
     assert!(
-        s.wait_for_log("output buffer limits", Duration::from_secs(5)),
+        wait_until(Duration::from_secs(5), || s
+            .log_contents()
+            .to_lowercase()
+            .contains("output buffer limit")),
         "no log line about the output buffer limit; log:\n{}",
         s.log_contents()
     );

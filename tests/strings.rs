@@ -858,7 +858,6 @@ fn expired_keys_are_never_returned() {
     assert_eq!(r.cmd(&["SET", "gone2", "v", "PX", "50"]), ok());
     assert_eq!(r.cmd(&["SET", "gone3", "5", "PX", "50"]), ok());
     assert_eq!(r.cmd(&["SET", "stay", "v", "EX", "100"]), ok());
-    assert_eq!(r.cmd(&["GET", "gone"]), bulk("v"));
     sleep(Duration::from_millis(120));
     assert_eq!(r.cmd(&["GET", "gone"]), Value::Null);
     assert_eq!(r.cmd(&["EXISTS", "gone", "gone2", "gone3"]), int(0));
