@@ -68,6 +68,7 @@ fuzz_target!(|data: &[u8]| {
             max_bulk_len: 64,
             max_inline_len: 32,
             max_multibulk_len: 8,
+            unauthenticated: mode & 0x40 != 0,
         }
     } else {
         Limits::default()

@@ -50,6 +50,11 @@ pub struct Limits {
     /// Maximum number of arguments of a multibulk request (default 1024*1024).
     /// A larger count is rejected with [`ProtocolError::InvalidMultibulkLength`].
     pub max_multibulk_len: u64,
+    /// The client has not authenticated while a password is required: as in Redis, a
+    /// request may then hold at most 10 arguments
+    /// ([`ProtocolError::UnauthenticatedMultibulkLength`]) of at most 16 KiB each
+    /// ([`ProtocolError::UnauthenticatedBulkLength`]).
+    pub unauthenticated: bool,
 }
 
 impl Default for Limits {
@@ -58,6 +63,7 @@ impl Default for Limits {
             max_bulk_len: 512 * 1024 * 1024,
             max_inline_len: PROTO_INLINE_MAX_SIZE,
             max_multibulk_len: 1024 * 1024,
+            unauthenticated: false,
         }
     }
 }
@@ -83,6 +89,10 @@ pub enum ProtocolError {
     TooBigMbulkCount,
     /// `Protocol error: too big bulk count string`
     TooBigBulkCount,
+    /// `Protocol error: unauthenticated multibulk length`
+    UnauthenticatedMultibulkLength,
+    /// `Protocol error: unauthenticated bulk length`
+    UnauthenticatedBulkLength,
 }
 
 impl ProtocolError {
@@ -117,6 +127,12 @@ impl ProtocolError {
             ProtocolError::TooBigInline => "Protocol error: too big inline request",
             ProtocolError::TooBigMbulkCount => "Protocol error: too big mbulk count string",
             ProtocolError::TooBigBulkCount => "Protocol error: too big bulk count string",
+            ProtocolError::UnauthenticatedMultibulkLength => {
+                "Protocol error: unauthenticated multibulk length"
+            }
+            ProtocolError::UnauthenticatedBulkLength => {
+                "Protocol error: unauthenticated bulk length"
+            }
         }
     }
 }

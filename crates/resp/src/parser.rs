@@ -275,6 +275,9 @@ impl RequestParser {
         if count > 0 && count as u64 > limits.max_multibulk_len {
             return Err(ProtocolError::InvalidMultibulkLength);
         }
+        if limits.unauthenticated && count > 10 {
+            return Err(ProtocolError::UnauthenticatedMultibulkLength);
+        }
         if count <= 0 {
             return Ok(Parsed::Complete { consumed: cr + 2 });
         }
@@ -313,6 +316,9 @@ impl RequestParser {
                     };
                     if n < 0 || n as u64 > limits.max_bulk_len {
                         return Err(ProtocolError::InvalidBulkLength);
+                    }
+                    if limits.unauthenticated && n > 16384 {
+                        return Err(ProtocolError::UnauthenticatedBulkLength);
                     }
                     let len = usize::try_from(n).map_err(|_| ProtocolError::InvalidBulkLength)?;
                     self.pos = cr + 2;
@@ -687,6 +693,20 @@ mod tests {
             Err(InvalidBulkLength)
         );
         assert_eq!(one(b"*00\r\n"), Err(InvalidMultibulkLength));
+        let unauth = Limits {
+            unauthenticated: true,
+            ..Limits::default()
+        };
+        let mut p = RequestParser::new();
+        assert_eq!(
+            p.parse(b"*11\r\n", &unauth),
+            Err(UnauthenticatedMultibulkLength)
+        );
+        assert_eq!(
+            p.parse(b"*1\r\n$16385\r\n", &unauth),
+            Err(UnauthenticatedBulkLength)
+        );
+        assert!(p.parse(b"*10\r\n$16384\r\n", &unauth).is_ok());
         assert_eq!(one(b"*0\r\n"), Ok(vec![]));
         assert_eq!(
             one(b"*2\r\n$0\r\n\r\n$10\r\n0123456789\r\n"),

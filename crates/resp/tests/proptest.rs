@@ -176,7 +176,7 @@ proptest! {
         small in any::<bool>())
     {
         let limits = if small {
-            Limits { max_bulk_len: 16, max_inline_len: 12, max_multibulk_len: 4 }
+            Limits { max_bulk_len: 16, max_inline_len: 12, max_multibulk_len: 4, unauthenticated: false }
         } else {
             Limits::default()
         };

@@ -56,40 +56,117 @@ pub static PARAMS: &[Param] = &[
     p("bind", Kind::Str, "127.0.0.1 -::1", false),
     p("dir", Kind::Str, "./data", false),
     p("requirepass", Kind::Str, "", true),
-    p("maxclients", Kind::Int { min: 1, max: 1_000_000 }, "10000", true),
-    p("timeout", Kind::Int { min: 0, max: I64MAX }, "0", true),
-    p("databases", Kind::Int { min: 1, max: 1_000_000 }, "16", false),
+    p(
+        "maxclients",
+        Kind::Int {
+            min: 1,
+            max: 1_000_000,
+        },
+        "10000",
+        true,
+    ),
+    p(
+        "timeout",
+        Kind::Int {
+            min: 0,
+            max: I64MAX,
+        },
+        "0",
+        true,
+    ),
+    p(
+        "databases",
+        Kind::Int {
+            min: 1,
+            max: 1_000_000,
+        },
+        "16",
+        false,
+    ),
     p(
         "proto-max-bulk-len",
-        Kind::Memory { min: 1024 * 1024, max: I64MAX },
+        Kind::Memory {
+            min: 1024 * 1024,
+            max: I64MAX,
+        },
         "536870912",
         true,
     ),
     p(
         "client-query-buffer-limit",
-        Kind::Memory { min: 1024 * 1024, max: I64MAX },
+        Kind::Memory {
+            min: 1024 * 1024,
+            max: I64MAX,
+        },
         "1073741824",
         true,
     ),
-    p("client-output-buffer-limit", Kind::Special, "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", true),
+    p(
+        "client-output-buffer-limit",
+        Kind::Special,
+        "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
+        true,
+    ),
     // Skerry: worker threads (0 = one per CPU).
     p("threads", Kind::Int { min: 0, max: 1024 }, "0", false),
-    p("tcp-backlog", Kind::Int { min: 0, max: I64MAX }, "511", false),
-    p("tcp-keepalive", Kind::Int { min: 0, max: I64MAX }, "300", true),
+    p(
+        "tcp-backlog",
+        Kind::Int {
+            min: 0,
+            max: I64MAX,
+        },
+        "511",
+        false,
+    ),
+    p(
+        "tcp-keepalive",
+        Kind::Int {
+            min: 0,
+            max: I64MAX,
+        },
+        "300",
+        true,
+    ),
     p("protected-mode", Kind::Bool, "yes", true),
-    p("loglevel", Kind::Enum(&["debug", "verbose", "notice", "warning", "nothing"]), "notice", true),
+    p(
+        "loglevel",
+        Kind::Enum(&["debug", "verbose", "notice", "warning", "nothing"]),
+        "notice",
+        true,
+    ),
     p("logfile", Kind::Str, "", false),
     p("pidfile", Kind::Str, "", false),
     p("daemonize", Kind::Enum(&["no"]), "no", false),
     p("appendonly", Kind::Bool, "no", true),
-    p("appendfsync", Kind::Enum(&["always", "everysec", "no"]), "everysec", true),
+    p(
+        "appendfsync",
+        Kind::Enum(&["always", "everysec", "no"]),
+        "everysec",
+        true,
+    ),
     p("appendfilename", Kind::Str, "appendonly.aof", false),
     p("appenddirname", Kind::Str, "appendonlydir", false),
     p("dbfilename", Kind::Str, "dump.rdb", true),
     p("save", Kind::Str, "", true),
-    p("hz", Kind::Int { min: 0, max: I64MAX }, "10", true),
+    p(
+        "hz",
+        Kind::Int {
+            min: 0,
+            max: I64MAX,
+        },
+        "10",
+        true,
+    ),
     p("dynamic-hz", Kind::Bool, "yes", true),
-    p("maxmemory", Kind::Memory { min: 0, max: I64MAX }, "0", true),
+    p(
+        "maxmemory",
+        Kind::Memory {
+            min: 0,
+            max: I64MAX,
+        },
+        "0",
+        true,
+    ),
     p(
         "maxmemory-policy",
         Kind::Enum(&[
@@ -105,48 +182,220 @@ pub static PARAMS: &[Param] = &[
         "noeviction",
         true,
     ),
-    p("maxmemory-samples", Kind::Int { min: 1, max: I64MAX }, "5", true),
+    p(
+        "maxmemory-samples",
+        Kind::Int {
+            min: 1,
+            max: I64MAX,
+        },
+        "5",
+        true,
+    ),
     p("lazyfree-lazy-eviction", Kind::Bool, "no", true),
     p("lazyfree-lazy-expire", Kind::Bool, "no", true),
     p("lazyfree-lazy-server-del", Kind::Bool, "no", true),
     p("lazyfree-lazy-user-del", Kind::Bool, "no", true),
     p("lazyfree-lazy-user-flush", Kind::Bool, "no", true),
-    p("active-expire-effort", Kind::Int { min: 1, max: 10 }, "1", true),
-    p("slowlog-log-slower-than", Kind::Int { min: -1, max: I64MAX }, "10000", true),
-    p("slowlog-max-len", Kind::Int { min: 0, max: I64MAX }, "128", true),
-    p("latency-monitor-threshold", Kind::Int { min: 0, max: I64MAX }, "0", true),
+    p(
+        "active-expire-effort",
+        Kind::Int { min: 1, max: 10 },
+        "1",
+        true,
+    ),
+    p(
+        "slowlog-log-slower-than",
+        Kind::Int {
+            min: -1,
+            max: I64MAX,
+        },
+        "10000",
+        true,
+    ),
+    p(
+        "slowlog-max-len",
+        Kind::Int {
+            min: 0,
+            max: I64MAX,
+        },
+        "128",
+        true,
+    ),
+    p(
+        "latency-monitor-threshold",
+        Kind::Int {
+            min: 0,
+            max: I64MAX,
+        },
+        "0",
+        true,
+    ),
     p("latency-tracking", Kind::Bool, "yes", true),
     p("notify-keyspace-events", Kind::Str, "", true),
-    p("lua-time-limit", Kind::Int { min: 0, max: I64MAX }, "5000", true),
-    p("busy-reply-threshold", Kind::Int { min: 0, max: I64MAX }, "5000", true),
-    p("hash-max-listpack-entries", Kind::Int { min: 0, max: I64MAX }, "128", true),
-    p("hash-max-listpack-value", Kind::Int { min: 0, max: I64MAX }, "64", true),
-    p("hash-max-ziplist-entries", Kind::Int { min: 0, max: I64MAX }, "128", true),
-    p("hash-max-ziplist-value", Kind::Int { min: 0, max: I64MAX }, "64", true),
-    p("list-max-listpack-size", Kind::Int { min: -5, max: I64MAX }, "-2", true),
-    p("list-max-ziplist-size", Kind::Int { min: -5, max: I64MAX }, "-2", true),
-    p("list-compress-depth", Kind::Int { min: 0, max: I64MAX }, "0", true),
-    p("set-max-intset-entries", Kind::Int { min: 0, max: I64MAX }, "512", true),
-    p("zset-max-listpack-entries", Kind::Int { min: 0, max: I64MAX }, "128", true),
-    p("zset-max-listpack-value", Kind::Int { min: 0, max: I64MAX }, "64", true),
-    p("zset-max-ziplist-entries", Kind::Int { min: 0, max: I64MAX }, "128", true),
-    p("zset-max-ziplist-value", Kind::Int { min: 0, max: I64MAX }, "64", true),
+    p(
+        "lua-time-limit",
+        Kind::Int {
+            min: 0,
+            max: I64MAX,
+        },
+        "5000",
+        true,
+    ),
+    p(
+        "busy-reply-threshold",
+        Kind::Int {
+            min: 0,
+            max: I64MAX,
+        },
+        "5000",
+        true,
+    ),
+    p(
+        "hash-max-listpack-entries",
+        Kind::Int {
+            min: 0,
+            max: I64MAX,
+        },
+        "128",
+        true,
+    ),
+    p(
+        "hash-max-listpack-value",
+        Kind::Int {
+            min: 0,
+            max: I64MAX,
+        },
+        "64",
+        true,
+    ),
+    p(
+        "hash-max-ziplist-entries",
+        Kind::Int {
+            min: 0,
+            max: I64MAX,
+        },
+        "128",
+        true,
+    ),
+    p(
+        "hash-max-ziplist-value",
+        Kind::Int {
+            min: 0,
+            max: I64MAX,
+        },
+        "64",
+        true,
+    ),
+    p(
+        "list-max-listpack-size",
+        Kind::Int {
+            min: -5,
+            max: I64MAX,
+        },
+        "-2",
+        true,
+    ),
+    p(
+        "list-max-ziplist-size",
+        Kind::Int {
+            min: -5,
+            max: I64MAX,
+        },
+        "-2",
+        true,
+    ),
+    p(
+        "list-compress-depth",
+        Kind::Int {
+            min: 0,
+            max: I64MAX,
+        },
+        "0",
+        true,
+    ),
+    p(
+        "set-max-intset-entries",
+        Kind::Int {
+            min: 0,
+            max: I64MAX,
+        },
+        "512",
+        true,
+    ),
+    p(
+        "zset-max-listpack-entries",
+        Kind::Int {
+            min: 0,
+            max: I64MAX,
+        },
+        "128",
+        true,
+    ),
+    p(
+        "zset-max-listpack-value",
+        Kind::Int {
+            min: 0,
+            max: I64MAX,
+        },
+        "64",
+        true,
+    ),
+    p(
+        "zset-max-ziplist-entries",
+        Kind::Int {
+            min: 0,
+            max: I64MAX,
+        },
+        "128",
+        true,
+    ),
+    p(
+        "zset-max-ziplist-value",
+        Kind::Int {
+            min: 0,
+            max: I64MAX,
+        },
+        "64",
+        true,
+    ),
     p("activerehashing", Kind::Bool, "yes", true),
     p("activedefrag", Kind::Bool, "no", true),
     p("stop-writes-on-bgsave-error", Kind::Bool, "yes", true),
     p("rdbcompression", Kind::Bool, "yes", true),
     p("rdbchecksum", Kind::Bool, "yes", true),
     p("replica-read-only", Kind::Bool, "yes", true),
-    p("repl-backlog-size", Kind::Memory { min: 1, max: I64MAX }, "1048576", true),
+    p(
+        "repl-backlog-size",
+        Kind::Memory {
+            min: 1,
+            max: I64MAX,
+        },
+        "1048576",
+        true,
+    ),
     p("io-threads", Kind::Int { min: 1, max: 128 }, "1", false),
-    p("enable-debug-command", Kind::Enum(&["no", "yes", "local"]), "no", false),
+    p(
+        "enable-debug-command",
+        Kind::Enum(&["no", "yes", "local"]),
+        "no",
+        false,
+    ),
     p("close-on-replica-write", Kind::Bool, "yes", true),
     p("unixsocket", Kind::Str, "", false),
     p("always-show-logo", Kind::Bool, "no", false),
     p("set-proc-title", Kind::Bool, "yes", false),
-    p("supervised", Kind::Enum(&["no", "upstart", "systemd", "auto"]), "no", false),
+    p(
+        "supervised",
+        Kind::Enum(&["no", "upstart", "systemd", "auto"]),
+        "no",
+        false,
+    ),
     p("crash-log-enabled", Kind::Bool, "yes", true),
-    p("oom-score-adj", Kind::Enum(&["no", "yes", "relative", "absolute"]), "no", true),
+    p(
+        "oom-score-adj",
+        Kind::Enum(&["no", "yes", "relative", "absolute"]),
+        "no",
+        true,
+    ),
 ];
 
 /// Finds a parameter by name (case-insensitive).
@@ -244,7 +493,9 @@ pub fn normalise(param: &Param, value: &str) -> Result<String, ConfigError> {
             if words.contains(&v.as_str()) {
                 Ok(v)
             } else {
-                Err(ConfigError::BadValue("argument(s) must be one of the following: ".to_string() + &words.join(", ")))
+                Err(ConfigError::BadValue(
+                    "argument(s) must be one of the following: ".to_string() + &words.join(", "),
+                ))
             }
         }
         Kind::Int { min, max } => {
@@ -259,9 +510,8 @@ pub fn normalise(param: &Param, value: &str) -> Result<String, ConfigError> {
             Ok(n.to_string())
         }
         Kind::Memory { min, max } => {
-            let n = parse_memory(value).ok_or_else(|| {
-                ConfigError::BadValue("argument must be a memory value".into())
-            })?;
+            let n = parse_memory(value)
+                .ok_or_else(|| ConfigError::BadValue("argument must be a memory value".into()))?;
             if n < min || n > max {
                 return Err(ConfigError::BadValue(format!(
                     "argument must be between {min} and {max} inclusive"
@@ -276,8 +526,10 @@ pub fn normalise(param: &Param, value: &str) -> Result<String, ConfigError> {
 /// Parsed `client-output-buffer-limit` for one class: (hard, soft, soft seconds).
 pub fn parse_output_limits(value: &str) -> Result<Vec<(String, i64, i64, i64)>, ConfigError> {
     let words: Vec<&str> = value.split_whitespace().collect();
-    if words.is_empty() || words.len() % 4 != 0 {
-        return Err(ConfigError::BadValue("Wrong number of arguments in buffer limit configuration.".into()));
+    if words.is_empty() || !words.len().is_multiple_of(4) {
+        return Err(ConfigError::BadValue(
+            "Wrong number of arguments in buffer limit configuration.".into(),
+        ));
     }
     let mut out = Vec::new();
     for chunk in words.chunks(4) {
@@ -286,7 +538,11 @@ pub fn parse_output_limits(value: &str) -> Result<Vec<(String, i64, i64, i64)>, 
             "normal" => "normal",
             "slave" | "replica" => "slave",
             "pubsub" => "pubsub",
-            _ => return Err(ConfigError::BadValue("Invalid client class specified in buffer limit configuration.".into())),
+            _ => {
+                return Err(ConfigError::BadValue(
+                    "Invalid client class specified in buffer limit configuration.".into(),
+                ))
+            }
         };
         let hard = parse_memory(chunk[1]);
         let soft = parse_memory(chunk[2]);
@@ -295,7 +551,12 @@ pub fn parse_output_limits(value: &str) -> Result<Vec<(String, i64, i64, i64)>, 
             (Some(h), Some(s), Some(t)) if h >= 0 && s >= 0 && t >= 0 => {
                 out.push((class.to_string(), h, s, t))
             }
-            _ => return Err(ConfigError::BadValue("Error in hard, soft or soft_seconds setting in buffer limit configuration.".into())),
+            _ => {
+                return Err(ConfigError::BadValue(
+                    "Error in hard, soft or soft_seconds setting in buffer limit configuration."
+                        .into(),
+                ))
+            }
         }
     }
     Ok(out)
@@ -388,11 +649,14 @@ impl Config {
         let get = |n: &str| values[param(n).unwrap().0].clone();
         let num = |n: &str| get(n).parse::<u64>().unwrap_or(0);
         let h = &self.hot;
-        h.proto_max_bulk_len.store(num("proto-max-bulk-len"), Ordering::Relaxed);
+        h.proto_max_bulk_len
+            .store(num("proto-max-bulk-len"), Ordering::Relaxed);
         h.maxclients.store(num("maxclients"), Ordering::Relaxed);
         h.timeout_s.store(num("timeout"), Ordering::Relaxed);
-        h.auth_required.store(!get("requirepass").is_empty(), Ordering::Relaxed);
-        h.query_buffer_limit.store(num("client-query-buffer-limit"), Ordering::Relaxed);
+        h.auth_required
+            .store(!get("requirepass").is_empty(), Ordering::Relaxed);
+        h.query_buffer_limit
+            .store(num("client-query-buffer-limit"), Ordering::Relaxed);
         if let Ok(limits) = parse_output_limits(&get("client-output-buffer-limit")) {
             if let Some((_, hard, soft, secs)) = limits.iter().find(|l| l.0 == "normal") {
                 h.output_hard_limit.store(*hard as u64, Ordering::Relaxed);
@@ -404,8 +668,12 @@ impl Config {
 
     /// Loads a redis.conf-style file. Errors name the line, as Redis does.
     pub fn load_file(&mut self, path: &Path) -> Result<(), String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("Fatal error, can't open config file '{}': {e}", path.display()))?;
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            format!(
+                "Fatal error, can't open config file '{}': {e}",
+                path.display()
+            )
+        })?;
         self.file = Some(path.to_path_buf());
         for (lineno, line) in text.lines().enumerate() {
             let trimmed = line.trim();
@@ -421,13 +689,15 @@ impl Config {
                     msg
                 )
             };
-            let words = split_config_line(trimmed).ok_or_else(|| fail("Unbalanced quotes in configuration line"))?;
+            let words = split_config_line(trimmed)
+                .ok_or_else(|| fail("Unbalanced quotes in configuration line"))?;
             if words.len() < 2 && !(words.len() == 1 && words[0].eq_ignore_ascii_case("save")) {
                 return Err(fail("Bad directive or wrong number of arguments"));
             }
             let name = words[0].to_ascii_lowercase();
             let value = words[1..].join(" ");
-            self.set(&name, &value, false).map_err(|e| fail(&e.to_string()))?;
+            self.set(&name, &value, false)
+                .map_err(|e| fail(&e.to_string()))?;
         }
         Ok(())
     }
@@ -451,7 +721,11 @@ impl Config {
                 out.push('\n');
                 continue;
             }
-            let name = t.split_whitespace().next().unwrap_or("").to_ascii_lowercase();
+            let name = t
+                .split_whitespace()
+                .next()
+                .unwrap_or("")
+                .to_ascii_lowercase();
             match param(&name) {
                 Some((i, _)) if !written[i] => {
                     written[i] = true;
@@ -567,8 +841,14 @@ mod tests {
         assert!(c.set("maxclients", "0", true).is_err());
         c.set("maxclients", "10", true).unwrap();
         assert_eq!(c.get("maxclients"), "10");
-        assert!(matches!(c.set("port", "1", true), Err(ConfigError::Immutable)));
-        assert!(matches!(c.set("nope", "1", true), Err(ConfigError::Unknown)));
+        assert!(matches!(
+            c.set("port", "1", true),
+            Err(ConfigError::Immutable)
+        ));
+        assert!(matches!(
+            c.set("nope", "1", true),
+            Err(ConfigError::Unknown)
+        ));
         c.set("appendonly", "YES", true).unwrap();
         assert_eq!(c.get("appendonly"), "yes");
     }
@@ -576,14 +856,20 @@ mod tests {
     #[test]
     fn output_limits_merge() {
         let c = Config::defaults();
-        c.set("client-output-buffer-limit", "normal 1mb 2mb 3", true).unwrap();
-        assert!(c.get("client-output-buffer-limit").starts_with("normal 1048576 2097152 3 slave"));
+        c.set("client-output-buffer-limit", "normal 1mb 2mb 3", true)
+            .unwrap();
+        assert!(c
+            .get("client-output-buffer-limit")
+            .starts_with("normal 1048576 2097152 3 slave"));
         assert_eq!(c.hot.output_hard_limit.load(Ordering::Relaxed), 1 << 20);
     }
 
     #[test]
     fn split_quotes() {
-        assert_eq!(split_config_line("requirepass \"a b\"").unwrap(), vec!["requirepass", "a b"]);
+        assert_eq!(
+            split_config_line("requirepass \"a b\"").unwrap(),
+            vec!["requirepass", "a b"]
+        );
         assert!(split_config_line("x \"ab").is_none());
     }
 }

@@ -69,7 +69,14 @@ pub struct Conn {
 }
 
 /// Executes a keyed command on the shard that owns its keys, recording statistics there.
-pub fn exec_keyed(shard: &mut Shard, idx: usize, db: usize, now_ms: i64, reply: &mut Reply, argv: &[&[u8]]) {
+pub fn exec_keyed(
+    shard: &mut Shard,
+    idx: usize,
+    db: usize,
+    now_ms: i64,
+    reply: &mut Reply,
+    argv: &[&[u8]],
+) {
     let Handler::Keyed { run, .. } = COMMANDS[idx].handler else {
         unreachable!("exec_keyed on a non-keyed command")
     };
@@ -120,8 +127,13 @@ impl Conn {
 
     /// Replies with an error counted as rejected (before the command ran).
     fn reject(&mut self, idx: Option<usize>, msg: &str) {
+        self.reject_bytes(idx, msg.as_bytes());
+    }
+
+    /// [`Conn::reject`] for a message that may hold arbitrary bytes from the client.
+    fn reject_bytes(&mut self, idx: Option<usize>, msg: &[u8]) {
         let mark = self.reply.buf.len();
-        self.reply.error(msg);
+        skerry_resp::error(&mut self.reply.buf, msg);
         let shard = local_shard();
         let mut s = shard.borrow_mut();
         s.stats.record_error(&self.reply.buf[mark..]);
@@ -152,11 +164,8 @@ impl Conn {
     pub async fn dispatch(&mut self, argv: &[&[u8]]) {
         let Some(idx) = commands::lookup(argv[0]) else {
             self.flush_pending().await;
-            let mut msg = format!("ERR unknown command '{}', with args beginning with: ", sanitize(argv[0], 128));
-            for a in argv.iter().skip(1).take(20) {
-                msg.push_str(&format!("'{}' ", sanitize(a, 128)));
-            }
-            self.with_reply_mode(|c| c.reject(None, &msg));
+            let msg = unknown_command_message(argv);
+            self.with_reply_mode(|c| c.reject_bytes(None, &msg));
             return;
         };
         let spec = &COMMANDS[idx];
@@ -166,6 +175,30 @@ impl Conn {
             let msg = format!("ERR wrong number of arguments for '{}' command", spec.name);
             self.with_reply_mode(|c| c.reject(Some(idx), &msg));
             return;
+        }
+        if !spec.subcommands.is_empty() && argv.len() >= 2 {
+            match spec.subcommand(argv[1]) {
+                None => {
+                    self.flush_pending().await;
+                    let mut msg = b"ERR unknown subcommand '".to_vec();
+                    msg.extend_from_slice(&argv[1][..argv[1].len().min(128)]);
+                    msg.extend_from_slice(
+                        format!("'. Try {} HELP.", spec.name.to_ascii_uppercase()).as_bytes(),
+                    );
+                    self.with_reply_mode(|c| c.reject_bytes(Some(idx), &msg));
+                    return;
+                }
+                Some(sub) => {
+                    self.info.last_cmd.set(sub.name);
+                    if !sub.arity_ok(argv.len()) {
+                        self.flush_pending().await;
+                        let msg =
+                            format!("ERR wrong number of arguments for '{}' command", sub.name);
+                        self.with_reply_mode(|c| c.reject(Some(idx), &msg));
+                        return;
+                    }
+                }
+            }
         }
         if !self.authenticated && !spec.has_flag("no_auth") {
             if self.shared.config.hot.auth_required.load(Ordering::Relaxed) {
@@ -192,7 +225,10 @@ impl Conn {
                     match cross {
                         Some(cmd) => self.run_async(idx, cmd, argv).await,
                         None => self.with_reply_mode(|c| {
-                            c.reject(Some(idx), "CROSSSLOT Keys in request don't hash to the same slot")
+                            c.reject(
+                                Some(idx),
+                                "CROSSSLOT Keys in request don't hash to the same slot",
+                            )
                         }),
                     }
                 }
@@ -323,7 +359,10 @@ mod s_cross {
     use super::*;
     use crate::keyspace::{Expiry, Value};
 
-    fn group_by_owner(c: &Conn, keys: impl Iterator<Item = (usize, Vec<u8>)>) -> Vec<Vec<(usize, Vec<u8>)>> {
+    fn group_by_owner(
+        c: &Conn,
+        keys: impl Iterator<Item = (usize, Vec<u8>)>,
+    ) -> Vec<Vec<(usize, Vec<u8>)>> {
         let mut groups = vec![Vec::new(); c.shared.workers];
         for (pos, k) in keys {
             let w = slot::owner(&k, c.shared.workers);
@@ -372,13 +411,18 @@ mod s_cross {
 
     /// MSET / MSETNX across workers.
     pub async fn mset(c: &mut Conn, argv: &[&[u8]], nx: bool) {
-        if argv.len() % 2 == 0 {
+        if argv.len().is_multiple_of(2) {
             let name = if nx { "msetnx" } else { "mset" };
-            c.reply.error(&format!("ERR wrong number of arguments for '{name}' command"));
+            c.reply.error(&format!(
+                "ERR wrong number of arguments for '{name}' command"
+            ));
             return;
         }
         let (db, now) = (c.db, c.now_ms);
-        let pairs: Vec<(Vec<u8>, Vec<u8>)> = argv[1..].chunks(2).map(|kv| (kv[0].to_vec(), kv[1].to_vec())).collect();
+        let pairs: Vec<(Vec<u8>, Vec<u8>)> = argv[1..]
+            .chunks(2)
+            .map(|kv| (kv[0].to_vec(), kv[1].to_vec()))
+            .collect();
         let mut groups: Vec<Vec<(Vec<u8>, Vec<u8>)>> = vec![Vec::new(); c.shared.workers];
         for (k, v) in pairs {
             let w = slot::owner(&k, c.shared.workers);
@@ -391,7 +435,9 @@ mod s_cross {
                 }
                 let keys: Vec<Vec<u8>> = group.iter().map(|(k, _)| k.clone()).collect();
                 let any = c
-                    .on(w, move |s| keys.iter().any(|k| s.keyspace.exists(db, k, now)))
+                    .on(w, move |s| {
+                        keys.iter().any(|k| s.keyspace.exists(db, k, now))
+                    })
                     .await;
                 if any {
                     c.reply.int(0);
@@ -454,17 +500,20 @@ mod s_cross {
             let k = key.to_vec();
             let w = slot::owner(&k, c.shared.workers);
             let v: Result<Vec<u8>, ()> = c
-                .on(w, move |s| match s.keyspace.get(db, &k, now).map(|e| &e.value) {
-                    None => Ok(Vec::new()),
-                    Some(Value::Str(v)) => Ok(v.clone()),
-                    #[allow(unreachable_patterns)]
-                    Some(_) => Err(()),
+                .on(w, move |s| {
+                    match s.keyspace.get(db, &k, now).map(|e| &e.value) {
+                        None => Ok(Vec::new()),
+                        Some(Value::Str(v)) => Ok(v.clone()),
+                        #[allow(unreachable_patterns)]
+                        Some(_) => Err(()),
+                    }
                 })
                 .await;
             match v {
                 Ok(v) => values.push(v),
                 Err(()) => {
-                    c.reply.error("ERR The specified keys must contain string values");
+                    c.reply
+                        .error("ERR The specified keys must contain string values");
                     return;
                 }
             }
@@ -483,11 +532,37 @@ mod s_cross {
     }
 }
 
+/// Redis 7.0's unknown-command error: the name (at most 128 bytes) and quoted arguments
+/// until the list reaches 128 bytes.
+fn unknown_command_message(argv: &[&[u8]]) -> Vec<u8> {
+    let mut args: Vec<u8> = Vec::new();
+    for a in &argv[1..] {
+        if args.len() >= 128 {
+            break;
+        }
+        let room = 128 - args.len();
+        args.push(b'\'');
+        args.extend_from_slice(&a[..a.len().min(room)]);
+        args.extend_from_slice(b"' ");
+    }
+    let mut msg = b"ERR unknown command '".to_vec();
+    msg.extend_from_slice(&argv[0][..argv[0].len().min(128)]);
+    msg.extend_from_slice(b"', with args beginning with: ");
+    msg.extend_from_slice(&args);
+    msg
+}
+
 /// Text of an argument for an error message: at most `max` bytes, non-printables replaced.
 fn sanitize(a: &[u8], max: usize) -> String {
     a.iter()
         .take(max)
-        .map(|&b| if (b' '..=b'~').contains(&b) { b as char } else { ' ' })
+        .map(|&b| {
+            if (b' '..=b'~').contains(&b) {
+                b as char
+            } else {
+                ' '
+            }
+        })
         .collect()
 }
 
@@ -507,7 +582,9 @@ pub async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, worker: usi
                     shared.rejected_connections.fetch_add(1, Ordering::Relaxed);
                     compio::runtime::spawn(async move {
                         let mut stream = stream;
-                        let _ = stream.write_all(&b"-ERR max number of clients reached\r\n"[..]).await;
+                        let _ = stream
+                            .write_all(&b"-ERR max number of clients reached\r\n"[..])
+                            .await;
                     })
                     .detach();
                     continue;
@@ -522,8 +599,87 @@ pub async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, worker: usi
     }
 }
 
+/// Replies on their way to the socket, shared by a connection's reader and writer tasks.
+///
+/// The reader keeps parsing and running commands while the writer sends; the bytes queued
+/// plus the bytes being written are the client's output buffer, which
+/// `client-output-buffer-limit` bounds (as Redis does for clients that do not read).
+#[derive(Default)]
+struct Outbox {
+    queued: RefCell<Vec<u8>>,
+    in_flight: Cell<usize>,
+    /// The reader is done: the writer sends what is queued and stops.
+    closing: Cell<bool>,
+    /// A write failed: the connection is gone.
+    failed: Cell<bool>,
+    writer_waker: Cell<Option<std::task::Waker>>,
+}
+
+impl Outbox {
+    fn pending(&self) -> usize {
+        self.queued.borrow().len() + self.in_flight.get()
+    }
+
+    fn wake_writer(&self) {
+        if let Some(w) = self.writer_waker.take() {
+            w.wake();
+        }
+    }
+
+    /// Moves `reply` into the queue (swapping buffers when the queue is empty).
+    fn push(&self, reply: &mut Vec<u8>) {
+        let mut q = self.queued.borrow_mut();
+        if q.is_empty() {
+            std::mem::swap(&mut *q, reply);
+        } else {
+            q.extend_from_slice(reply);
+            reply.clear();
+        }
+        drop(q);
+        self.wake_writer();
+    }
+}
+
+/// Sends queued replies until the reader closes the outbox and the queue is empty.
+async fn writer(mut stream: TcpStream, out: Rc<Outbox>, shard: Rc<RefCell<Shard>>) {
+    let mut spare: Vec<u8> = Vec::with_capacity(16 * 1024);
+    loop {
+        std::future::poll_fn(|cx| {
+            if !out.queued.borrow().is_empty() || out.closing.get() {
+                std::task::Poll::Ready(())
+            } else {
+                out.writer_waker.set(Some(cx.waker().clone()));
+                std::task::Poll::Pending
+            }
+        })
+        .await;
+        let buf = {
+            let mut q = out.queued.borrow_mut();
+            if q.is_empty() {
+                break; // closing and nothing left
+            }
+            std::mem::replace(&mut *q, spare)
+        };
+        let n = buf.len();
+        out.in_flight.set(n);
+        let BufResult(res, mut buf) = stream.write_all(buf).await;
+        out.in_flight.set(0);
+        if res.is_err() {
+            out.failed.set(true);
+            break;
+        }
+        shard.borrow_mut().stats.net_output_bytes += n as u64;
+        buf.clear();
+        if buf.capacity() > 1 << 20 {
+            buf = Vec::with_capacity(16 * 1024);
+        }
+        spare = buf;
+    }
+    let _ = stream.shutdown().await;
+}
+
 /// Serves one client until it leaves, is killed, or breaks the protocol.
-async fn serve(mut stream: TcpStream, addr: std::net::SocketAddr, shared: Arc<Shared>, worker: usize) {
+async fn serve(stream: TcpStream, addr: std::net::SocketAddr, shared: Arc<Shared>, worker: usize) {
     let id = shared.next_client_id.fetch_add(1, Ordering::Relaxed);
     let laddr = stream.local_addr().unwrap_or(addr);
     let info = Rc::new(ClientInfo {
@@ -562,9 +718,30 @@ async fn serve(mut stream: TcpStream, addr: std::net::SocketAddr, shared: Arc<Sh
         now_ms: 0,
         pending: None,
     };
+    let outbox = Rc::new(Outbox::default());
+    let writer_task = compio::runtime::spawn(writer(stream.clone(), outbox.clone(), shard.clone()));
+    read_loop(stream, &mut conn, &outbox, &shard).await;
+    outbox.closing.set(true);
+    outbox.wake_writer();
+    let _ = writer_task.await;
+    shard.borrow_mut().clients.remove(&id);
+    shared.connected_clients.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// Reads, parses and runs requests, handing replies to the writer, until the connection
+/// should close.
+async fn read_loop(
+    mut stream: TcpStream,
+    conn: &mut Conn,
+    outbox: &Outbox,
+    shard: &Rc<RefCell<Shard>>,
+) {
+    let shared = conn.shared.clone();
+    let info = conn.info.clone();
     let mut rbuf: Vec<u8> = Vec::with_capacity(16 * 1024);
     let mut start = 0usize;
     let mut parser = RequestParser::new();
+    let mut over_soft_since: Option<Instant> = None;
     'conn: loop {
         if rbuf.capacity() - rbuf.len() < 4096 {
             if start > 0 {
@@ -580,17 +757,20 @@ async fn serve(mut stream: TcpStream, addr: std::net::SocketAddr, shared: Arc<Sh
             Ok(0) | Err(_) => break,
             Ok(n) => shard.borrow_mut().stats.net_input_bytes += n as u64,
         }
-        if info.killed.get() {
+        if info.killed.get() || outbox.failed.get() {
             break;
         }
         info.last_interaction.set(Instant::now());
         conn.now_ms = unix_ms();
-        let limits = Limits {
-            max_bulk_len: shared.config.hot.proto_max_bulk_len.load(Ordering::Relaxed),
+        let hot = &shared.config.hot;
+        let mut limits = Limits {
+            max_bulk_len: hot.proto_max_bulk_len.load(Ordering::Relaxed),
             ..Limits::default()
         };
         let mut hint = 0usize;
         loop {
+            limits.unauthenticated =
+                !conn.authenticated && hot.auth_required.load(Ordering::Relaxed);
             match parser.parse(&rbuf[start..], &limits) {
                 Ok(Parsed::Complete { consumed }) => {
                     let base = start;
@@ -603,8 +783,8 @@ async fn serve(mut stream: TcpStream, addr: std::net::SocketAddr, shared: Arc<Sh
                     if conn.close_after_reply || info.killed.get() {
                         break;
                     }
-                    if !check_output_limit(&conn, &shard) {
-                        conn.flush_pending().await;
+                    let pending = conn.reply.buf.len() + outbox.pending();
+                    if !within_output_limits(conn, pending, &mut over_soft_since, shard) {
                         break 'conn;
                     }
                 }
@@ -617,7 +797,11 @@ async fn serve(mut stream: TcpStream, addr: std::net::SocketAddr, shared: Arc<Sh
                     let msg = format!("ERR {e}");
                     conn.reply.error(&msg);
                     shard.borrow_mut().stats.record_error(b"-ERR");
-                    tracing::info!("Protocol error ({e}) from client: id={} addr={}", id, addr);
+                    tracing::info!(
+                        "Protocol error ({e}) from client: id={} addr={}",
+                        info.id,
+                        info.addr
+                    );
                     conn.close_after_reply = true;
                     break;
                 }
@@ -629,9 +813,14 @@ async fn serve(mut stream: TcpStream, addr: std::net::SocketAddr, shared: Arc<Sh
             start = 0;
         } else {
             let unparsed = rbuf.len() - start;
-            let qlimit = shared.config.hot.query_buffer_limit.load(Ordering::Relaxed) as usize;
+            let qlimit = hot.query_buffer_limit.load(Ordering::Relaxed) as usize;
             if unparsed > qlimit {
-                tracing::warn!("Closing client that reached max query buffer length: id={} addr={} (qbuf initial bytes: {:?})", id, addr, sanitize(&rbuf[start..], 64));
+                tracing::warn!(
+                    "Closing client that reached max query buffer length: id={} addr={} (qbuf initial bytes: {:?})",
+                    info.id,
+                    info.addr,
+                    sanitize(&rbuf[start..], 64)
+                );
                 shard.borrow_mut().stats.client_query_limit_disconnections += 1;
                 break;
             }
@@ -645,63 +834,51 @@ async fn serve(mut stream: TcpStream, addr: std::net::SocketAddr, shared: Arc<Sh
         }
         info.qbuf.set(rbuf.len() - start);
         if !conn.reply.buf.is_empty() {
-            let out = std::mem::take(&mut conn.reply.buf);
-            let n = out.len();
-            info.obuf.set(n);
-            let soft = shared.config.hot.output_soft_limit.load(Ordering::Relaxed) as usize;
-            let soft_s = shared.config.hot.output_soft_seconds.load(Ordering::Relaxed);
-            let BufResult(res, mut out) = if soft > 0 && n > soft && soft_s > 0 {
-                match compio::time::timeout(Duration::from_secs(soft_s), stream.write_all(out)).await {
-                    Ok(r) => r,
-                    Err(_) => {
-                        log_output_limit(&conn, n);
-                        shard.borrow_mut().stats.client_output_limit_disconnections += 1;
-                        break;
-                    }
-                }
-            } else {
-                stream.write_all(out).await
-            };
-            info.obuf.set(0);
-            if res.is_err() {
-                break;
-            }
-            shard.borrow_mut().stats.net_output_bytes += n as u64;
-            out.clear();
-            if out.capacity() > 1 << 20 {
-                out = Vec::with_capacity(16 * 1024);
-            }
-            conn.reply.buf = out;
+            outbox.push(&mut conn.reply.buf);
+        }
+        let pending = outbox.pending();
+        info.obuf.set(pending);
+        if !within_output_limits(conn, pending, &mut over_soft_since, shard) {
+            break;
         }
         if conn.close_after_reply || info.killed.get() {
             break;
         }
     }
-    shard.borrow_mut().clients.remove(&id);
-    shared.connected_clients.fetch_sub(1, Ordering::Relaxed);
-    let _ = stream.shutdown().await;
+    if !conn.reply.buf.is_empty() && !info.killed.get() {
+        outbox.push(&mut conn.reply.buf);
+    }
 }
 
-fn log_output_limit(conn: &Conn, n: usize) {
-    tracing::warn!(
-        "Client id={} addr={} scheduled to be closed ASAP for overcoming of output buffer limits ({} bytes pending).",
-        conn.info.id,
-        conn.info.addr,
-        n
-    );
-}
-
-/// False (after logging) when the client's pending replies broke the output buffer limits.
-fn check_output_limit(conn: &Conn, shard: &Rc<RefCell<Shard>>) -> bool {
+/// False (after logging) when `pending` reply bytes break `client-output-buffer-limit`: over
+/// the hard limit, or over the soft limit for longer than its seconds.
+fn within_output_limits(
+    conn: &Conn,
+    pending: usize,
+    over_soft_since: &mut Option<Instant>,
+    shard: &Rc<RefCell<Shard>>,
+) -> bool {
     let hot = &conn.shared.config.hot;
-    let n = conn.reply.buf.len();
     let hard = hot.output_hard_limit.load(Ordering::Relaxed) as usize;
     let soft = hot.output_soft_limit.load(Ordering::Relaxed) as usize;
     let soft_s = hot.output_soft_seconds.load(Ordering::Relaxed);
-    let over = (hard > 0 && n > hard) || (soft > 0 && soft_s == 0 && n > soft);
+    let mut over = hard > 0 && pending > hard;
+    if soft > 0 && pending > soft {
+        let since = *over_soft_since.get_or_insert_with(Instant::now);
+        if since.elapsed() >= Duration::from_secs(soft_s) {
+            over = true;
+        }
+    } else {
+        *over_soft_since = None;
+    }
     if over {
-        log_output_limit(conn, n);
+        tracing::warn!(
+            "Client id={} addr={} scheduled to be closed ASAP for overcoming of output buffer limits.",
+            conn.info.id,
+            conn.info.addr
+        );
         shard.borrow_mut().stats.client_output_limit_disconnections += 1;
+        conn.info.kill();
     }
     !over
 }

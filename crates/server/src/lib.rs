@@ -9,6 +9,7 @@ pub mod config;
 pub mod conn;
 pub mod glob;
 pub mod keyspace;
+pub mod longdouble;
 pub mod reply;
 pub mod slot;
 pub mod worker;
@@ -20,7 +21,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use config::Config;
-use worker::{Shared, unix_ms};
+use worker::{unix_ms, Shared};
 
 /// The Redis version Skerry's behaviour follows (reported in HELLO and INFO for clients that
 /// check it).
@@ -47,7 +48,10 @@ fn parse_args(args: Vec<String>) -> Result<Config, String> {
     let mut i = 0;
     while i < rest.len() {
         let Some(name) = rest[i].strip_prefix("--") else {
-            return Err(format!("Unexpected argument '{}' (expected --name value)\n{USAGE}", rest[i]));
+            return Err(format!(
+                "Unexpected argument '{}' (expected --name value)\n{USAGE}",
+                rest[i]
+            ));
         };
         let mut values = Vec::new();
         i += 1;
@@ -72,13 +76,21 @@ fn init_logging(cfg: &Config) {
         "warning" => "warn",
         _ => "error",
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("SKERRY_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SKERRY_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
     let logfile = cfg.get("logfile");
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(false).with_ansi(false);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false)
+        .with_ansi(false);
     if logfile.is_empty() {
         builder.with_writer(std::io::stderr).init();
     } else {
-        match std::fs::OpenOptions::new().create(true).append(true).open(&logfile) {
+        match std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&logfile)
+        {
             Ok(f) => builder.with_writer(std::sync::Mutex::new(f)).init(),
             Err(e) => {
                 eprintln!("Can't open the log file {logfile}: {e}");
@@ -126,7 +138,9 @@ fn bind_all(cfg: &Config, port: u16, count: usize) -> Result<Vec<Vec<TcpListener
                         made.clear();
                         break;
                     }
-                    return Err(format!("Could not create server TCP listening socket {addr}: {e}"));
+                    return Err(format!(
+                        "Could not create server TCP listening socket {addr}: {e}"
+                    ));
                 }
             }
         }
@@ -146,14 +160,23 @@ fn bind_all(cfg: &Config, port: u16, count: usize) -> Result<Vec<Vec<TcpListener
 fn random_run_id() -> String {
     use rand::Rng;
     let mut r = rand::rng();
-    (0..40).map(|_| std::char::from_digit(r.random_range(0..16), 16).unwrap()).collect()
+    (0..40)
+        .map(|_| std::char::from_digit(r.random_range(0..16), 16).unwrap())
+        .collect()
 }
 
 /// Runs the server with the given process arguments (including argv[0]); returns the exit code.
 pub fn main_from_args<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
-    let args: Vec<String> = args.into_iter().skip(1).map(|a| a.to_string_lossy().into_owned()).collect();
+    let args: Vec<String> = args
+        .into_iter()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
     if args.iter().any(|a| a == "--version" || a == "-v") {
-        println!("Skerry server v={} (Redis {REDIS_VERSION} compatible)", env!("CARGO_PKG_VERSION"));
+        println!(
+            "Skerry server v={} (Redis {REDIS_VERSION} compatible)",
+            env!("CARGO_PKG_VERSION")
+        );
         return 0;
     }
     if args.iter().any(|a| a == "--help" || a == "-h") {
@@ -216,7 +239,9 @@ pub fn main_from_args<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
         started_unix_ms: unix_ms(),
         port,
         run_id: random_run_id(),
-        executable: std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
+        executable: std::env::current_exe()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
     });
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let pin = threads <= cpus;
@@ -243,7 +268,11 @@ pub fn main_from_args<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
     unsafe {
         libc::sigwait(&sigset, &mut sig);
     }
-    let name = if sig == libc::SIGINT { "SIGINT" } else { "SIGTERM" };
+    let name = if sig == libc::SIGINT {
+        "SIGINT"
+    } else {
+        "SIGTERM"
+    };
     if !shared.stopping.swap(true, Ordering::SeqCst) {
         tracing::warn!("Received {name} scheduling shutdown...");
     }

@@ -39,7 +39,10 @@ mod tests {
         assert_eq!(key_slot(b"bar"), 5061);
         assert_eq!(key_slot(b"{user1000}.following"), key_slot(b"user1000"));
         assert_eq!(key_slot(b"foo{}{bar}"), key_slot(b"foo{}{bar}"));
-        assert_eq!(key_slot(b"{}foo"), crc16::State::<crc16::XMODEM>::calculate(b"{}foo") & 16383);
+        assert_eq!(
+            key_slot(b"{}foo"),
+            crc16::State::<crc16::XMODEM>::calculate(b"{}foo") & 16383
+        );
         assert_eq!(key_slot(b"foo{{bar}}zap"), key_slot(b"{bar"));
     }
 }

@@ -212,7 +212,10 @@ pub fn spawn_worker(
         .name(format!("skerry-w{id}"))
         .spawn(move || {
             let mut proactor = compio::driver::ProactorBuilder::new();
-            proactor.capacity(1024).single_issuer(true).defer_taskrun(true);
+            proactor
+                .capacity(1024)
+                .single_issuer(true)
+                .defer_taskrun(true);
             let mut builder = compio::runtime::RuntimeBuilder::new();
             builder.with_proactor(proactor);
             if let Some(cpu) = cpu {
@@ -237,7 +240,8 @@ pub fn spawn_worker(
             rt.block_on(async move {
                 for l in listeners {
                     let l = compio::net::TcpListener::from_std(l).expect("listener");
-                    compio::runtime::spawn(crate::conn::accept_loop(l, shared.clone(), id)).detach();
+                    compio::runtime::spawn(crate::conn::accept_loop(l, shared.clone(), id))
+                        .detach();
                 }
                 compio::runtime::spawn(cron(shared.clone(), id)).detach();
                 // The inbox: jobs from other workers.
@@ -252,19 +256,45 @@ pub fn spawn_worker(
         })
 }
 
-/// Periodic per-worker housekeeping: idle client timeout.
+/// Periodic per-worker housekeeping, every 100 ms: active expiry (at most a quarter of the
+/// worker's time, as Redis's slow expire cycle) and the idle client timeout.
 async fn cron(shared: Arc<Shared>, _id: usize) {
+    const TICK: Duration = Duration::from_millis(100);
+    const EXPIRE_BUDGET: Duration = Duration::from_millis(25);
     loop {
-        compio::time::sleep(Duration::from_millis(100)).await;
+        compio::time::sleep(TICK).await;
+        let shard = local_shard();
+        {
+            let started = Instant::now();
+            let now_ms = unix_ms();
+            let mut s = shard.borrow_mut();
+            // Keys with and without TTL share the table, so finding due keys means scanning;
+            // the work per tick follows the number of keys with a TTL (Redis samples only
+            // those), capped in time.
+            let volatile: usize = (0..s.keyspace.databases())
+                .map(|db| s.keyspace.volatile_len(db))
+                .sum();
+            let mut budget_keys = (volatile * 20).max(1024);
+            if volatile > 0 {
+                loop {
+                    let (examined, _, done) = s.keyspace.active_expire_step(now_ms, 512);
+                    budget_keys = budget_keys.saturating_sub(examined.max(1));
+                    if done || budget_keys == 0 || started.elapsed() > EXPIRE_BUDGET {
+                        break;
+                    }
+                }
+            }
+        }
         let timeout_s = shared.config.hot.timeout_s.load(Ordering::Relaxed);
         if timeout_s == 0 {
             continue;
         }
-        let shard = local_shard();
         let s = shard.borrow();
         let now = Instant::now();
         for c in s.clients.values() {
-            if now.duration_since(c.last_interaction.get()) > Duration::from_secs(timeout_s) && !c.blocked_in_command.get() {
+            if now.duration_since(c.last_interaction.get()) > Duration::from_secs(timeout_s)
+                && !c.blocked_in_command.get()
+            {
                 tracing::debug!("Closing idle client id={}", c.id);
                 c.kill();
             }

@@ -15,7 +15,9 @@ pub fn ping(c: &mut Conn, a: &[&[u8]]) {
     match a.len() {
         1 => c.reply.simple("PONG"),
         2 => c.reply.bulk(a[1]),
-        _ => c.reply.error("ERR wrong number of arguments for 'ping' command"),
+        _ => c
+            .reply
+            .error("ERR wrong number of arguments for 'ping' command"),
     }
 }
 
@@ -38,7 +40,11 @@ pub fn auth(c: &mut Conn, a: &[&[u8]]) {
         c.reply.error(SYNTAX);
         return;
     }
-    let (user, pass): (&[u8], &[u8]) = if a.len() == 2 { (b"default", a[1]) } else { (a[1], a[2]) };
+    let (user, pass): (&[u8], &[u8]) = if a.len() == 2 {
+        (b"default", a[1])
+    } else {
+        (a[1], a[2])
+    };
     if a.len() == 2 && c.shared.config.get("requirepass").is_empty() {
         c.reply.error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
         return;
@@ -61,7 +67,8 @@ pub fn hello(c: &mut Conn, a: &[&[u8]]) {
     if a.len() >= 2 {
         match parse_i64(a[1]) {
             None => {
-                c.reply.error("ERR Protocol version is not an integer or out of range");
+                c.reply
+                    .error("ERR Protocol version is not an integer or out of range");
                 return;
             }
             Some(v) if !(2..=3).contains(&v) => {
@@ -83,7 +90,10 @@ pub fn hello(c: &mut Conn, a: &[&[u8]]) {
             setname = Some(a[i + 1]);
             i += 2;
         } else {
-            c.reply.error(&format!("ERR Syntax error in HELLO option '{}'", String::from_utf8_lossy(a[i])));
+            c.reply.error(&format!(
+                "ERR Syntax error in HELLO option '{}'",
+                String::from_utf8_lossy(a[i])
+            ));
             return;
         }
     }
@@ -95,12 +105,13 @@ pub fn hello(c: &mut Conn, a: &[&[u8]]) {
         c.authenticated = true;
     }
     if !c.authenticated && c.shared.config.hot.auth_required.load(Ordering::Relaxed) {
-        c.reply.error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
+        c.reply.error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
         return;
     }
     if let Some(name) = setname {
         if !valid_name(name) {
-            c.reply.error("ERR Client names cannot contain spaces, newlines or special characters.");
+            c.reply
+                .error("ERR Client names cannot contain spaces, newlines or special characters.");
             return;
         }
         *c.info.name.borrow_mut() = name.to_vec();
@@ -115,7 +126,8 @@ pub fn hello(c: &mut Conn, a: &[&[u8]]) {
     c.reply.bulk_str("version");
     c.reply.bulk_str(crate::REDIS_VERSION);
     c.reply.bulk_str("proto");
-    c.reply.int(if c.reply.proto == Proto::Resp3 { 3 } else { 2 });
+    c.reply
+        .int(if c.reply.proto == Proto::Resp3 { 3 } else { 2 });
     c.reply.bulk_str("id");
     c.reply.int(c.info.id as i64);
     c.reply.bulk_str("mode");
@@ -219,13 +231,25 @@ impl ClientFilter {
                 return false;
             }
         }
-        if self.addr.as_ref().is_some_and(|a| *a != info.addr.to_string()) {
+        if self
+            .addr
+            .as_ref()
+            .is_some_and(|a| *a != info.addr.to_string())
+        {
             return false;
         }
-        if self.laddr.as_ref().is_some_and(|a| *a != info.laddr.to_string()) {
+        if self
+            .laddr
+            .as_ref()
+            .is_some_and(|a| *a != info.laddr.to_string())
+        {
             return false;
         }
-        if self.user.as_ref().is_some_and(|u| u.as_str() != *info.user.borrow()) {
+        if self
+            .user
+            .as_ref()
+            .is_some_and(|u| u.as_str() != *info.user.borrow())
+        {
             return false;
         }
         if self.skip_id == Some(info.id) {
@@ -244,7 +268,10 @@ fn parse_type(c: &mut Conn, t: &[u8]) -> Option<bool> {
     } else if is(t, "master") || is(t, "replica") || is(t, "slave") || is(t, "pubsub") {
         Some(false)
     } else {
-        c.reply.error(&format!("ERR Unknown client type '{}'", String::from_utf8_lossy(t)));
+        c.reply.error(&format!(
+            "ERR Unknown client type '{}'",
+            String::from_utf8_lossy(t)
+        ));
         None
     }
 }
@@ -271,7 +298,9 @@ pub async fn client(c: &mut Conn, a: &[&[u8]]) {
         }
         (b"setname", 3) => {
             if !valid_name(a[2]) {
-                c.reply.error("ERR Client names cannot contain spaces, newlines or special characters.");
+                c.reply.error(
+                    "ERR Client names cannot contain spaces, newlines or special characters.",
+                );
             } else {
                 *c.info.name.borrow_mut() = a[2].to_vec();
                 c.reply.ok();
@@ -283,7 +312,10 @@ pub async fn client(c: &mut Conn, a: &[&[u8]]) {
             } else if is(a[2], "lib-ver") {
                 &c.info.lib_ver
             } else {
-                c.reply.error(&format!("ERR Unrecognized option '{}'", String::from_utf8_lossy(a[2])));
+                c.reply.error(&format!(
+                    "ERR Unrecognized option '{}'",
+                    String::from_utf8_lossy(a[2])
+                ));
                 return;
             };
             if !valid_name(a[3]) && !a[3].is_empty() {

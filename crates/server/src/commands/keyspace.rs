@@ -10,19 +10,27 @@ use crate::reply::errors::*;
 
 /// DEL / UNLINK key [key ...] (keys on this worker)
 pub fn del(x: &mut Exec, a: &[&[u8]]) {
-    let n = a[1..].iter().filter(|k| x.ks.delete(x.db, k, x.now_ms)).count();
+    let n = a[1..]
+        .iter()
+        .filter(|k| x.ks.delete(x.db, k, x.now_ms))
+        .count();
     x.reply.int(n as i64);
 }
 
 /// EXISTS / TOUCH key [key ...] (keys on this worker; a repeated key counts each time)
 pub fn exists(x: &mut Exec, a: &[&[u8]]) {
-    let n = a[1..].iter().filter(|k| x.ks.exists(x.db, k, x.now_ms)).count();
+    let n = a[1..]
+        .iter()
+        .filter(|k| x.ks.exists(x.db, k, x.now_ms))
+        .count();
     x.reply.int(n as i64);
 }
 
 /// TYPE key
 pub fn type_(x: &mut Exec, a: &[&[u8]]) {
-    let t = x.ks.peek(x.db, a[1], x.now_ms).map_or("none", |e| e.value.type_name());
+    let t =
+        x.ks.peek(x.db, a[1], x.now_ms)
+            .map_or("none", |e| e.value.type_name());
     x.reply.simple(t);
 }
 
@@ -78,21 +86,29 @@ fn expire_common(x: &mut Exec, a: &[&[u8]], unit_ms: i64, relative: bool, cmd: &
         } else if is(opt, "lt") {
             lt = true;
         } else {
-            x.reply.error(&format!("ERR Unsupported option {}", String::from_utf8_lossy(opt)));
+            x.reply.error(&format!(
+                "ERR Unsupported option {}",
+                String::from_utf8_lossy(opt)
+            ));
             return;
         }
     }
     if nx && (xx || gt || lt) {
-        x.reply.error("ERR NX and XX, GT or LT options at the same time are not compatible");
+        x.reply
+            .error("ERR NX and XX, GT or LT options at the same time are not compatible");
         return;
     }
     if gt && lt {
-        x.reply.error("ERR GT and LT options at the same time are not compatible");
+        x.reply
+            .error("ERR GT and LT options at the same time are not compatible");
         return;
     }
-    let invalid = |x: &mut Exec| x.reply.error(&format!("ERR invalid expire time in '{cmd}' command"));
+    let invalid = |x: &mut Exec| {
+        x.reply
+            .error(&format!("ERR invalid expire time in '{cmd}' command"))
+    };
     if unit_ms == 1000 {
-        if when > i64::MAX / 1000 || when < i64::MIN / 1000 {
+        if !(i64::MIN / 1000..=i64::MAX / 1000).contains(&when) {
             invalid(x);
             return;
         }
@@ -155,7 +171,9 @@ pub fn pexpireat(x: &mut Exec, a: &[&[u8]]) {
 
 /// PERSIST key
 pub fn persist(x: &mut Exec, a: &[&[u8]]) {
-    let has_ttl = x.ks.peek(x.db, a[1], x.now_ms).is_some_and(|e| e.expire_at_ms != 0);
+    let has_ttl =
+        x.ks.peek(x.db, a[1], x.now_ms)
+            .is_some_and(|e| e.expire_at_ms != 0);
     if has_ttl {
         x.ks.set_expiry(x.db, a[1], 0, x.now_ms);
     }
@@ -190,7 +208,10 @@ pub async fn keys(c: &mut Conn, a: &[&[u8]]) {
 /// The cursor holds a hash position (high bits) and a worker index (low bits): each worker's
 /// keys are walked in hash order, then the next worker's.
 pub async fn scan(c: &mut Conn, a: &[&[u8]]) {
-    let Some(cursor) = std::str::from_utf8(a[1]).ok().and_then(|s| s.parse::<u64>().ok()) else {
+    let Some(cursor) = std::str::from_utf8(a[1])
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+    else {
         c.reply.error("ERR invalid cursor");
         return;
     };
@@ -243,10 +264,16 @@ pub async fn scan(c: &mut Conn, a: &[&[u8]]) {
             .on(worker as usize, move |s| {
                 let mut found = Vec::new();
                 let next = s.keyspace.scan(db, position, want, now, |e| {
-                    if pattern.as_ref().is_some_and(|p| !glob_match(p, e.key(), false)) {
+                    if pattern
+                        .as_ref()
+                        .is_some_and(|p| !glob_match(p, e.key(), false))
+                    {
                         return;
                     }
-                    if type_filter.as_ref().is_some_and(|t| t != e.value.type_name().as_bytes()) {
+                    if type_filter
+                        .as_ref()
+                        .is_some_and(|t| t != e.value.type_name().as_bytes())
+                    {
                         return;
                     }
                     found.push(e.key().to_vec());
@@ -286,7 +313,11 @@ pub async fn scan(c: &mut Conn, a: &[&[u8]]) {
 /// DBSIZE
 pub async fn dbsize(c: &mut Conn) {
     let db = c.db;
-    let n: usize = c.on_all(move |s| s.keyspace.len(db)).await.into_iter().sum();
+    let n: usize = c
+        .on_all(move |s| s.keyspace.len(db))
+        .await
+        .into_iter()
+        .sum();
     c.reply.int(n as i64);
 }
 

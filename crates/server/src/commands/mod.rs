@@ -71,7 +71,18 @@ pub enum Handler {
     Async(AsyncCmd),
 }
 
-/// A subcommand, for COMMAND's output.
+impl SubSpec {
+    /// True when `argc` (including parent and subcommand) fits the arity.
+    pub fn arity_ok(&self, argc: usize) -> bool {
+        if self.arity >= 0 {
+            argc == self.arity as usize
+        } else {
+            argc >= (-self.arity) as usize
+        }
+    }
+}
+
+/// A subcommand: its arity is checked by dispatch; COMMAND lists it.
 pub struct SubSpec {
     /// `parent|sub`.
     pub name: &'static str,
@@ -137,6 +148,15 @@ impl CommandSpec {
             first as usize..last as usize + 1
         };
         range.step_by(step)
+    }
+
+    /// The subcommand named `name` (case-insensitive), for containers such as CONFIG.
+    pub fn subcommand(&self, name: &[u8]) -> Option<&'static SubSpec> {
+        let subs: &'static [SubSpec] = self.subcommands;
+        subs.iter().find(|s| {
+            let short = &s.name[s.name.find('|').map_or(0, |i| i + 1)..];
+            short.as_bytes().eq_ignore_ascii_case(name)
+        })
     }
 
     /// True when the command has flag `f`.
@@ -313,36 +333,147 @@ pub static COMMANDS: &[CommandSpec] = &[
 
 /// CLIENT's subcommands.
 pub static CLIENT_SUBS: &[SubSpec] = &[
-    SubSpec { name: "client|id", arity: 2, flags: CONN, summary: "Returns the unique client ID of the connection." },
-    SubSpec { name: "client|setname", arity: 3, flags: CONN, summary: "Sets the connection name." },
-    SubSpec { name: "client|getname", arity: 2, flags: CONN, summary: "Returns the name of the connection." },
-    SubSpec { name: "client|list", arity: -2, flags: ADMIN, summary: "Lists open connections." },
-    SubSpec { name: "client|info", arity: 2, flags: CONN, summary: "Returns information about the connection." },
-    SubSpec { name: "client|kill", arity: -3, flags: ADMIN, summary: "Terminates open connections." },
-    SubSpec { name: "client|setinfo", arity: 4, flags: CONN, summary: "Sets information specific to the client or connection." },
-    SubSpec { name: "client|no-evict", arity: 3, flags: ADMIN, summary: "Sets the client eviction mode of the connection." },
-    SubSpec { name: "client|no-touch", arity: 3, flags: CONN, summary: "Controls whether commands sent by the client affect the LRU/LFU of accessed keys." },
-    SubSpec { name: "client|reply", arity: 3, flags: CONN, summary: "Instructs the server whether to reply to commands." },
-    SubSpec { name: "client|help", arity: 2, flags: CONN, summary: "Returns helpful text about the different subcommands." },
+    SubSpec {
+        name: "client|id",
+        arity: 2,
+        flags: CONN,
+        summary: "Returns the unique client ID of the connection.",
+    },
+    SubSpec {
+        name: "client|setname",
+        arity: 3,
+        flags: CONN,
+        summary: "Sets the connection name.",
+    },
+    SubSpec {
+        name: "client|getname",
+        arity: 2,
+        flags: CONN,
+        summary: "Returns the name of the connection.",
+    },
+    SubSpec {
+        name: "client|list",
+        arity: -2,
+        flags: ADMIN,
+        summary: "Lists open connections.",
+    },
+    SubSpec {
+        name: "client|info",
+        arity: 2,
+        flags: CONN,
+        summary: "Returns information about the connection.",
+    },
+    SubSpec {
+        name: "client|kill",
+        arity: -3,
+        flags: ADMIN,
+        summary: "Terminates open connections.",
+    },
+    SubSpec {
+        name: "client|setinfo",
+        arity: 4,
+        flags: CONN,
+        summary: "Sets information specific to the client or connection.",
+    },
+    SubSpec {
+        name: "client|no-evict",
+        arity: 3,
+        flags: ADMIN,
+        summary: "Sets the client eviction mode of the connection.",
+    },
+    SubSpec {
+        name: "client|no-touch",
+        arity: 3,
+        flags: CONN,
+        summary:
+            "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.",
+    },
+    SubSpec {
+        name: "client|reply",
+        arity: 3,
+        flags: CONN,
+        summary: "Instructs the server whether to reply to commands.",
+    },
+    SubSpec {
+        name: "client|help",
+        arity: 2,
+        flags: CONN,
+        summary: "Returns helpful text about the different subcommands.",
+    },
 ];
 
 /// COMMAND's subcommands.
 pub static COMMAND_SUBS: &[SubSpec] = &[
-    SubSpec { name: "command|count", arity: 2, flags: &["loading", "stale"], summary: "Returns a count of commands." },
-    SubSpec { name: "command|info", arity: -2, flags: &["loading", "stale"], summary: "Returns information about one, multiple or all commands." },
-    SubSpec { name: "command|docs", arity: -2, flags: &["loading", "stale"], summary: "Returns documentary information about one, multiple or all commands." },
-    SubSpec { name: "command|list", arity: -2, flags: &["loading", "stale"], summary: "Returns a list of command names." },
-    SubSpec { name: "command|getkeys", arity: -3, flags: &["loading", "stale"], summary: "Extracts the key names from an arbitrary command." },
-    SubSpec { name: "command|help", arity: 2, flags: &["loading", "stale"], summary: "Returns helpful text about the different subcommands." },
+    SubSpec {
+        name: "command|count",
+        arity: 2,
+        flags: &["loading", "stale"],
+        summary: "Returns a count of commands.",
+    },
+    SubSpec {
+        name: "command|info",
+        arity: -2,
+        flags: &["loading", "stale"],
+        summary: "Returns information about one, multiple or all commands.",
+    },
+    SubSpec {
+        name: "command|docs",
+        arity: -2,
+        flags: &["loading", "stale"],
+        summary: "Returns documentary information about one, multiple or all commands.",
+    },
+    SubSpec {
+        name: "command|list",
+        arity: -2,
+        flags: &["loading", "stale"],
+        summary: "Returns a list of command names.",
+    },
+    SubSpec {
+        name: "command|getkeys",
+        arity: -3,
+        flags: &["loading", "stale"],
+        summary: "Extracts the key names from an arbitrary command.",
+    },
+    SubSpec {
+        name: "command|help",
+        arity: 2,
+        flags: &["loading", "stale"],
+        summary: "Returns helpful text about the different subcommands.",
+    },
 ];
 
 /// CONFIG's subcommands.
 pub static CONFIG_SUBS: &[SubSpec] = &[
-    SubSpec { name: "config|get", arity: -3, flags: ADMIN, summary: "Returns the effective values of configuration parameters." },
-    SubSpec { name: "config|set", arity: -4, flags: ADMIN, summary: "Sets configuration parameters in-flight." },
-    SubSpec { name: "config|resetstat", arity: 2, flags: ADMIN, summary: "Resets the server's statistics." },
-    SubSpec { name: "config|rewrite", arity: 2, flags: ADMIN, summary: "Persists the effective configuration to file." },
-    SubSpec { name: "config|help", arity: 2, flags: &["loading", "stale"], summary: "Returns helpful text about the different subcommands." },
+    SubSpec {
+        name: "config|get",
+        arity: -3,
+        flags: ADMIN,
+        summary: "Returns the effective values of configuration parameters.",
+    },
+    SubSpec {
+        name: "config|set",
+        arity: -4,
+        flags: ADMIN,
+        summary: "Sets configuration parameters in-flight.",
+    },
+    SubSpec {
+        name: "config|resetstat",
+        arity: 2,
+        flags: ADMIN,
+        summary: "Resets the server's statistics.",
+    },
+    SubSpec {
+        name: "config|rewrite",
+        arity: 2,
+        flags: ADMIN,
+        summary: "Persists the effective configuration to file.",
+    },
+    SubSpec {
+        name: "config|help",
+        arity: 2,
+        flags: &["loading", "stale"],
+        summary: "Returns helpful text about the different subcommands.",
+    },
 ];
 
 /// Looks a command up by name, case-insensitively. Returns its table index.
@@ -450,7 +581,10 @@ mod tests {
             if let Handler::Keyed { .. } = c.handler {
                 assert!(c.first_key > 0, "{} is keyed but has no keys", c.name);
             }
-            assert_eq!(lookup(c.name.to_ascii_uppercase().as_bytes()), Some(names.len() - 1));
+            assert_eq!(
+                lookup(c.name.to_ascii_uppercase().as_bytes()),
+                Some(names.len() - 1)
+            );
         }
     }
 

@@ -57,9 +57,11 @@ pub fn debug(c: &mut Conn, a: &[&[u8]]) {
         b"set-active-expire" if a.len() == 3 => c.reply.ok(),
         b"help" => {
             c.reply.array(3);
-            c.reply.simple("DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
+            c.reply
+                .simple("DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
             c.reply.simple("SLEEP <seconds>");
-            c.reply.simple("    Stop the server for <seconds>. Decimals allowed.");
+            c.reply
+                .simple("    Stop the server for <seconds>. Decimals allowed.");
         }
         _ => c.reply.error(&format!(
             "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
@@ -78,6 +80,15 @@ fn write_flags(r: &mut Reply, flags: &[&str]) {
     }
 }
 
+/// Key-spec flags as Redis 7.0 prints them (access kinds upper-case, operations lower-case).
+fn key_flags(write: bool) -> &'static [&'static str] {
+    if write {
+        &["RW", "update"]
+    } else {
+        &["RO", "access"]
+    }
+}
+
 fn write_key_specs(r: &mut Reply, first: i32, last: i32, step: i32, write: bool) {
     if first <= 0 {
         r.array(0);
@@ -86,8 +97,7 @@ fn write_key_specs(r: &mut Reply, first: i32, last: i32, step: i32, write: bool)
     r.array(1);
     r.map(3);
     r.bulk_str("flags");
-    let flags: &[&str] = if write { &["RW", "UPDATE"] } else { &["RO", "ACCESS"] };
-    write_flags(r, flags);
+    write_flags(r, key_flags(write));
     r.bulk_str("begin_search");
     r.map(2);
     r.bulk_str("type");
@@ -103,7 +113,11 @@ fn write_key_specs(r: &mut Reply, first: i32, last: i32, step: i32, write: bool)
     r.bulk_str("spec");
     r.map(3);
     r.bulk_str("lastkey");
-    r.int(if last < 0 { last as i64 } else { (last - first) as i64 });
+    r.int(if last < 0 {
+        last as i64
+    } else {
+        (last - first) as i64
+    });
     r.bulk_str("keystep");
     r.int(step as i64);
     r.bulk_str("limit");
@@ -184,9 +198,22 @@ const COMMAND_HELP: &[&str] = &[
     "    Print this help.",
 ];
 
-/// Finds a command or `parent|sub` for COMMAND INFO/DOCS.
+/// Finds a top-level command for COMMAND INFO/DOCS/GETKEYS.
 fn find_command(name: &[u8]) -> Option<&'static CommandSpec> {
     lookup(name).map(|i| &COMMANDS[i])
+}
+
+/// Finds a `parent|sub` subcommand.
+fn find_subcommand(name: &[u8]) -> Option<&'static SubSpec> {
+    let bar = name.iter().position(|&b| b == b'|')?;
+    find_command(&name[..bar])?.subcommand(&name[bar + 1..])
+}
+
+/// Every command name, subcommands after their parent (COMMAND LIST).
+fn all_names() -> impl Iterator<Item = &'static str> {
+    COMMANDS
+        .iter()
+        .flat_map(|c| std::iter::once(c.name).chain(c.subcommands.iter().map(|s| s.name)))
 }
 
 /// COMMAND [COUNT|INFO|DOCS|LIST|GETKEYS|HELP ...]
@@ -211,9 +238,10 @@ pub fn command(c: &mut Conn, a: &[&[u8]]) {
             }
             c.reply.array(a.len() - 2);
             for name in &a[2..] {
-                match find_command(name) {
-                    Some(cmd) => write_info(&mut c.reply, cmd),
-                    None => c.reply.null_array(),
+                match (find_command(name), find_subcommand(name)) {
+                    (Some(cmd), _) => write_info(&mut c.reply, cmd),
+                    (None, Some(sub)) => write_sub_info(&mut c.reply, sub),
+                    (None, None) => c.reply.null(),
                 }
             }
         }
@@ -231,18 +259,24 @@ pub fn command(c: &mut Conn, a: &[&[u8]]) {
         }
         b"list" => {
             let names: Vec<&str> = match a.len() {
-                2 => COMMANDS.iter().map(|c| c.name).collect(),
+                2 => all_names().collect(),
                 5 if is(a[2], "filterby") => {
                     let v = a[4];
                     if is(a[3], "pattern") {
                         COMMANDS
                             .iter()
-                            .flat_map(|c| std::iter::once(c.name).chain(c.subcommands.iter().map(|s| s.name)))
+                            .flat_map(|c| {
+                                std::iter::once(c.name).chain(c.subcommands.iter().map(|s| s.name))
+                            })
                             .filter(|n| glob_match(v, n.as_bytes(), true))
                             .collect()
                     } else if is(a[3], "aclcat") {
                         let cat = format!("@{}", String::from_utf8_lossy(v).to_ascii_lowercase());
-                        COMMANDS.iter().filter(|c| c.acl.contains(&cat.as_str())).map(|c| c.name).collect()
+                        COMMANDS
+                            .iter()
+                            .filter(|c| c.acl.contains(&cat.as_str()))
+                            .map(|c| c.name)
+                            .collect()
                     } else if is(a[3], "module") {
                         Vec::new()
                     } else {
@@ -268,7 +302,8 @@ pub fn command(c: &mut Conn, a: &[&[u8]]) {
             };
             let argv = &a[2..];
             if !cmd.arity_ok(argv.len()) {
-                c.reply.error("ERR Invalid number of arguments specified for command");
+                c.reply
+                    .error("ERR Invalid number of arguments specified for command");
                 return;
             }
             let keys: Vec<usize> = cmd.key_positions(argv.len()).collect();
@@ -281,8 +316,7 @@ pub fn command(c: &mut Conn, a: &[&[u8]]) {
                 if with_flags {
                     c.reply.array(2);
                     c.reply.bulk(argv[p]);
-                    let flags: &[&str] = if cmd.has_flag("write") { &["RW", "UPDATE"] } else { &["RO", "ACCESS"] };
-                    write_flags(&mut c.reply, flags);
+                    write_flags(&mut c.reply, key_flags(cmd.has_flag("write")));
                 } else {
                     c.reply.bulk(argv[p]);
                 }
@@ -324,46 +358,72 @@ pub async fn config(c: &mut Conn, a: &[&[u8]]) {
     let cfg = &c.shared.config;
     match (sub.as_slice(), a.len()) {
         (b"get", n) if n >= 3 => {
-            let mut seen = std::collections::BTreeMap::new();
+            // A plain name is echoed as given (CONFIG GET PORT answers "PORT"); a glob
+            // pattern answers with the parameters' own names.
+            let mut seen: Vec<(String, String)> = Vec::new();
             for pattern in &a[2..] {
-                for (name, value) in cfg.matching(pattern) {
-                    seen.insert(name, value);
+                let is_glob = pattern.iter().any(|b| matches!(b, b'*' | b'?' | b'['));
+                let text = String::from_utf8_lossy(pattern).into_owned();
+                let found: Vec<(String, String)> = if is_glob {
+                    cfg.matching(pattern)
+                        .into_iter()
+                        .map(|(n, v)| (n.to_string(), v))
+                        .collect()
+                } else {
+                    match config::param(&text) {
+                        Some((_, p)) => vec![(text.clone(), cfg.get(p.name))],
+                        None => Vec::new(),
+                    }
+                };
+                for (name, value) in found {
+                    if !seen.iter().any(|(n, _)| n.eq_ignore_ascii_case(&name)) {
+                        seen.push((name, value));
+                    }
                 }
             }
             c.reply.map(seen.len());
             for (name, value) in seen {
-                c.reply.bulk_str(name);
+                c.reply.bulk_str(&name);
                 c.reply.bulk_str(&value);
             }
         }
-        (b"set", n) if n >= 4 && n % 2 == 0 => {
+        (b"set", n) if n % 2 == 1 => c.reply.error(crate::reply::errors::SYNTAX),
+        (b"set", _) => {
             // Check every pair first so that the change is all-or-nothing.
             let mut pairs = Vec::new();
             for kv in a[2..].chunks(2) {
                 let name = String::from_utf8_lossy(kv[0]).to_ascii_lowercase();
                 let value = String::from_utf8_lossy(kv[1]).into_owned();
                 let Some((_, param)) = config::param(&name) else {
-                    c.reply.error(&format!("ERR Unknown option or number of arguments for CONFIG SET - '{name}'"));
+                    c.reply.error(&format!(
+                        "ERR Unknown option or number of arguments for CONFIG SET - '{name}'"
+                    ));
                     return;
                 };
                 if pairs.iter().any(|(n, _): &(String, String)| *n == name) {
-                    c.reply.error(&format!("ERR Duplicate parameter - {name}"));
+                    c.reply.error(&format!("ERR CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter"));
                     return;
                 }
                 let problem = if !param.mutable {
                     Some(ConfigError::Immutable.to_string())
                 } else {
-                    config::normalise(param, &value).err().map(|e| e.to_string())
+                    config::normalise(param, &value)
+                        .err()
+                        .map(|e| e.to_string())
                 };
                 if let Some(p) = problem {
-                    c.reply.error(&format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {p}"));
+                    c.reply.error(&format!(
+                        "ERR CONFIG SET failed (possibly related to argument '{name}') - {p}"
+                    ));
                     return;
                 }
                 pairs.push((name, value));
             }
             for (name, value) in pairs {
                 if let Err(e) = cfg.set(&name, &value, true) {
-                    c.reply.error(&format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {e}"));
+                    c.reply.error(&format!(
+                        "ERR CONFIG SET failed (possibly related to argument '{name}') - {e}"
+                    ));
                     return;
                 }
             }
@@ -419,7 +479,11 @@ struct WorkerInfo {
 
 fn rss_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(0);
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
     // SAFETY: sysconf has no memory effects.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64;
     pages * page
@@ -440,18 +504,34 @@ fn human_bytes(n: u64) -> String {
 
 fn cpu_times() -> (f64, f64, f64, f64) {
     // SAFETY: getrusage writes into the zeroed struct we pass.
-    let (mut me, mut children): (libc::rusage, libc::rusage) = unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
+    let (mut me, mut children): (libc::rusage, libc::rusage) =
+        unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
     // SAFETY: as above.
     unsafe {
         libc::getrusage(libc::RUSAGE_SELF, &mut me);
         libc::getrusage(libc::RUSAGE_CHILDREN, &mut children);
     }
     let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
-    (t(me.ru_stime), t(me.ru_utime), t(children.ru_stime), t(children.ru_utime))
+    (
+        t(me.ru_stime),
+        t(me.ru_utime),
+        t(children.ru_stime),
+        t(children.ru_utime),
+    )
 }
 
 const DEFAULT_SECTIONS: &[&str] = &[
-    "server", "clients", "memory", "persistence", "stats", "replication", "cpu", "modules", "errorstats", "cluster", "keyspace",
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "modules",
+    "errorstats",
+    "cluster",
+    "keyspace",
 ];
 const ALL_EXTRA: &[&str] = &["commandstats", "latencystats"];
 
@@ -474,7 +554,12 @@ pub async fn info(c: &mut Conn, a: &[&[u8]]) {
     }
     let gathered = c
         .on_all(|s| {
-            let mut errors: Vec<(String, u64)> = s.stats.errors.iter().map(|(k, v)| (k.clone(), *v)).collect();
+            let mut errors: Vec<(String, u64)> = s
+                .stats
+                .errors
+                .iter()
+                .map(|(k, v)| (k.clone(), *v))
+                .collect();
             errors.sort();
             let now = unix_ms();
             WorkerInfo {
@@ -490,7 +575,13 @@ pub async fn info(c: &mut Conn, a: &[&[u8]]) {
                 misses: s.keyspace.stats.misses,
                 expired: s.keyspace.stats.expired,
                 dbs: (0..s.keyspace.databases())
-                    .map(|db| (s.keyspace.len(db), s.keyspace.volatile_len(db), s.keyspace.avg_ttl_ms(db, now)))
+                    .map(|db| {
+                        (
+                            s.keyspace.len(db),
+                            s.keyspace.volatile_len(db),
+                            s.keyspace.avg_ttl_ms(db, now),
+                        )
+                    })
                     .collect(),
                 clients: s.clients.len(),
             }
@@ -615,7 +706,11 @@ fn render_info(c: &Conn, sections: &[String], w: &[WorkerInfo]) -> String {
                     if calls == 0 && rejected == 0 {
                         continue;
                     }
-                    let per = if calls > 0 { usec as f64 / calls as f64 } else { 0.0 };
+                    let per = if calls > 0 {
+                        usec as f64 / calls as f64
+                    } else {
+                        0.0
+                    };
                     let _ = write!(
                         o,
                         "cmdstat_{}:calls={calls},usec={usec},usec_per_call={per:.2},rejected_calls={rejected},failed_calls={failed}\r\n",
@@ -634,7 +729,11 @@ fn render_info(c: &Conn, sections: &[String], w: &[WorkerInfo]) -> String {
                         continue;
                     }
                     let ttl_sum: i64 = w.iter().map(|x| x.dbs[db].2 * x.dbs[db].1 as i64).sum();
-                    let avg = if expires > 0 { ttl_sum / expires as i64 } else { 0 };
+                    let avg = if expires > 0 {
+                        ttl_sum / expires as i64
+                    } else {
+                        0
+                    };
                     let _ = write!(o, "db{db}:keys={keys},expires={expires},avg_ttl={avg}\r\n");
                 }
             }

@@ -1,7 +1,7 @@
 //! String commands (Redis's `t_string.c`): GET, SET and its variants, counters, ranges, LCS.
 //! Each runs on the worker that owns its keys, through the keyspace interface.
 
-use super::{is, parse_f64, parse_i64, Exec};
+use super::{is, parse_i64, Exec};
 use crate::keyspace::{Expiry, Value};
 use crate::reply::errors::*;
 
@@ -64,7 +64,10 @@ fn expire_at(x: &mut Exec, arg: &[u8], unit_ms: i64, relative: bool, cmd: &str) 
         x.reply.error(NOT_INT);
         return None;
     };
-    let invalid = |x: &mut Exec| x.reply.error(&format!("ERR invalid expire time in '{cmd}' command"));
+    let invalid = |x: &mut Exec| {
+        x.reply
+            .error(&format!("ERR invalid expire time in '{cmd}' command"))
+    };
     if v <= 0 || (unit_ms == 1000 && v > i64::MAX / 1000) {
         invalid(x);
         return None;
@@ -101,10 +104,19 @@ pub fn set(x: &mut Exec, a: &[&[u8]]) {
         } else if is(opt, "keepttl") && !expiry_set {
             expiry = Expiry::Keep;
             expiry_set = true;
-        } else if (is(opt, "ex") || is(opt, "px") || is(opt, "exat") || is(opt, "pxat")) && !expiry_set && next.is_some() {
-            let unit = if is(opt, "ex") || is(opt, "exat") { 1000 } else { 1 };
+        } else if (is(opt, "ex") || is(opt, "px") || is(opt, "exat") || is(opt, "pxat"))
+            && !expiry_set
+            && next.is_some()
+        {
+            let unit = if is(opt, "ex") || is(opt, "exat") {
+                1000
+            } else {
+                1
+            };
             let relative = is(opt, "ex") || is(opt, "px");
-            let Some(t) = expire_at(x, next.unwrap(), unit, relative, "set") else { return };
+            let Some(t) = next.and_then(|n| expire_at(x, n, unit, relative, "set")) else {
+                return;
+            };
             expiry = Expiry::At(t);
             expiry_set = true;
             i += 1;
@@ -122,7 +134,13 @@ pub fn set(x: &mut Exec, a: &[&[u8]]) {
     } else {
         None
     };
-    let exists = if want_old { old.is_some() } else if cond != Cond::Always { x.ks.exists(x.db, a[1], x.now_ms) } else { false };
+    let exists = if want_old {
+        old.is_some()
+    } else if cond != Cond::Always {
+        x.ks.exists(x.db, a[1], x.now_ms)
+    } else {
+        false
+    };
     let allowed = match cond {
         Cond::Always => true,
         Cond::Nx => !exists,
@@ -148,14 +166,28 @@ pub fn setnx(x: &mut Exec, a: &[&[u8]]) {
     if x.ks.exists(x.db, a[1], x.now_ms) {
         x.reply.int(0);
     } else {
-        x.ks.put(x.db, a[1], Value::Str(a[2].to_vec()), Expiry::Persist, x.now_ms);
+        x.ks.put(
+            x.db,
+            a[1],
+            Value::Str(a[2].to_vec()),
+            Expiry::Persist,
+            x.now_ms,
+        );
         x.reply.int(1);
     }
 }
 
 fn setex_common(x: &mut Exec, a: &[&[u8]], unit: i64, cmd: &str) {
-    let Some(t) = expire_at(x, a[2], unit, true, cmd) else { return };
-    x.ks.put(x.db, a[1], Value::Str(a[3].to_vec()), Expiry::At(t), x.now_ms);
+    let Some(t) = expire_at(x, a[2], unit, true, cmd) else {
+        return;
+    };
+    x.ks.put(
+        x.db,
+        a[1],
+        Value::Str(a[3].to_vec()),
+        Expiry::At(t),
+        x.now_ms,
+    );
     x.reply.ok();
 }
 
@@ -172,7 +204,13 @@ pub fn psetex(x: &mut Exec, a: &[&[u8]]) {
 /// GETSET key value
 pub fn getset(x: &mut Exec, a: &[&[u8]]) {
     let Ok(old) = peek_str(x, a[1]) else { return };
-    x.ks.put(x.db, a[1], Value::Str(a[2].to_vec()), Expiry::Persist, x.now_ms);
+    x.ks.put(
+        x.db,
+        a[1],
+        Value::Str(a[2].to_vec()),
+        Expiry::Persist,
+        x.now_ms,
+    );
     match old {
         Some(v) => x.reply.bulk(&v),
         None => x.reply.null(),
@@ -201,10 +239,19 @@ pub fn getex(x: &mut Exec, a: &[&[u8]]) {
         let next = a.get(i + 1);
         if is(opt, "persist") && change.is_none() {
             change = Some(0);
-        } else if (is(opt, "ex") || is(opt, "px") || is(opt, "exat") || is(opt, "pxat")) && change.is_none() && next.is_some() {
-            let unit = if is(opt, "ex") || is(opt, "exat") { 1000 } else { 1 };
+        } else if (is(opt, "ex") || is(opt, "px") || is(opt, "exat") || is(opt, "pxat"))
+            && change.is_none()
+            && next.is_some()
+        {
+            let unit = if is(opt, "ex") || is(opt, "exat") {
+                1000
+            } else {
+                1
+            };
             let relative = is(opt, "ex") || is(opt, "px");
-            let Some(t) = expire_at(x, next.unwrap(), unit, relative, "getex") else { return };
+            let Some(t) = next.and_then(|n| expire_at(x, n, unit, relative, "getex")) else {
+                return;
+            };
             change = Some(t);
             i += 1;
         } else {
@@ -246,28 +293,45 @@ pub fn mget(x: &mut Exec, a: &[&[u8]]) {
 
 /// MSET key value [key value ...] (keys on this worker)
 pub fn mset(x: &mut Exec, a: &[&[u8]]) {
-    if a.len() % 2 == 0 {
-        x.reply.error("ERR wrong number of arguments for 'mset' command");
+    if a.len().is_multiple_of(2) {
+        x.reply
+            .error("ERR wrong number of arguments for 'mset' command");
         return;
     }
     for kv in a[1..].chunks(2) {
-        x.ks.put(x.db, kv[0], Value::Str(kv[1].to_vec()), Expiry::Persist, x.now_ms);
+        x.ks.put(
+            x.db,
+            kv[0],
+            Value::Str(kv[1].to_vec()),
+            Expiry::Persist,
+            x.now_ms,
+        );
     }
     x.reply.ok();
 }
 
 /// MSETNX key value [key value ...] (keys on this worker)
 pub fn msetnx(x: &mut Exec, a: &[&[u8]]) {
-    if a.len() % 2 == 0 {
-        x.reply.error("ERR wrong number of arguments for 'msetnx' command");
+    if a.len().is_multiple_of(2) {
+        x.reply
+            .error("ERR wrong number of arguments for 'msetnx' command");
         return;
     }
-    if a[1..].chunks(2).any(|kv| x.ks.exists(x.db, kv[0], x.now_ms)) {
+    if a[1..]
+        .chunks(2)
+        .any(|kv| x.ks.exists(x.db, kv[0], x.now_ms))
+    {
         x.reply.int(0);
         return;
     }
     for kv in a[1..].chunks(2) {
-        x.ks.put(x.db, kv[0], Value::Str(kv[1].to_vec()), Expiry::Persist, x.now_ms);
+        x.ks.put(
+            x.db,
+            kv[0],
+            Value::Str(kv[1].to_vec()),
+            Expiry::Persist,
+            x.now_ms,
+        );
     }
     x.reply.int(1);
 }
@@ -289,7 +353,13 @@ fn incr_common(x: &mut Exec, key: &[u8], by: i64) {
         return;
     };
     let mut buf = itoa::Buffer::new();
-    x.ks.put(x.db, key, Value::Str(buf.format(result).as_bytes().to_vec()), Expiry::Keep, x.now_ms);
+    x.ks.put(
+        x.db,
+        key,
+        Value::Str(buf.format(result).as_bytes().to_vec()),
+        Expiry::Keep,
+        x.now_ms,
+    );
     x.reply.int(result);
 }
 
@@ -320,31 +390,19 @@ pub fn decrby(x: &mut Exec, a: &[&[u8]]) {
     }
 }
 
-/// INCRBYFLOAT key increment
+/// INCRBYFLOAT key increment (computed in long double, as Redis does)
 pub fn incrbyfloat(x: &mut Exec, a: &[&[u8]]) {
     let Ok(cur) = peek_str(x, a[1]) else { return };
-    let base = match cur {
-        None => 0.0,
-        Some(v) => match parse_f64(&v) {
-            Some(f) => f,
-            None => {
-                x.reply.error(NOT_FLOAT);
-                return;
-            }
-        },
-    };
-    let Some(by) = parse_f64(a[2]) else {
-        x.reply.error(NOT_FLOAT);
-        return;
-    };
-    let result = base + by;
-    let mut text = Vec::with_capacity(32);
-    if result.is_nan() || result.is_infinite() || !skerry_resp::format_long_double_human(result, &mut text) {
-        x.reply.error("ERR increment would produce NaN or Infinity");
-        return;
+    match crate::longdouble::add(cur.as_deref(), a[2]) {
+        Ok(text) => {
+            x.reply.bulk(&text);
+            x.ks.put(x.db, a[1], Value::Str(text), Expiry::Keep, x.now_ms);
+        }
+        Err(crate::longdouble::LdError::NotFinite) => {
+            x.reply.error("ERR increment would produce NaN or Infinity")
+        }
+        Err(_) => x.reply.error(NOT_FLOAT),
     }
-    x.ks.put(x.db, a[1], Value::Str(text.clone()), Expiry::Keep, x.now_ms);
-    x.reply.bulk(&text);
 }
 
 /// APPEND key value
@@ -443,6 +501,9 @@ pub fn setrange(x: &mut Exec, a: &[&[u8]]) {
     }
 }
 
+/// One LCS match: range in the first string, range in the second, length.
+type LcsMatch = ((usize, usize), (usize, usize), usize);
+
 /// Options of LCS.
 struct LcsOpts {
     len_only: bool,
@@ -482,7 +543,8 @@ fn lcs_opts(x: &mut Exec, a: &[&[u8]]) -> Option<LcsOpts> {
         i += 1;
     }
     if o.len_only && o.idx {
-        x.reply.error("ERR If you want both the length and indexes, please just use IDX.");
+        x.reply
+            .error("ERR If you want both the length and indexes, please just use IDX.");
         return None;
     }
     Some(o)
@@ -497,7 +559,8 @@ pub fn lcs(x: &mut Exec, a: &[&[u8]]) {
             Some(Value::Str(s)) => values.push(s.clone()),
             #[allow(unreachable_patterns)]
             Some(_) => {
-                x.reply.error("ERR The specified keys must contain string values");
+                x.reply
+                    .error("ERR The specified keys must contain string values");
                 return;
             }
         }
@@ -513,7 +576,8 @@ pub fn lcs_reply(x: &mut Exec, a: &[&[u8]], s1: &[u8], s2: &[u8]) {
     // Dynamic programming table of (n1+1) x (n2+1) lengths.
     let cells = (n1 + 1).checked_mul(n2 + 1).filter(|&c| c <= (1 << 31));
     let Some(cells) = cells else {
-        x.reply.error("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len");
+        x.reply
+            .error("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len");
         return;
     };
     let mut dp = vec![0u32; cells];
@@ -536,7 +600,7 @@ pub fn lcs_reply(x: &mut Exec, a: &[&[u8]], s1: &[u8], s2: &[u8]) {
     let mut result = vec![0u8; total];
     let mut idx = total;
     let (mut i, mut j) = (n1, n2);
-    let mut matches: Vec<((usize, usize), (usize, usize), usize)> = Vec::new();
+    let mut matches: Vec<LcsMatch> = Vec::new();
     let mut cur: Option<(usize, usize, usize, usize)> = None; // a_start, a_end, b_start, b_end
     let flush = |cur: &mut Option<(usize, usize, usize, usize)>, matches: &mut Vec<_>| {
         if let Some((as_, ae, bs, be)) = cur.take() {

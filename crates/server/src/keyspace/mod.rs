@@ -72,6 +72,8 @@ struct Db {
     table: SegTable<Entry>,
     /// Keys with an expiry.
     volatile: usize,
+    /// Where active expiry continues (a scan position).
+    expire_cursor: u64,
 }
 
 /// Counters kept by the keyspace.
@@ -145,7 +147,14 @@ impl Keyspace {
 
     /// Stores `value` under `key`, with `expiry` deciding the key's TTL. Returns the previous
     /// live value, if any.
-    pub fn put(&mut self, db: usize, key: &[u8], value: Value, expiry: Expiry, now_ms: i64) -> Option<Value> {
+    pub fn put(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        value: Value,
+        expiry: Expiry,
+        now_ms: i64,
+    ) -> Option<Value> {
         let hash = hash_key(key);
         self.expire_if_due(db, hash, key, now_ms);
         let d = &mut self.dbs[db];
@@ -257,7 +266,44 @@ impl Keyspace {
         let n = d.table.len();
         d.table.clear();
         d.volatile = 0;
+        d.expire_cursor = 0;
         n
+    }
+
+    /// One step of active expiry: in every database holding keys with a TTL, examines about
+    /// `chunk` keys from where the previous step stopped and removes those whose time ran
+    /// out. Returns (keys examined, keys removed, true when every such database finished a
+    /// full pass over its keys in this step).
+    pub fn active_expire_step(&mut self, now_ms: i64, chunk: usize) -> (usize, usize, bool) {
+        let (mut examined, mut removed, mut all_wrapped) = (0, 0, true);
+        for d in &mut self.dbs {
+            if d.volatile == 0 {
+                d.expire_cursor = 0;
+                continue;
+            }
+            let mut due: Vec<(u64, Box<[u8]>)> = Vec::new();
+            let next = d.table.scan(d.expire_cursor, chunk, |e| {
+                examined += 1;
+                if e.expired(now_ms) {
+                    due.push((e.hash, e.key.clone()));
+                }
+            });
+            match next {
+                Some(p) => {
+                    d.expire_cursor = p;
+                    all_wrapped = false;
+                }
+                None => d.expire_cursor = 0,
+            }
+            for (hash, key) in due {
+                if d.table.remove(hash, &key).is_some() {
+                    d.volatile -= 1;
+                    removed += 1;
+                }
+            }
+        }
+        self.stats.expired += removed as u64;
+        (examined, removed, all_wrapped)
     }
 
     /// Live keys of `db` (expired ones are removed on the way).
@@ -279,7 +325,14 @@ impl Keyspace {
 
     /// One SCAN step over `db` from `position` (see [`SegTable::scan`]); expired keys are
     /// skipped. Returns the next position, `None` when done.
-    pub fn scan(&mut self, db: usize, position: u64, count: usize, now_ms: i64, mut f: impl FnMut(&Entry)) -> Option<u64> {
+    pub fn scan(
+        &mut self,
+        db: usize,
+        position: u64,
+        count: usize,
+        now_ms: i64,
+        mut f: impl FnMut(&Entry),
+    ) -> Option<u64> {
         self.dbs[db].table.scan(position, count, |e| {
             if !e.expired(now_ms) {
                 f(e)
@@ -315,5 +368,32 @@ mod tests {
         assert!(ks.delete(0, b"a", 1000));
         assert!(!ks.delete(0, b"a", 1000));
         assert_eq!(ks.len(0), 0);
+    }
+
+    #[test]
+    fn active_expiry_removes_only_due_keys() {
+        let mut ks = Keyspace::new(2);
+        for i in 0..20_000 {
+            let expiry = if i % 2 == 0 {
+                Expiry::At(1500)
+            } else {
+                Expiry::Persist
+            };
+            ks.put(i % 2, format!("k{i}").as_bytes(), s("v"), expiry, 1000);
+        }
+        ks.put(0, b"later", s("v"), Expiry::At(9000), 1000);
+        let mut removed = 0;
+        loop {
+            let (_, r, done) = ks.active_expire_step(2000, 1000);
+            removed += r;
+            if done {
+                break;
+            }
+        }
+        assert_eq!(removed, 10_000);
+        assert_eq!(ks.len(0), 1);
+        assert_eq!(ks.len(1), 10_000);
+        assert_eq!(ks.volatile_len(0), 1);
+        assert!(ks.exists(0, b"later", 2000));
     }
 }

@@ -24,7 +24,8 @@ const SEGMENT_MAX: usize = 4096;
 /// worker index.
 pub const SCAN_GRANULE_BITS: u32 = 10;
 
-static HASH_STATE: foldhash::quality::FixedState = foldhash::quality::FixedState::with_seed(0x5ce2_2a11);
+static HASH_STATE: foldhash::quality::FixedState =
+    foldhash::quality::FixedState::with_seed(0x5ce2_2a11);
 
 /// The hash of a key, fixed for the life of the process.
 #[inline]
@@ -115,11 +116,14 @@ impl<T: Keyed> SegTable<T> {
         let hash = entry.hash();
         let s = self.segment_of(hash);
         let seg = &mut self.segments[s];
-        match seg
-            .table
-            .entry(hash, |e| e.hash() == hash && e.key() == entry.key(), |e| e.hash())
-        {
-            hashbrown::hash_table::Entry::Occupied(mut o) => Some(std::mem::replace(o.get_mut(), entry)),
+        match seg.table.entry(
+            hash,
+            |e| e.hash() == hash && e.key() == entry.key(),
+            |e| e.hash(),
+        ) {
+            hashbrown::hash_table::Entry::Occupied(mut o) => {
+                Some(std::mem::replace(o.get_mut(), entry))
+            }
             hashbrown::hash_table::Entry::Vacant(v) => {
                 v.insert(entry);
                 self.len += 1;
