@@ -201,8 +201,10 @@ printf 'server\ttest\tpipeline\trep\trequests\twall_s\trps\tserver_cpu_s\tops_pe
 log "results: $OUT"
 busy=$(sed -n 's/^load before: .*busy \([0-9]*\)%, CPU [0-9]* busy \([0-9]*\)%.*/\1 \2/p' "$OUT/env.txt")
 read -r b0 b1 <<<"$busy"
+BUSY_WARNING=""
 if ((${b0:-0} > 10 || ${b1:-0} > 10)); then
-    log "WARNING: CPUs $SERVER_CPU/$CLIENT_CPU are already ${b0}%/${b1}% busy with other work: results will be noisy"
+    BUSY_WARNING="WARNING: CPUs $SERVER_CPU/$CLIENT_CPU were already ${b0}%/${b1}% busy with other work before the run: ops/s are noisy (ops/CPU-s less so)."
+    log "$BUSY_WARNING"
 fi
 read -r _ STEAL_T0 STEAL0 <<<"$(cpu_sample "$SERVER_CPU")"
 sed 's/^/  /' "$OUT/env.txt" >&2
@@ -341,6 +343,7 @@ have() { [[ " ${SERVER_LIST[*]} " == *" $1 "* ]]; }
     echo "$CLIENTS connections, $DATA_SIZE-byte values, $KEYSPACE random keys; median of $REPEATS run(s) per point."
     echo "ops/CPU-s = requests / server CPU seconds (utime+stime from /proc/PID/stat)."
     echo
+    [[ -n $BUSY_WARNING ]] && echo "**$BUSY_WARNING**" && echo
     echo '```'
     cat "$OUT/env.txt"
     echo '```'
