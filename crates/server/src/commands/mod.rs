@@ -4,6 +4,7 @@
 //! One file per command family: `string.rs`, `keyspace.rs`, `connection.rs`, `server.rs`.
 
 pub mod connection;
+pub mod docs;
 pub mod keyspace;
 pub mod server;
 pub mod string;

@@ -156,26 +156,30 @@ fn write_info(r: &mut Reply, c: &CommandSpec) {
 }
 
 fn write_docs(r: &mut Reply, c: &CommandSpec) {
+    use super::docs;
+
     let subs = !c.subcommands.is_empty();
-    r.map(if subs { 4 } else { 3 });
+    r.map(3 + docs::field_count(c.name) + usize::from(subs));
     r.bulk_str("summary");
     r.bulk_str(c.summary);
     r.bulk_str("since");
     r.bulk_str(c.since);
     r.bulk_str("group");
     r.bulk_str(c.group);
+    docs::write_fields(r, c.name);
     if subs {
         r.bulk_str("subcommands");
         r.map(c.subcommands.len());
         for s in c.subcommands {
             r.bulk_str(s.name);
-            r.map(3);
+            r.map(3 + docs::field_count(s.name));
             r.bulk_str("summary");
             r.bulk_str(s.summary);
             r.bulk_str("since");
-            r.bulk_str(c.since);
+            r.bulk_str(docs::doc_of(s.name).map_or(c.since, |d| d.since));
             r.bulk_str("group");
             r.bulk_str(c.group);
+            docs::write_fields(r, s.name);
         }
     }
 }
