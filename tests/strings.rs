@@ -634,6 +634,7 @@ fn type_command() {
 }
 
 #[test]
+#[ignore = "needs hashes, lists, sets and sorted sets (issue 5)"]
 fn type_of_collections() {
     let (_s, mut r) = start();
     assert_eq!(r.cmd(&["RPUSH", "l", "a"]), int(1));
@@ -784,6 +785,7 @@ fn scan_match_count_type() {
 }
 
 #[test]
+#[ignore = "needs hashes, lists, sets and sorted sets (issue 5)"]
 fn scan_type_filter_with_collections() {
     let (_s, mut r) = start();
     for i in 0..50 {
@@ -808,6 +810,7 @@ fn scan_type_filter_with_collections() {
 
 /// String commands on keys of other types.
 #[test]
+#[ignore = "needs hashes, lists, sets and sorted sets (issue 5)"]
 fn wrongtype_errors_on_string_commands() {
     let (_s, mut r) = start();
     assert_eq!(r.cmd(&["RPUSH", "list", "a"]), int(1));

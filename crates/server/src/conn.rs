@@ -293,6 +293,7 @@ impl Conn {
             AsyncCmd::Flushdb => k::flushdb(self, argv).await,
             AsyncCmd::Flushall => k::flushall(self, argv).await,
             AsyncCmd::Randomkey => k::randomkey(self).await,
+            AsyncCmd::Rename => k::rename_cross(self, argv).await,
             AsyncCmd::Info => sv::info(self, argv).await,
             AsyncCmd::Config => sv::config(self, argv).await,
             AsyncCmd::Client => c::client(self, argv).await,

@@ -226,6 +226,11 @@ struct ClientFilter {
 
 impl ClientFilter {
     fn matches(&self, info: &crate::client::ClientInfo) -> bool {
+        // A killed client is on its way out (its task has not run yet): it is gone for
+        // CLIENT LIST and a second CLIENT KILL, as in Redis, which frees it at once.
+        if info.killed.get() {
+            return false;
+        }
         if let Some(ids) = &self.ids {
             if !ids.contains(&info.id) {
                 return false;

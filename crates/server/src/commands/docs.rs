@@ -815,7 +815,26 @@ pub static DOCS: &[Doc] = &[
             string("command"),
             string("arg").optional().multiple(),
         ]),
+    doc("command|getkeysandflags", "7.0.0", "O(N) where N is the number of arguments to the command")
+        .args(&[
+            string("command"),
+            string("arg").optional().multiple(),
+        ]),
     doc("command|help", "5.0.0", "O(1)"),
+    doc("function", "7.0.0", "Depends on subcommand."),
+    doc("function|flush", "7.0.0", "O(N) where N is the number of functions deleted")
+        .args(&[
+            oneof("flush-type", &[
+                pure("async", "ASYNC"),
+                pure("sync", "SYNC"),
+            ]).optional(),
+        ]),
+    doc("function|list", "7.0.0", "O(N) where N is the number of functions")
+        .args(&[
+            pattern("library-name-pattern").token("LIBRARYNAME").optional(),
+            pure("withcode", "WITHCODE").optional(),
+        ]),
+    doc("function|help", "7.0.0", "O(1)"),
     doc("config", "2.0.0", "Depends on subcommand."),
     doc("config|get", "2.0.0", "O(N) when N is the number of configuration parameters provided")
         .history(&[
@@ -872,7 +891,7 @@ mod tests {
 
     /// Commands whose arity allows arguments but that Redis documents without any: containers
     /// (documented through their subcommands) and QUIT (it ignores its arguments).
-    const NO_ARGUMENTS: &[&str] = &["client", "config", "command", "debug", "quit"];
+    const NO_ARGUMENTS: &[&str] = &["client", "config", "command", "debug", "function", "quit"];
 
     fn check_args(cmd: &str, args: &[Arg]) {
         for a in args {

@@ -6,6 +6,7 @@ use super::{is, parse_i64, Exec};
 use crate::conn::Conn;
 use crate::glob::glob_match;
 use crate::keyspace::table::SCAN_GRANULE_BITS;
+use crate::keyspace::Expiry;
 use crate::reply::errors::*;
 
 /// DEL / UNLINK key [key ...] (keys on this worker)
@@ -24,6 +25,100 @@ pub fn exists(x: &mut Exec, a: &[&[u8]]) {
         .filter(|k| x.ks.exists(x.db, k, x.now_ms))
         .count();
     x.reply.int(n as i64);
+}
+
+fn rename_common(x: &mut Exec, a: &[&[u8]], nx: bool) {
+    let Some(e) = x.ks.peek(x.db, a[1], x.now_ms) else {
+        x.reply.error("ERR no such key");
+        return;
+    };
+    if a[1] == a[2] {
+        if nx {
+            x.reply.int(0);
+        } else {
+            x.reply.ok();
+        }
+        return;
+    }
+    let (value, at) = (e.value.clone(), e.expire_at_ms);
+    if nx && x.ks.exists(x.db, a[2], x.now_ms) {
+        x.reply.int(0);
+        return;
+    }
+    x.ks.delete(x.db, a[1], x.now_ms);
+    let expiry = if at == 0 {
+        Expiry::Persist
+    } else {
+        Expiry::At(at)
+    };
+    x.ks.put(x.db, a[2], value, expiry, x.now_ms);
+    if nx {
+        x.reply.int(1);
+    } else {
+        x.reply.ok();
+    }
+}
+
+/// RENAME key newkey (both keys on this worker)
+pub fn rename(x: &mut Exec, a: &[&[u8]]) {
+    rename_common(x, a, false);
+}
+
+/// RENAMENX key newkey (both keys on this worker)
+pub fn renamenx(x: &mut Exec, a: &[&[u8]]) {
+    rename_common(x, a, true);
+}
+
+/// RENAME / RENAMENX with the keys on two workers: the value and its TTL move from the
+/// source's worker to the destination's. Not atomic for observers of both keys at once.
+pub async fn rename_cross(c: &mut Conn, a: &[&[u8]]) {
+    let nx = is(a[0], "renamenx");
+    let (db, now) = (c.db, c.now_ms);
+    let (src, dst) = (a[1].to_vec(), a[2].to_vec());
+    let workers = c.shared.workers;
+    let (ws, wd) = (
+        crate::slot::owner(&src, workers),
+        crate::slot::owner(&dst, workers),
+    );
+    let probe = src.clone();
+    let exists = c.on(ws, move |s| s.keyspace.exists(db, &probe, now)).await;
+    if !exists {
+        c.reply.error("ERR no such key");
+        return;
+    }
+    if nx {
+        let probe = dst.clone();
+        if c.on(wd, move |s| s.keyspace.exists(db, &probe, now)).await {
+            c.reply.int(0);
+            return;
+        }
+    }
+    let taken = c
+        .on(ws, move |s| {
+            let e = s.keyspace.peek(db, &src, now)?;
+            let out = (e.value.clone(), e.expire_at_ms);
+            s.keyspace.delete(db, &src, now);
+            Some(out)
+        })
+        .await;
+    let Some((value, at)) = taken else {
+        c.reply.error("ERR no such key");
+        return;
+    };
+    c.on(wd, move |s| {
+        let expiry = if at == 0 {
+            Expiry::Persist
+        } else {
+            Expiry::At(at)
+        };
+        s.keyspace.put(db, &dst, value, expiry, now);
+    })
+    .await;
+    if nx {
+        c.reply.int(1);
+    } else {
+        c.reply.ok();
+    }
 }
 
 /// TYPE key

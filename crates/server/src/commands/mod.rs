@@ -53,6 +53,8 @@ pub enum AsyncCmd {
     Config,
     /// RANDOMKEY.
     Randomkey,
+    /// RENAME / RENAMENX with the two keys on different workers.
+    Rename,
 }
 
 /// How a command runs.
@@ -291,6 +293,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("type", 2, RF, K1, "generic", "1.0.0", "Determines the type of value stored at a key.", A_KS_RF, keyed(k::type_)),
     spec("keys", 2, &["readonly"], NOKEY, "generic", "1.0.0", "Returns all key names that match a pattern.", &["@keyspace", "@read", "@slow", "@dangerous"], Handler::Async(AsyncCmd::Keys)),
     spec("scan", -2, &["readonly"], NOKEY, "generic", "2.8.0", "Iterates over the key names in the database.", &["@keyspace", "@read", "@slow"], Handler::Async(AsyncCmd::Scan)),
+    spec("rename", 3, WDEL, (1, 2, 1), "generic", "1.0.0", "Renames a key and overwrites the destination.", A_KS_W, keyed_x(k::rename, AsyncCmd::Rename)),
+    spec("renamenx", 3, WDELF, (1, 2, 1), "generic", "1.0.0", "Renames a key only when the target key name doesn't exist.", A_KS_W, keyed_x(k::renamenx, AsyncCmd::Rename)),
     spec("randomkey", 1, &["readonly"], NOKEY, "generic", "1.0.0", "Returns a random key name from the database.", &["@keyspace", "@read", "@slow"], Handler::Async(AsyncCmd::Randomkey)),
     spec("ttl", 2, RF, K1, "generic", "1.0.0", "Returns the expiration time in seconds of a key.", A_KS_RF, keyed(k::ttl)),
     spec("pttl", 2, RF, K1, "generic", "2.6.0", "Returns the expiration time in milliseconds of a key.", A_KS_RF, keyed(k::pttl)),
@@ -324,6 +328,10 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         subcommands: CONFIG_SUBS,
         ..spec("config", -2, &[], NOKEY, "server", "2.0.0", "A container for server configuration commands.", &["@slow"], Handler::Async(AsyncCmd::Config))
+    },
+    CommandSpec {
+        subcommands: FUNCTION_SUBS,
+        ..spec("function", -2, &[], NOKEY, "scripting", "7.0.0", "A container for function commands.", &["@slow"], Handler::Conn(sv::function))
     },
     spec("info", -1, &["loading", "stale"], NOKEY, "server", "1.0.0", "Returns information and statistics about the server.", &["@slow", "@dangerous"], Handler::Async(AsyncCmd::Info)),
     spec("time", 1, &["loading", "stale", "fast"], NOKEY, "server", "2.6.0", "Returns the server time.", &["@fast"], Handler::Conn(sv::time)),
@@ -431,12 +439,40 @@ pub static COMMAND_SUBS: &[SubSpec] = &[
     },
     SubSpec {
         name: "command|getkeys",
-        arity: -3,
+        arity: -4,
         flags: &["loading", "stale"],
         summary: "Extracts the key names from an arbitrary command.",
     },
     SubSpec {
+        name: "command|getkeysandflags",
+        arity: -4,
+        flags: &["loading", "stale"],
+        summary: "Extracts the key names and access flags for an arbitrary command.",
+    },
+    SubSpec {
         name: "command|help",
+        arity: 2,
+        flags: &["loading", "stale"],
+        summary: "Returns helpful text about the different subcommands.",
+    },
+];
+
+/// FUNCTION's subcommands (Skerry has no scripting yet: there are never any libraries).
+pub static FUNCTION_SUBS: &[SubSpec] = &[
+    SubSpec {
+        name: "function|flush",
+        arity: -2,
+        flags: &["write", "noscript"],
+        summary: "Deletes all libraries and functions.",
+    },
+    SubSpec {
+        name: "function|list",
+        arity: -2,
+        flags: &["noscript"],
+        summary: "Returns information about all libraries.",
+    },
+    SubSpec {
+        name: "function|help",
         arity: 2,
         flags: &["loading", "stale"],
         summary: "Returns helpful text about the different subcommands.",
