@@ -20,7 +20,8 @@ static int parse_ld(const char *s, size_t len, long double *out) {
     buf[len] = '\0';
     errno = 0;
     v = strtold(buf, &end);
-    if (isspace((unsigned char)buf[0]) || end[0] != '\0' ||
+    /* end must reach the full length: "1\0" + "2" is not a number (Redis 7.0.15). */
+    if (isspace((unsigned char)buf[0]) || end != buf + len ||
         (errno == ERANGE && (v == HUGE_VALL || v == -HUGE_VALL || fpclassify(v) == FP_ZERO)) ||
         errno == EINVAL || isnan(v))
         return 0;

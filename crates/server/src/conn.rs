@@ -294,6 +294,7 @@ impl Conn {
             AsyncCmd::Flushall => k::flushall(self, argv).await,
             AsyncCmd::Randomkey => k::randomkey(self).await,
             AsyncCmd::Rename => k::rename_cross(self, argv).await,
+            AsyncCmd::Copy => k::copy_cross(self, argv).await,
             AsyncCmd::Info => sv::info(self, argv).await,
             AsyncCmd::Config => sv::config(self, argv).await,
             AsyncCmd::Client => c::client(self, argv).await,

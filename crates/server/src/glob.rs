@@ -7,6 +7,11 @@
 /// O(pattern × text) even for patterns such as `*a*a*a*b` that make a recursive matcher
 /// exponential.
 pub fn glob_match(pattern: &[u8], text: &[u8], nocase: bool) -> bool {
+    // Redis's matcher recurses once per '*' and gives up (no match) past 1000 levels; a
+    // pattern with more than 1000 '*' groups before its end therefore never matches there.
+    if star_groups_before_end(pattern) > 1000 {
+        return false;
+    }
     let (mut p, mut t) = (0usize, 0usize);
     // Where to resume after the last '*': (pattern index after the star, text index).
     let mut star: Option<(usize, usize)> = None;
@@ -46,6 +51,39 @@ pub fn glob_match(pattern: &[u8], text: &[u8], nocase: bool) -> bool {
         p += 1;
     }
     p == pattern.len()
+}
+
+/// Number of runs of '*' that are not at the very end of the pattern (escaped stars and
+/// stars inside classes do not count).
+fn star_groups_before_end(pattern: &[u8]) -> usize {
+    let (mut groups, mut i, mut prev_star) = (0usize, 0usize, false);
+    let mut in_class = false;
+    while i < pattern.len() {
+        let c = pattern[i];
+        if c == b'\\' {
+            i += 2;
+            prev_star = false;
+            continue;
+        }
+        if in_class {
+            in_class = c != b']';
+        } else if c == b'[' {
+            in_class = true;
+        } else if c == b'*' {
+            if !prev_star {
+                let rest_all_stars = pattern[i..].iter().all(|&x| x == b'*');
+                if !rest_all_stars {
+                    groups += 1;
+                }
+            }
+            prev_star = true;
+            i += 1;
+            continue;
+        }
+        prev_star = false;
+        i += 1;
+    }
+    groups
 }
 
 fn eq(a: u8, b: u8, nocase: bool) -> bool {
@@ -142,6 +180,19 @@ mod tests {
         let started = std::time::Instant::now();
         assert!(!m(&p, &t, false));
         assert!(started.elapsed() < std::time::Duration::from_secs(1));
+    }
+
+    #[test]
+    fn nesting_limit_as_redis() {
+        let text = vec![b'a'; 2000];
+        let p1000 = b"*?".repeat(1000);
+        let p1001 = b"*?".repeat(1001);
+        assert!(m(&p1000, &text, false));
+        assert!(
+            !m(&p1001, &text, false),
+            "over 1000 star levels never match, as in Redis"
+        );
+        assert!(!m(&b"a*".repeat(1500), &[b'a'; 1500], false));
     }
 
     #[test]

@@ -68,6 +68,7 @@ mod tests {
         assert_eq!(add(Some(b"abc"), b"1"), Err(LdError::BaseNotFloat));
         assert_eq!(add(Some(b"1"), b" 1"), Err(LdError::IncrNotFloat));
         assert_eq!(add(Some(b"1"), b"nan"), Err(LdError::IncrNotFloat));
+        assert_eq!(add(Some(b"1\x002"), b"1"), Err(LdError::BaseNotFloat));
         assert_eq!(add(Some(b"1e4932"), b"1e4932"), Err(LdError::NotFinite));
     }
 }

@@ -548,6 +548,18 @@ pub static DOCS: &[Doc] = &[
             integer("count").token("COUNT").optional(),
             string("type").token("TYPE").since("6.0.0").optional(),
         ]),
+    doc("copy", "6.2.0", "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.")
+        .args(&[
+            key("source", 0),
+            key("destination", 1),
+            integer("destination-db").token("DB").optional(),
+            pure("replace", "REPLACE").optional(),
+        ]),
+    doc("move", "1.0.0", "O(1)")
+        .args(&[
+            key("key", 0),
+            integer("db"),
+        ]),
     doc("rename", "1.0.0", "O(1)")
         .args(&[
             key("key", 0),

@@ -121,6 +121,142 @@ pub async fn rename_cross(c: &mut Conn, a: &[&[u8]]) {
     }
 }
 
+/// Parses a database index argument; replies with Redis's error when it is not valid.
+fn parse_db(reply: &mut crate::reply::Reply, arg: &[u8], databases: usize) -> Option<usize> {
+    match parse_i64(arg) {
+        None => {
+            reply.error(NOT_INT);
+            None
+        }
+        Some(n) if n < 0 || n as usize >= databases => {
+            reply.error("ERR DB index is out of range");
+            None
+        }
+        Some(n) => Some(n as usize),
+    }
+}
+
+/// Options of COPY: (destination database, replace).
+fn copy_opts(
+    reply: &mut crate::reply::Reply,
+    a: &[&[u8]],
+    db: usize,
+    databases: usize,
+) -> Option<(usize, bool)> {
+    let (mut dst_db, mut replace) = (db, false);
+    let mut i = 3;
+    while i < a.len() {
+        if is(a[i], "replace") {
+            replace = true;
+        } else if is(a[i], "db") && i + 1 < a.len() {
+            dst_db = parse_db(reply, a[i + 1], databases)?;
+            i += 1;
+        } else {
+            reply.error(SYNTAX);
+            return None;
+        }
+        i += 1;
+    }
+    if dst_db == db && a[1] == a[2] {
+        reply.error("ERR source and destination objects are the same");
+        return None;
+    }
+    Some((dst_db, replace))
+}
+
+/// COPY source destination [DB destination-db] [REPLACE] (both keys on this worker)
+pub fn copy(x: &mut Exec, a: &[&[u8]]) {
+    let Some((dst_db, replace)) = copy_opts(x.reply, a, x.db, x.ks.databases()) else {
+        return;
+    };
+    let Some(e) = x.ks.peek(x.db, a[1], x.now_ms) else {
+        x.reply.int(0);
+        return;
+    };
+    let (value, at) = (e.value.clone(), e.expire_at_ms);
+    if !replace && x.ks.exists(dst_db, a[2], x.now_ms) {
+        x.reply.int(0);
+        return;
+    }
+    let expiry = if at == 0 {
+        Expiry::Persist
+    } else {
+        Expiry::At(at)
+    };
+    x.ks.put(dst_db, a[2], value, expiry, x.now_ms);
+    x.reply.int(1);
+}
+
+/// COPY with the two keys on different workers.
+pub async fn copy_cross(c: &mut Conn, a: &[&[u8]]) {
+    let databases = c.shared.config.get_i64("databases") as usize;
+    let Some((dst_db, replace)) = copy_opts(&mut c.reply, a, c.db, databases) else {
+        return;
+    };
+    let (db, now) = (c.db, c.now_ms);
+    let (src, dst) = (a[1].to_vec(), a[2].to_vec());
+    let workers = c.shared.workers;
+    let (ws, wd) = (
+        crate::slot::owner(&src, workers),
+        crate::slot::owner(&dst, workers),
+    );
+    let found = c
+        .on(ws, move |s| {
+            s.keyspace
+                .peek(db, &src, now)
+                .map(|e| (e.value.clone(), e.expire_at_ms))
+        })
+        .await;
+    let Some((value, at)) = found else {
+        c.reply.int(0);
+        return;
+    };
+    let copied = c
+        .on(wd, move |s| {
+            if !replace && s.keyspace.exists(dst_db, &dst, now) {
+                return false;
+            }
+            let expiry = if at == 0 {
+                Expiry::Persist
+            } else {
+                Expiry::At(at)
+            };
+            s.keyspace.put(dst_db, &dst, value, expiry, now);
+            true
+        })
+        .await;
+    c.reply.int(copied as i64);
+}
+
+/// MOVE key db
+pub fn move_(x: &mut Exec, a: &[&[u8]]) {
+    let Some(dst_db) = parse_db(x.reply, a[2], x.ks.databases()) else {
+        return;
+    };
+    if dst_db == x.db {
+        x.reply
+            .error("ERR source and destination objects are the same");
+        return;
+    }
+    let Some(e) = x.ks.peek(x.db, a[1], x.now_ms) else {
+        x.reply.int(0);
+        return;
+    };
+    let (value, at) = (e.value.clone(), e.expire_at_ms);
+    if x.ks.exists(dst_db, a[1], x.now_ms) {
+        x.reply.int(0);
+        return;
+    }
+    x.ks.delete(x.db, a[1], x.now_ms);
+    let expiry = if at == 0 {
+        Expiry::Persist
+    } else {
+        Expiry::At(at)
+    };
+    x.ks.put(dst_db, a[1], value, expiry, x.now_ms);
+    x.reply.int(1);
+}
+
 /// TYPE key
 pub fn type_(x: &mut Exec, a: &[&[u8]]) {
     let t =

@@ -55,6 +55,8 @@ pub enum AsyncCmd {
     Randomkey,
     /// RENAME / RENAMENX with the two keys on different workers.
     Rename,
+    /// COPY with the two keys on different workers.
+    Copy,
 }
 
 /// How a command runs.
@@ -295,6 +297,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("scan", -2, &["readonly"], NOKEY, "generic", "2.8.0", "Iterates over the key names in the database.", &["@keyspace", "@read", "@slow"], Handler::Async(AsyncCmd::Scan)),
     spec("rename", 3, WDEL, (1, 2, 1), "generic", "1.0.0", "Renames a key and overwrites the destination.", A_KS_W, keyed_x(k::rename, AsyncCmd::Rename)),
     spec("renamenx", 3, WDELF, (1, 2, 1), "generic", "1.0.0", "Renames a key only when the target key name doesn't exist.", A_KS_W, keyed_x(k::renamenx, AsyncCmd::Rename)),
+    spec("copy", -3, W, (1, 2, 1), "generic", "6.2.0", "Copies the value of a key to a new key.", A_KS_W, keyed_x(k::copy, AsyncCmd::Copy)),
+    spec("move", 3, WF, K1, "generic", "1.0.0", "Moves a key to another database.", A_KS_W, keyed(k::move_)),
     spec("randomkey", 1, &["readonly"], NOKEY, "generic", "1.0.0", "Returns a random key name from the database.", &["@keyspace", "@read", "@slow"], Handler::Async(AsyncCmd::Randomkey)),
     spec("ttl", 2, RF, K1, "generic", "1.0.0", "Returns the expiration time in seconds of a key.", A_KS_RF, keyed(k::ttl)),
     spec("pttl", 2, RF, K1, "generic", "2.6.0", "Returns the expiration time in milliseconds of a key.", A_KS_RF, keyed(k::pttl)),
