@@ -1,0 +1,304 @@
+//! [`AlignedBuf`]: a heap buffer whose memory is aligned for `O_DIRECT` I/O.
+//!
+//! compio's drivers take ownership of a buffer for the duration of an operation
+//! and trust its [`IoBuf`] / [`IoBufMut`] / [`SetLen`] implementations for
+//! pointers and lengths, so this module is written and tested as unsafe code.
+//!
+//! The whole allocation is zero-initialised when it is made (`alloc_zeroed`),
+//! so every byte of the capacity is always initialised: the length is only a
+//! logical marker and can be changed safely with [`AlignedBuf::set_len_bytes`].
+
+use std::alloc::{self, Layout};
+use std::fmt;
+use std::mem::MaybeUninit;
+use std::ops::{Deref, DerefMut};
+use std::ptr::NonNull;
+
+use compio::buf::{IoBuf, IoBufMut, SetLen};
+
+/// Smallest alignment an [`AlignedBuf`] accepts (one 512-byte sector).
+pub const MIN_ALIGN_BYTES: usize = 512;
+
+/// A fixed-capacity heap buffer aligned to a power of two (at least 512 bytes),
+/// usable as the owned buffer of compio `O_DIRECT` reads and writes.
+///
+/// Invariants: `ptr` points to an allocation of `capacity_bytes` bytes with
+/// alignment `align_bytes`, all of them initialised; `len_bytes <=
+/// capacity_bytes`; `capacity_bytes` is a non-zero multiple of `align_bytes`.
+pub struct AlignedBuf {
+    ptr: NonNull<u8>,
+    len_bytes: usize,
+    capacity_bytes: usize,
+    align_bytes: usize,
+}
+
+// SAFETY: `AlignedBuf` owns its allocation exclusively (like `Vec<u8>`); the raw
+// pointer is never shared with another owner, so moving it to another thread or
+// sharing `&AlignedBuf` (which only hands out `&[u8]`) is sound.
+unsafe impl Send for AlignedBuf {}
+// SAFETY: see `Send` above; `&AlignedBuf` gives read-only access.
+unsafe impl Sync for AlignedBuf {}
+
+impl AlignedBuf {
+    /// Allocates a zeroed buffer of `capacity_bytes` with memory aligned to
+    /// `align_bytes`; its length starts at 0.
+    ///
+    /// # Panics
+    /// If `align_bytes` is not a power of two of at least [`MIN_ALIGN_BYTES`], if
+    /// `capacity_bytes` is zero or not a multiple of `align_bytes`, or if the
+    /// allocation fails (via [`alloc::handle_alloc_error`]).
+    pub fn new(capacity_bytes: usize, align_bytes: usize) -> Self {
+        assert!(
+            align_bytes.is_power_of_two() && align_bytes >= MIN_ALIGN_BYTES,
+            "alignment must be a power of two >= {MIN_ALIGN_BYTES}, got {align_bytes}"
+        );
+        assert!(
+            capacity_bytes > 0 && capacity_bytes.is_multiple_of(align_bytes),
+            "capacity {capacity_bytes} must be a non-zero multiple of the alignment {align_bytes}"
+        );
+        let layout = Layout::from_size_align(capacity_bytes, align_bytes)
+            .expect("capacity too large for the alignment");
+        // SAFETY: `layout` has a non-zero size (checked above).
+        let raw = unsafe { alloc::alloc_zeroed(layout) };
+        let Some(ptr) = NonNull::new(raw) else {
+            alloc::handle_alloc_error(layout)
+        };
+        Self {
+            ptr,
+            len_bytes: 0,
+            capacity_bytes,
+            align_bytes,
+        }
+    }
+
+    /// Allocates a zeroed buffer like [`AlignedBuf::new`] whose length is its
+    /// full capacity (ready to be read into or filled and written).
+    pub fn zeroed(capacity_bytes: usize, align_bytes: usize) -> Self {
+        let mut buf = Self::new(capacity_bytes, align_bytes);
+        buf.len_bytes = capacity_bytes;
+        buf
+    }
+
+    /// Memory alignment of the buffer, in bytes.
+    pub fn align_bytes(&self) -> usize {
+        self.align_bytes
+    }
+
+    /// Capacity of the buffer, in bytes.
+    pub fn capacity_bytes(&self) -> usize {
+        self.capacity_bytes
+    }
+
+    /// Length (the bytes a write sends, or the bytes a read asks for), in bytes.
+    pub fn len_bytes(&self) -> usize {
+        self.len_bytes
+    }
+
+    /// True when the length is zero.
+    pub fn is_empty(&self) -> bool {
+        self.len_bytes == 0
+    }
+
+    /// Sets the length. Bytes between the old and the new length keep whatever
+    /// they held before (zero for never-written bytes).
+    ///
+    /// # Panics
+    /// If `len_bytes` exceeds the capacity.
+    pub fn set_len_bytes(&mut self, len_bytes: usize) {
+        assert!(
+            len_bytes <= self.capacity_bytes,
+            "length {len_bytes} exceeds capacity {}",
+            self.capacity_bytes
+        );
+        self.len_bytes = len_bytes;
+    }
+
+    /// Sets the length to 0 (the bytes are kept).
+    pub fn clear(&mut self) {
+        self.len_bytes = 0;
+    }
+
+    /// Appends `src` after the current length.
+    ///
+    /// # Panics
+    /// If the bytes do not fit in the capacity.
+    pub fn extend_from_slice(&mut self, src: &[u8]) {
+        let end = self
+            .len_bytes
+            .checked_add(src.len())
+            .filter(|&end| end <= self.capacity_bytes)
+            .expect("AlignedBuf capacity exceeded");
+        let start = self.len_bytes;
+        self.len_bytes = end;
+        self.as_mut_slice()[start..end].copy_from_slice(src);
+    }
+
+    /// The initialised bytes up to the length.
+    pub fn as_slice(&self) -> &[u8] {
+        &self.full()[..self.len_bytes]
+    }
+
+    /// The bytes up to the length, mutable.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        let len = self.len_bytes;
+        &mut self.full_mut()[..len]
+    }
+
+    /// The whole capacity (all bytes are initialised).
+    pub fn full(&self) -> &[u8] {
+        // SAFETY: `ptr` is valid for reads of `capacity_bytes` initialised bytes
+        // (zeroed at allocation, only ever written with initialised bytes) for
+        // as long as `self` lives; the returned borrow is tied to `&self`.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.capacity_bytes) }
+    }
+
+    /// The whole capacity, mutable (all bytes are initialised).
+    pub fn full_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `full`, and `&mut self` guarantees exclusive access.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.capacity_bytes) }
+    }
+}
+
+impl Drop for AlignedBuf {
+    fn drop(&mut self) {
+        // SAFETY: the allocation was made in `new` with exactly this layout
+        // (validated there) and is freed only here, once.
+        unsafe {
+            let layout = Layout::from_size_align_unchecked(self.capacity_bytes, self.align_bytes);
+            alloc::dealloc(self.ptr.as_ptr(), layout);
+        }
+    }
+}
+
+impl Deref for AlignedBuf {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+impl DerefMut for AlignedBuf {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        self.as_mut_slice()
+    }
+}
+
+impl fmt::Debug for AlignedBuf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AlignedBuf")
+            .field("len_bytes", &self.len_bytes)
+            .field("capacity_bytes", &self.capacity_bytes)
+            .field("align_bytes", &self.align_bytes)
+            .finish()
+    }
+}
+
+impl IoBuf for AlignedBuf {
+    fn as_init(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+impl SetLen for AlignedBuf {
+    unsafe fn set_len(&mut self, len: usize) {
+        // The trait's contract (len <= capacity) is checked anyway: every byte of
+        // the capacity is initialised, so any length within it is sound.
+        self.set_len_bytes(len);
+    }
+}
+
+impl IoBufMut for AlignedBuf {
+    fn as_uninit(&mut self) -> &mut [MaybeUninit<u8>] {
+        // SAFETY: `ptr` is valid for `capacity_bytes` bytes and exclusively
+        // borrowed through `&mut self`; `MaybeUninit<u8>` has the layout of
+        // `u8`. Callers may only write initialised bytes through it (they cannot
+        // de-initialise memory through a `&mut [MaybeUninit<u8>]` in safe code
+        // and the kernel writes plain bytes), so the all-initialised invariant
+        // holds.
+        unsafe {
+            std::slice::from_raw_parts_mut(
+                self.ptr.as_ptr().cast::<MaybeUninit<u8>>(),
+                self.capacity_bytes,
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use compio::buf::IntoInner;
+
+    #[test]
+    fn alignment_and_zeroing() {
+        for align in [512usize, 4096, 65536] {
+            let buf = AlignedBuf::zeroed(align * 3, align);
+            assert_eq!(buf.as_ptr() as usize % align, 0);
+            assert_eq!(buf.len_bytes(), align * 3);
+            assert!(buf.iter().all(|&b| b == 0));
+            assert_eq!(IoBuf::buf_ptr(&buf) as usize % align, 0);
+        }
+    }
+
+    #[test]
+    fn io_buf_traits() {
+        let mut buf = AlignedBuf::new(1024, 512);
+        assert_eq!(buf.buf_len(), 0);
+        assert_eq!(buf.buf_capacity(), 1024);
+        assert!(IoBuf::is_empty(&buf));
+        buf.extend_from_slice(b"hello");
+        assert_eq!(buf.as_init(), b"hello");
+        assert_eq!(buf.as_uninit().len(), 1024);
+        // SAFETY: 700 <= capacity; all bytes are initialised.
+        unsafe { SetLen::set_len(&mut buf, 700) };
+        assert_eq!(buf.len_bytes(), 700);
+        assert_eq!(&buf[..5], b"hello");
+        assert!(buf[5..].iter().all(|&b| b == 0));
+        // advance_to never shrinks.
+        // SAFETY: as above.
+        unsafe { buf.advance_to(10) };
+        assert_eq!(buf.len_bytes(), 700);
+        // A compio slice of the buffer sees the right range and hands it back.
+        let slice = buf.slice(512..);
+        assert_eq!(slice.as_init().len(), 188);
+        let buf = slice.into_inner();
+        assert_eq!(buf.len_bytes(), 700);
+    }
+
+    #[test]
+    fn writes_through_uninit_are_visible() {
+        let mut buf = AlignedBuf::new(512, 512);
+        buf.as_uninit()[100] = MaybeUninit::new(7);
+        buf.set_len_bytes(512);
+        assert_eq!(buf[100], 7);
+        buf.clear();
+        assert!(buf.is_empty());
+        assert_eq!(buf.full()[100], 7);
+    }
+
+    #[test]
+    #[should_panic(expected = "exceeds capacity")]
+    fn set_len_past_capacity_panics() {
+        let mut buf = AlignedBuf::new(512, 512);
+        buf.set_len_bytes(513);
+    }
+
+    #[test]
+    #[should_panic(expected = "multiple of the alignment")]
+    fn capacity_must_be_aligned() {
+        let _ = AlignedBuf::new(1000, 512);
+    }
+
+    #[test]
+    #[should_panic(expected = "power of two")]
+    fn alignment_must_be_power_of_two() {
+        let _ = AlignedBuf::new(3072, 1536);
+    }
+
+    #[test]
+    #[should_panic(expected = "capacity exceeded")]
+    fn extend_past_capacity_panics() {
+        let mut buf = AlignedBuf::new(512, 512);
+        buf.extend_from_slice(&[1; 600]);
+    }
+}

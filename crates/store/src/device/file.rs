@@ -1,0 +1,265 @@
+//! The `O_DIRECT` file / block device, read and written through the current
+//! compio runtime's io_uring.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+use std::path::{Path, PathBuf};
+
+use compio::buf::{IntoInner, IoBuf};
+use compio::fs::{File, OpenOptions};
+use compio::io::{AsyncReadAt, AsyncWriteAt};
+use compio::BufResult;
+
+use super::{assert_io_ok, Device};
+use crate::aligned::{AlignedBuf, MIN_ALIGN_BYTES};
+
+/// Alignment assumed when the kernel or file system does not report one.
+const FALLBACK_ALIGN_BYTES: usize = 4096;
+
+/// A preallocated data file or a raw block device opened with
+/// `O_RDWR | O_DIRECT | O_CLOEXEC`.
+///
+/// All I/O is submitted to the io_uring of the compio runtime that runs the
+/// calling task; a handle is used from one worker thread (open one handle per
+/// worker). `sync` is `fdatasync` through the ring.
+#[derive(Debug)]
+pub struct FileDevice {
+    file: File,
+    path: PathBuf,
+    size_bytes: u64,
+    align_bytes: usize,
+    is_block_device: bool,
+}
+
+impl FileDevice {
+    /// Opens an existing data file or block device. Its usable size is its
+    /// length rounded down to the direct-I/O alignment.
+    pub async fn open(path: impl AsRef<Path>) -> io::Result<Self> {
+        let path = path.as_ref();
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_DIRECT | libc::O_CLOEXEC)
+            .open(path)
+            .await
+            .map_err(|e| annotate(e, "cannot open", path))?;
+        Self::from_file(file, path)
+    }
+
+    /// Opens a data file, creating it if absent, and preallocates it
+    /// (`fallocate`) to at least `size_bytes` (an existing longer file is not
+    /// shrunk). A block device is opened as it is and `size_bytes` is ignored.
+    pub async fn open_or_create(path: impl AsRef<Path>, size_bytes: u64) -> io::Result<Self> {
+        let path = path.as_ref();
+        let existed = path.exists();
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .custom_flags(libc::O_DIRECT | libc::O_CLOEXEC)
+            .open(path)
+            .await
+            .map_err(|e| annotate(e, "cannot open or create", path))?;
+        let info = probe(file.as_raw_fd()).map_err(|e| annotate(e, "cannot stat", path))?;
+        if !info.is_block_device && info.len_bytes < size_bytes {
+            preallocate(file.as_raw_fd(), size_bytes)
+                .map_err(|e| annotate(e, "cannot preallocate", path))?;
+            file.sync_all().await?;
+        }
+        if !existed {
+            // Make the new directory entry durable too.
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::File::open(dir)?.sync_all()?;
+            }
+        }
+        Self::from_file(file, path)
+    }
+
+    fn from_file(file: File, path: &Path) -> io::Result<Self> {
+        let info = probe(file.as_raw_fd()).map_err(|e| annotate(e, "cannot stat", path))?;
+        let align = info.align_bytes as u64;
+        Ok(Self {
+            file,
+            path: path.to_path_buf(),
+            size_bytes: info.len_bytes / align * align,
+            align_bytes: info.align_bytes,
+            is_block_device: info.is_block_device,
+        })
+    }
+
+    /// The path this device was opened from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// True for a raw block device, false for a regular data file.
+    pub fn is_block_device(&self) -> bool {
+        self.is_block_device
+    }
+}
+
+impl Device for FileDevice {
+    fn size_bytes(&self) -> u64 {
+        self.size_bytes
+    }
+
+    fn align_bytes(&self) -> usize {
+        self.align_bytes
+    }
+
+    async fn read_at(
+        &self,
+        mut buf: AlignedBuf,
+        offset_bytes: u64,
+    ) -> BufResult<usize, AlignedBuf> {
+        assert_io_ok(self.size_bytes, self.align_bytes, &buf, offset_bytes);
+        let len = buf.len_bytes();
+        let mut done = 0usize;
+        while done < len {
+            // The slice exposes buf[done..len]; the driver reads into it from its
+            // start and never changes `buf`'s length (it only grows a length
+            // past the slice's, which a read of at most `len - done` cannot).
+            let slice = buf.slice(done..len);
+            let BufResult(res, slice) = self.file.read_at(slice, offset_bytes + done as u64).await;
+            buf = slice.into_inner();
+            match res {
+                Ok(0) => {
+                    let err = io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        format!(
+                            "{}: end of file at offset {} (device size {})",
+                            self.path.display(),
+                            offset_bytes + done as u64,
+                            self.size_bytes
+                        ),
+                    );
+                    return BufResult(Err(err), buf);
+                }
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return BufResult(Err(e), buf),
+            }
+        }
+        debug_assert_eq!(buf.len_bytes(), len);
+        BufResult(Ok(len), buf)
+    }
+
+    async fn write_at(
+        &self,
+        mut buf: AlignedBuf,
+        offset_bytes: u64,
+    ) -> BufResult<usize, AlignedBuf> {
+        assert_io_ok(self.size_bytes, self.align_bytes, &buf, offset_bytes);
+        let len = buf.len_bytes();
+        let mut done = 0usize;
+        let mut file = &self.file;
+        while done < len {
+            let slice = buf.slice(done..len);
+            let BufResult(res, slice) = file.write_at(slice, offset_bytes + done as u64).await;
+            buf = slice.into_inner();
+            match res {
+                Ok(0) => {
+                    let err = io::Error::new(io::ErrorKind::WriteZero, "device accepted no bytes");
+                    return BufResult(Err(err), buf);
+                }
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return BufResult(Err(e), buf),
+            }
+        }
+        BufResult(Ok(len), buf)
+    }
+
+    async fn sync(&self) -> io::Result<()> {
+        self.file.sync_data().await
+    }
+}
+
+fn annotate(err: io::Error, what: &str, path: &Path) -> io::Error {
+    io::Error::new(err.kind(), format!("{what} {}: {err}", path.display()))
+}
+
+/// What `statx` (and, for block devices, ioctls) tell about an open file.
+struct Probe {
+    len_bytes: u64,
+    align_bytes: usize,
+    is_block_device: bool,
+}
+
+fn probe(fd: RawFd) -> io::Result<Probe> {
+    // SAFETY: `statx` is plain data; all-zero is a valid value.
+    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+    let empty = CString::new("").expect("no NUL");
+    // SAFETY: `fd` is an open descriptor owned by the caller for the duration of
+    // the call, `empty` is a valid NUL-terminated string (AT_EMPTY_PATH: stat
+    // the descriptor itself) and `stx` is a valid, writable `statx`.
+    let rc = unsafe {
+        libc::statx(
+            fd,
+            empty.as_ptr(),
+            libc::AT_EMPTY_PATH,
+            libc::STATX_TYPE | libc::STATX_SIZE | libc::STATX_DIOALIGN,
+            &mut stx,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let is_block_device = u32::from(stx.stx_mode) & libc::S_IFMT == libc::S_IFBLK;
+    let mut align = if stx.stx_mask & libc::STATX_DIOALIGN != 0 && stx.stx_dio_offset_align != 0 {
+        stx.stx_dio_offset_align.max(stx.stx_dio_mem_align) as usize
+    } else if is_block_device {
+        logical_block_size(fd).unwrap_or(FALLBACK_ALIGN_BYTES)
+    } else {
+        FALLBACK_ALIGN_BYTES
+    };
+    align = align.max(MIN_ALIGN_BYTES);
+    if !align.is_power_of_two() {
+        align = align.next_power_of_two();
+    }
+    let len_bytes = if is_block_device {
+        // SAFETY: lseek on a valid descriptor has no memory effects. The file
+        // position is irrelevant: all I/O is positional.
+        let end = unsafe { libc::lseek(fd, 0, libc::SEEK_END) };
+        if end < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        end as u64
+    } else {
+        stx.stx_size
+    };
+    Ok(Probe {
+        len_bytes,
+        align_bytes: align,
+        is_block_device,
+    })
+}
+
+fn logical_block_size(fd: RawFd) -> Option<usize> {
+    let mut size: libc::c_int = 0;
+    // SAFETY: BLKSSZGET writes one `int` through the pointer, which points to a
+    // live local.
+    let rc = unsafe { libc::ioctl(fd, libc::BLKSSZGET, &mut size) };
+    (rc == 0 && size > 0).then_some(size as usize)
+}
+
+fn preallocate(fd: RawFd, size_bytes: u64) -> io::Result<()> {
+    let len = libc::off_t::try_from(size_bytes)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "size too large"))?;
+    // SAFETY: fallocate on a valid descriptor has no memory effects.
+    let rc = unsafe { libc::fallocate(fd, 0, 0, len) };
+    if rc == 0 {
+        return Ok(());
+    }
+    let err = io::Error::last_os_error();
+    if err.raw_os_error() == Some(libc::EOPNOTSUPP) {
+        // File systems without fallocate: extend the file (sparse).
+        // SAFETY: as above.
+        if unsafe { libc::ftruncate(fd, len) } == 0 {
+            return Ok(());
+        }
+        return Err(io::Error::last_os_error());
+    }
+    Err(err)
+}

@@ -1,0 +1,94 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use skerry_store::{AlignedBuf, Device};
+
+/// Runs `f` on a compio runtime configured like a Skerry worker.
+pub fn run<F: Future>(f: F) -> F::Output {
+    let mut proactor = compio::driver::ProactorBuilder::new();
+    proactor.single_issuer(true).defer_taskrun(true);
+    compio::runtime::RuntimeBuilder::new()
+        .with_proactor(proactor)
+        .build()
+        .expect("compio runtime")
+        .block_on(f)
+}
+
+fn accepts_o_direct(dir: &Path) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    let probe = dir.join(format!(".skerry-odirect-probe-{}", std::process::id()));
+    let ok = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&probe)
+        .is_ok();
+    let _ = std::fs::remove_file(&probe);
+    ok
+}
+
+/// A fresh empty directory on a file system that accepts `O_DIRECT` (tmpfs
+/// does not): the system temp dir, else cargo's per-target temp dir.
+pub fn temp_dir(name: &str) -> TempDir {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let candidates = [
+        std::env::temp_dir(),
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")),
+        PathBuf::from("/var/tmp"),
+    ];
+    let base = candidates
+        .into_iter()
+        .find(|d| accepts_o_direct(d))
+        .expect("no directory accepts O_DIRECT");
+    let dir = base.join(format!(
+        "skerry-store-{name}-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create temp dir");
+    TempDir(dir)
+}
+
+/// A directory removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    /// A path inside the directory.
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A buffer of `len` bytes filled with `byte`, aligned for `device`.
+pub fn filled<D: Device>(device: &D, len: usize, byte: u8) -> AlignedBuf {
+    let mut buf = AlignedBuf::zeroed(len, device.align_bytes());
+    buf.fill(byte);
+    buf
+}
+
+/// Reads `len` bytes at `offset` and returns them (panics on error).
+pub async fn read<D: Device>(device: &D, offset: u64, len: usize) -> Vec<u8> {
+    let buf = AlignedBuf::zeroed(len, device.align_bytes());
+    let compio::BufResult(res, buf) = device.read_at(buf, offset).await;
+    assert_eq!(res.expect("read"), len);
+    buf.to_vec()
+}
+
+/// Writes `len` bytes of `byte` at `offset` (panics on error).
+pub async fn write<D: Device>(device: &D, offset: u64, len: usize, byte: u8) {
+    let compio::BufResult(res, _) = device.write_at(filled(device, len, byte), offset).await;
+    assert_eq!(res.expect("write"), len);
+}
