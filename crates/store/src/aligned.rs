@@ -211,10 +211,11 @@ impl IoBufMut for AlignedBuf {
     fn as_uninit(&mut self) -> &mut [MaybeUninit<u8>] {
         // SAFETY: `ptr` is valid for `capacity_bytes` bytes and exclusively
         // borrowed through `&mut self`; `MaybeUninit<u8>` has the layout of
-        // `u8`. Callers may only write initialised bytes through it (they cannot
-        // de-initialise memory through a `&mut [MaybeUninit<u8>]` in safe code
-        // and the kernel writes plain bytes), so the all-initialised invariant
-        // holds.
+        // `u8`. The all-initialised invariant relies on writers storing plain
+        // bytes through this slice, which the kernel and compio's drivers do.
+        // Storing `MaybeUninit::uninit()` here would break it, exactly as it
+        // would break compio's own `IoBufMut for Vec<u8>`, which exposes the
+        // initialised prefix the same way; nothing in this crate does.
         unsafe {
             std::slice::from_raw_parts_mut(
                 self.ptr.as_ptr().cast::<MaybeUninit<u8>>(),

@@ -9,7 +9,7 @@
 //! * [`AlignedBuf`]: aligned, owned I/O buffer (compio `IoBuf`/`IoBufMut`).
 //! * [`device`]: the [`Device`] trait, [`FileDevice`] (data file or block
 //!   device) and the fault-injecting [`RamDevice`](device::RamDevice) for tests.
-//! * [`format`]: superblock, block headers and records, as described in
+//! * [`format`](mod@format): superblock, block headers and records, as described in
 //!   `docs/storage-format.md`.
 
 #![deny(missing_docs)]

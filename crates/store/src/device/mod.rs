@@ -18,7 +18,7 @@ mod file;
 mod ram;
 
 pub use file::FileDevice;
-pub use ram::{CrashSpec, Fault, FaultOp, RamControl, RamDevice, RamStats};
+pub use ram::{CrashSpec, Fault, FaultOp, RamControl, RamDevice, RamStats, SECTOR_BYTES};
 
 /// Positional, aligned, asynchronous block I/O.
 ///

@@ -66,3 +66,12 @@ fn put_u32(buf: &mut [u8], at: usize, v: u32) {
 fn put_u64(buf: &mut [u8], at: usize, v: u64) {
     buf[at..at + 8].copy_from_slice(&v.to_le_bytes());
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn crc32c_is_castagnoli() {
+        // The standard check value pins the exact CRC variant the format uses.
+        assert_eq!(crc32c::crc32c(b"123456789"), 0xE306_9283);
+    }
+}

@@ -527,6 +527,27 @@ mod tests {
         assert_eq!(it.stop(), Some(RecordStop::Unwritten));
     }
 
+    #[test]
+    fn stale_records_of_an_earlier_block_use_end_the_scan() {
+        // The block held records of block_seq 7; it is reused as block_seq 8
+        // and only one new record is written over the start.
+        let mut area = vec![0u8; 1024];
+        let m = meta(RecordKind::Value);
+        let mut at = 0;
+        for _ in 0..5 {
+            at += encode_record(&mut area[at..], 7, &m, b"old-key", b"old value");
+        }
+        let new_len = encode_record(&mut area, 8, &m, b"new", b"v");
+        assert!(new_len < at);
+        let mut it = RecordIter::new(&area, 8);
+        assert_eq!(it.by_ref().count(), 1);
+        assert_eq!(it.offset_bytes(), new_len);
+        assert!(matches!(
+            it.stop(),
+            Some(RecordStop::Error(RecordError::Corrupt(_)))
+        ));
+    }
+
     fn arb_meta() -> impl Strategy<Value = RecordMeta> {
         (
             prop_oneof![
