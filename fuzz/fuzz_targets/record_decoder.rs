@@ -48,7 +48,11 @@ fn raw(data: &[u8]) {
         let mut out = vec![0u8; rec.encoded_len_bytes];
         let n = encode_record(&mut out, block_seq, &rec.meta, rec.key, rec.value);
         assert_eq!(n, rec.encoded_len_bytes);
-        assert_eq!(&out[..], &body[offset..offset + n], "accepted bytes re-encode");
+        assert_eq!(
+            &out[..],
+            &body[offset..offset + n],
+            "accepted bytes re-encode"
+        );
         end = offset + n;
     }
     assert_eq!(it.offset_bytes(), end);
@@ -122,7 +126,10 @@ fn structured(data: &[u8]) {
         let offset = area.len();
         let len = encoded_record_len(key.len(), value.len());
         area.resize(offset + len, 0xEE);
-        assert_eq!(encode_record(&mut area[offset..], block_seq, &meta, key, value), len);
+        assert_eq!(
+            encode_record(&mut area[offset..], block_seq, &meta, key, value),
+            len
+        );
         expected.push(Expected {
             offset,
             len,

@@ -1,5 +1,7 @@
-//! Superblock format / open / update on RAM and file devices, including
-//! corruption of one or both copies, torn updates and version mismatches.
+//! The format on devices: superblock format / open / update on RAM and file
+//! devices, including
+//! corruption of one or both copies, torn updates and version mismatches; and a
+//! torn record flush cut at the last intact record.
 
 mod common;
 
@@ -224,5 +226,67 @@ fn block_headers_from_an_earlier_format_are_foreign() {
         let decoded = BlockHeader::decode(&bytes).unwrap().unwrap();
         assert_eq!(decoded.check_placement(&old, 1), Ok(()));
         assert!(decoded.check_placement(&new, 1).is_err());
+    });
+}
+
+#[test]
+fn torn_record_flush_is_cut_at_the_last_intact_record() {
+    use skerry_store::format::{
+        encode_record, encoded_record_len, RecordIter, RecordKind, RecordMeta, RecordStop,
+    };
+    let dev = RamDevice::new(RESERVED_BYTES + 2 * MIB, 512);
+    let ctl = dev.control();
+    run(async {
+        let sb = format_device(&dev, small_params()).await.unwrap();
+        let block_seq = 1;
+        let records_at = sb.block_offset_bytes(0) + BLOCK_HEADER_BYTES as u64;
+        // Flush 1 (synced): 10 records of 100-byte values.
+        // Flush 2 (unsynced): 20 more records, torn after its first sector.
+        let mut staged = Vec::new();
+        let mut ends = Vec::new();
+        for i in 0..30u64 {
+            let meta = RecordMeta {
+                kind: RecordKind::Value,
+                value_type: 0,
+                flags: 0,
+                mutation_seq: i + 1,
+                expiry_ms: 0,
+            };
+            let key = format!("key:{i}");
+            let at = staged.len();
+            staged.resize(at + encoded_record_len(key.len(), 100), 0);
+            encode_record(
+                &mut staged[at..],
+                block_seq,
+                &meta,
+                key.as_bytes(),
+                &[i as u8; 100],
+            );
+            ends.push(staged.len());
+        }
+        let flush1 = ends[9].next_multiple_of(512);
+        let mut buf = AlignedBuf::zeroed(flush1, 512);
+        buf[..ends[9]].copy_from_slice(&staged[..ends[9]]);
+        let BufResult(res, _) = dev.write_at(buf, records_at).await;
+        res.unwrap();
+        dev.sync().await.unwrap();
+        // Flush 2 rewrites the partial last sector and continues.
+        let start = (ends[9] / 512) * 512;
+        let len = (staged.len() - start).next_multiple_of(512);
+        let mut buf = AlignedBuf::zeroed(len, 512);
+        buf[..staged.len() - start].copy_from_slice(&staged[start..]);
+        let BufResult(res, _) = dev.write_at(buf, records_at + start as u64).await;
+        res.unwrap();
+        ctl.crash(CrashSpec::torn_last(1, 1024));
+
+        let area = read(&dev, records_at, 8192).await;
+        let mut it = RecordIter::new(&area, block_seq);
+        let got: Vec<u64> = it.by_ref().map(|(_, r)| r.meta.mutation_seq).collect();
+        let durable_end = start + 1024;
+        let intact = ends.iter().take_while(|&&e| e <= durable_end).count();
+        assert!(intact > 10, "the torn prefix holds some new records");
+        assert_eq!(got, (1..=intact as u64).collect::<Vec<_>>());
+        assert_eq!(it.offset_bytes(), ends[intact - 1]);
+        assert!(matches!(it.stop(), Some(RecordStop::Error(_))));
     });
 }
