@@ -1,7 +1,6 @@
 //! The format on devices: superblock format / open / update on RAM and file
-//! devices, including
-//! corruption of one or both copies, torn updates and version mismatches; and a
-//! torn record flush cut at the last intact record.
+//! devices, including corruption of one or both copies, torn updates and
+//! version mismatches; and a torn record flush cut at the last intact record.
 
 mod common;
 
