@@ -36,11 +36,14 @@ pub enum Expiry {
     At(i64),
 }
 
+/// Keys up to this many bytes live inside the entry (no pointer to follow on lookup).
+const INLINE_KEY_BYTES: usize = 16;
+
 /// One key.
 #[derive(Debug)]
 pub struct Entry {
     hash: u64,
-    key: Box<[u8]>,
+    key: smallvec::SmallVec<[u8; INLINE_KEY_BYTES]>,
     /// The value.
     pub value: Value,
     /// Absolute expiry in Unix milliseconds; 0 = none.
@@ -183,7 +186,7 @@ impl Keyspace {
         }
         d.table.insert(Entry {
             hash,
-            key: key.into(),
+            key: smallvec::SmallVec::from_slice(key),
             value,
             expire_at_ms,
         });
@@ -281,11 +284,11 @@ impl Keyspace {
                 d.expire_cursor = 0;
                 continue;
             }
-            let mut due: Vec<(u64, Box<[u8]>)> = Vec::new();
+            let mut due: Vec<(u64, Vec<u8>)> = Vec::new();
             let next = d.table.scan(d.expire_cursor, chunk, |e| {
                 examined += 1;
                 if e.expired(now_ms) {
-                    due.push((e.hash, e.key.clone()));
+                    due.push((e.hash, e.key.to_vec()));
                 }
             });
             match next {
@@ -344,6 +347,11 @@ impl Keyspace {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn entry_fits_a_cache_line() {
+        assert!(std::mem::size_of::<Entry>() <= 64);
+    }
 
     fn s(v: &str) -> Value {
         Value::Str(v.as_bytes().to_vec())
