@@ -411,3 +411,84 @@ fn databases_and_expiry_across_workers() {
         assert_eq!(r.cmd(&["DBSIZE"]), int(0));
     }
 }
+
+/// Ten keys on both workers of a `--threads 2` server (some slot mod 2 == 0, some == 1).
+fn spread_keys(prefix: &str) -> Vec<String> {
+    let keys: Vec<String> = (0..10).map(|i| format!("{prefix}{i}")).collect();
+    let owners: BTreeSet<u16> = keys.iter().map(|k| key_slot(k.as_bytes()) % 2).collect();
+    assert_eq!(owners.len(), 2, "test keys must span both workers");
+    keys
+}
+
+#[test]
+fn mset_is_atomic_across_workers() {
+    // A reader must never see some keys of one MSET and some of another, even though the
+    // keys live on different workers.
+    let s = Server::start(&["--threads", "2"]);
+    let keys = spread_keys("atomic:");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let mut con = s.client();
+        let keys = keys.clone();
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut i = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let pairs: Vec<(&str, u64)> = keys.iter().map(|k| (k.as_str(), i)).collect();
+                let () = redis::cmd("MSET").arg(pairs).query(&mut con).unwrap();
+                i += 1;
+            }
+            i
+        })
+    };
+    let mut reader = s.client();
+    let mut checks = 0;
+    let deadline = std::time::Instant::now() + Duration::from_millis(1500);
+    while std::time::Instant::now() < deadline {
+        let vals: Vec<Option<u64>> = redis::cmd("MGET").arg(&keys).query(&mut reader).unwrap();
+        let first = vals[0];
+        assert!(
+            vals.iter().all(|v| *v == first),
+            "torn MSET seen by MGET: {vals:?}"
+        );
+        checks += 1;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let writes = writer.join().unwrap();
+    assert!(
+        checks > 10 && writes > 10,
+        "too little work to check: {checks} reads, {writes} writes"
+    );
+}
+
+#[test]
+fn msetnx_has_one_winner_across_workers() {
+    // Two clients race MSETNX over the same keys (on both workers): exactly one wins each
+    // round, and the keys hold only the winner's values.
+    let s = Server::start(&["--threads", "2"]);
+    let keys = spread_keys("nx:");
+    let mut admin = s.client();
+    for round in 0..100 {
+        let () = redis::cmd("DEL").arg(&keys).query(&mut admin).unwrap();
+        let racers: Vec<_> = ["a", "b"]
+            .into_iter()
+            .map(|who| {
+                let mut con = s.client();
+                let keys = keys.clone();
+                std::thread::spawn(move || {
+                    let pairs: Vec<(&str, &str)> = keys.iter().map(|k| (k.as_str(), who)).collect();
+                    let won: i64 = redis::cmd("MSETNX").arg(pairs).query(&mut con).unwrap();
+                    (who, won)
+                })
+            })
+            .collect();
+        let results: Vec<(&str, i64)> = racers.into_iter().map(|t| t.join().unwrap()).collect();
+        let winners: Vec<&str> = results.iter().filter(|r| r.1 == 1).map(|r| r.0).collect();
+        assert_eq!(winners.len(), 1, "round {round}: {results:?}");
+        let vals: Vec<String> = redis::cmd("MGET").arg(&keys).query(&mut admin).unwrap();
+        assert!(
+            vals.iter().all(|v| v == winners[0]),
+            "round {round}: {vals:?}"
+        );
+    }
+}

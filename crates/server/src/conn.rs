@@ -18,7 +18,9 @@ use crate::client::ClientInfo;
 use crate::commands::{self, AsyncCmd, CommandSpec, Exec, Handler, COMMANDS};
 use crate::reply::{errors, Reply};
 use crate::slot;
-use crate::worker::{local_shard, run_on, run_on_all, unix_ms, Shard, Shared};
+use crate::worker::{
+    local_shard, run_on, run_on_all, unix_ms, wait_local_unheld, Shard, Shared, Txn,
+};
 
 /// Argument vectors of up to this many arguments live on the stack.
 type Argv<'a> = SmallVec<[&'a [u8]; 8]>;
@@ -213,6 +215,9 @@ impl Conn {
                 Some(w) if w == self.worker => {
                     self.flush_pending().await;
                     let shard = local_shard();
+                    if shard.borrow().hold.is_some() {
+                        wait_local_unheld().await;
+                    }
                     let mut s = shard.borrow_mut();
                     let mark = self.reply.buf.len();
                     exec_keyed(&mut s, idx, self.db, self.now_ms, &mut self.reply, argv);
@@ -361,6 +366,12 @@ mod s_cross {
     use super::*;
     use crate::keyspace::{Expiry, Value};
 
+    /// Holds every worker owning one of `keys` for one atomic multi-worker step.
+    pub async fn hold_owners<'k>(c: &Conn, keys: impl Iterator<Item = &'k [u8]>) -> Txn {
+        let workers: Vec<usize> = keys.map(|k| slot::owner(k, c.shared.workers)).collect();
+        Txn::begin(&c.shared, c.worker, workers).await
+    }
+
     fn group_by_owner(
         c: &Conn,
         keys: impl Iterator<Item = (usize, Vec<u8>)>,
@@ -375,6 +386,7 @@ mod s_cross {
 
     /// MGET across workers.
     pub async fn mget(c: &mut Conn, argv: &[&[u8]]) {
+        let txn = hold_owners(c, argv[1..].iter().copied()).await;
         let keys = argv[1..].iter().enumerate().map(|(i, k)| (i, k.to_vec()));
         let groups = group_by_owner(c, keys);
         let mut values: Vec<Option<Vec<u8>>> = vec![None; argv.len() - 1];
@@ -383,8 +395,8 @@ mod s_cross {
             if group.is_empty() {
                 continue;
             }
-            let got = c
-                .on(w, move |s| {
+            let got = txn
+                .run(w, move |s| {
                     group
                         .into_iter()
                         .map(|(i, k)| {
@@ -420,6 +432,7 @@ mod s_cross {
             ));
             return;
         }
+        let txn = hold_owners(c, argv[1..].iter().step_by(2).copied()).await;
         let (db, now) = (c.db, c.now_ms);
         let pairs: Vec<(Vec<u8>, Vec<u8>)> = argv[1..]
             .chunks(2)
@@ -436,8 +449,8 @@ mod s_cross {
                     continue;
                 }
                 let keys: Vec<Vec<u8>> = group.iter().map(|(k, _)| k.clone()).collect();
-                let any = c
-                    .on(w, move |s| {
+                let any = txn
+                    .run(w, move |s| {
                         keys.iter().any(|k| s.keyspace.exists(db, k, now))
                     })
                     .await;
@@ -451,7 +464,7 @@ mod s_cross {
             if group.is_empty() {
                 continue;
             }
-            c.on(w, move |s| {
+            txn.run(w, move |s| {
                 for (k, v) in group {
                     s.keyspace.put(db, &k, Value::Str(v), Expiry::Persist, now);
                 }
@@ -467,6 +480,7 @@ mod s_cross {
 
     /// DEL / UNLINK / EXISTS / TOUCH across workers: the sum of each worker's count.
     pub async fn count(c: &mut Conn, idx: usize, argv: &[&[u8]]) {
+        let txn = hold_owners(c, argv[1..].iter().copied()).await;
         let keys = argv[1..].iter().enumerate().map(|(i, k)| (i, k.to_vec()));
         let groups = group_by_owner(c, keys);
         let (db, now) = (c.db, c.now_ms);
@@ -476,8 +490,8 @@ mod s_cross {
             if group.is_empty() {
                 continue;
             }
-            total += c
-                .on(w, move |s| {
+            total += txn
+                .run(w, move |s| {
                     group
                         .iter()
                         .filter(|(_, k)| {
@@ -496,13 +510,14 @@ mod s_cross {
 
     /// LCS with its two keys on different workers: fetch both values, compute here.
     pub async fn lcs(c: &mut Conn, argv: &[&[u8]]) {
+        let txn = hold_owners(c, argv[1..3].iter().copied()).await;
         let (db, now) = (c.db, c.now_ms);
         let mut values = Vec::new();
         for key in &argv[1..3] {
             let k = key.to_vec();
             let w = slot::owner(&k, c.shared.workers);
-            let v: Result<Vec<u8>, ()> = c
-                .on(w, move |s| {
+            let v: Result<Vec<u8>, ()> = txn
+                .run(w, move |s| {
                     match s.keyspace.get(db, &k, now).map(|e| &e.value) {
                         None => Ok(Vec::new()),
                         Some(Value::Str(v)) => Ok(v.clone()),

@@ -229,6 +229,7 @@ pub fn main_from_args<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
         config: cfg,
         workers: threads,
         inboxes: senders,
+        next_txn: AtomicU64::new(1),
         connected_clients: AtomicU64::new(0),
         next_client_id: AtomicU64::new(1),
         total_connections: AtomicU64::new(0),

@@ -3,10 +3,11 @@
 //! clients. Other workers reach a shard only by sending it a [`Job`] through its inbox.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 
 use crate::client::ClientInfo;
@@ -17,6 +18,15 @@ use crate::keyspace::Keyspace;
 /// Work sent to a worker: runs on the worker's thread with its shard.
 pub type Job = Box<dyn FnOnce(&mut Shard) + Send>;
 
+/// A job with the transaction it belongs to (0: none). While a worker is held by a
+/// transaction it runs only that transaction's jobs; the others wait in arrival order.
+pub struct Envelope {
+    /// Transaction id, or 0.
+    pub txn: u64,
+    /// The work.
+    pub job: Job,
+}
+
 /// State shared by every worker (read-mostly; no data-path locks).
 pub struct Shared {
     /// Configuration.
@@ -24,7 +34,9 @@ pub struct Shared {
     /// Number of workers.
     pub workers: usize,
     /// Inbox of each worker.
-    pub inboxes: Vec<flume::Sender<Job>>,
+    pub inboxes: Vec<flume::Sender<Envelope>>,
+    /// Next transaction id (multi-worker atomic commands).
+    pub next_txn: AtomicU64,
     /// Connected clients, all workers.
     pub connected_clients: AtomicU64,
     /// Next client id.
@@ -119,6 +131,79 @@ pub struct Shard {
     pub clients: HashMap<u64, Rc<ClientInfo>>,
     /// Shared state.
     pub shared: Arc<Shared>,
+    /// The transaction holding this worker: only its jobs and its coordinator touch the
+    /// shard until it releases it.
+    pub hold: Option<u64>,
+    /// Jobs of others that arrived while the worker was held, in arrival order.
+    deferred: VecDeque<Envelope>,
+    /// Local tasks waiting for the hold to end.
+    hold_waiters: Vec<Waker>,
+}
+
+impl Shard {
+    fn accepts(&self, txn: u64) -> bool {
+        self.hold.is_none_or(|h| h == txn)
+    }
+
+    /// Runs a job from the inbox now, or defers it while another transaction holds the shard.
+    fn deliver(&mut self, env: Envelope) {
+        if self.accepts(env.txn) {
+            (env.job)(self);
+            self.drain_deferred();
+        } else {
+            self.deferred.push_back(env);
+        }
+    }
+
+    /// Runs deferred jobs in order while the shard is free (a deferred job may take a hold
+    /// again, which stops the drain).
+    fn drain_deferred(&mut self) {
+        while self.hold.is_none() {
+            let Some(env) = self.deferred.pop_front() else {
+                break;
+            };
+            (env.job)(self);
+        }
+    }
+
+    /// Ends the hold of `txn` and lets waiting work run.
+    fn release(&mut self, txn: u64) {
+        assert_eq!(
+            self.hold,
+            Some(txn),
+            "worker {} released by a transaction not holding it",
+            self.id
+        );
+        self.hold = None;
+        for w in self.hold_waiters.drain(..) {
+            w.wake();
+        }
+        self.drain_deferred();
+    }
+}
+
+/// Waits until the local shard is not held by a transaction other than `txn` (0: any hold
+/// blocks); with `take`, holds it for `txn` before returning.
+async fn local_unheld(txn: u64, take: bool) {
+    let shard = local_shard();
+    std::future::poll_fn(|cx| {
+        let mut s = shard.borrow_mut();
+        if s.hold.is_none() || (txn != 0 && s.hold == Some(txn)) {
+            if take {
+                s.hold = Some(txn);
+            }
+            Poll::Ready(())
+        } else {
+            s.hold_waiters.push(cx.waker().clone());
+            Poll::Pending
+        }
+    })
+    .await
+}
+
+/// Waits until no transaction holds this worker's shard (for a command about to touch it).
+pub async fn wait_local_unheld() {
+    local_unheld(0, false).await
 }
 
 /// Unix time in milliseconds.
@@ -139,13 +224,23 @@ pub fn local_shard() -> Rc<RefCell<Shard>> {
 }
 
 /// Runs `f` on worker `w`'s shard and returns its result; runs inline when `w` is the current
-/// worker.
+/// worker (after any transaction holding it has finished).
 pub async fn run_on<R, F>(shared: &Shared, me: usize, w: usize, f: F) -> R
 where
     R: Send + 'static,
     F: FnOnce(&mut Shard) -> R + Send + 'static,
 {
+    run_in(shared, me, w, 0, f).await
+}
+
+/// [`run_on`] as part of transaction `txn` (0: none).
+async fn run_in<R, F>(shared: &Shared, me: usize, w: usize, txn: u64, f: F) -> R
+where
+    R: Send + 'static,
+    F: FnOnce(&mut Shard) -> R + Send + 'static,
+{
     if w == me {
+        local_unheld(txn, false).await;
         let shard = local_shard();
         let mut s = shard.borrow_mut();
         return f(&mut s);
@@ -154,10 +249,79 @@ where
     let job: Job = Box::new(move |s: &mut Shard| {
         let _ = tx.send(f(s));
     });
-    if shared.inboxes[w].send(job).is_err() {
+    if shared.inboxes[w].send(Envelope { txn, job }).is_err() {
         panic!("worker {w} has stopped");
     }
     rx.recv_async().await.expect("worker dropped a job")
+}
+
+/// Multi-worker atomic work: holds every involved worker (in ascending order, so two
+/// transactions never wait for each other in a cycle), runs steps on them, and releases
+/// them. While held, a worker runs nothing else that touches its keys.
+pub struct Txn {
+    shared: Arc<Shared>,
+    me: usize,
+    id: u64,
+    workers: Vec<usize>,
+}
+
+impl Txn {
+    /// Holds `workers` (any order, duplicates allowed) for a new transaction.
+    pub async fn begin(shared: &Arc<Shared>, me: usize, mut workers: Vec<usize>) -> Txn {
+        workers.sort_unstable();
+        workers.dedup();
+        let id = shared.next_txn.fetch_add(1, Ordering::Relaxed);
+        for &w in &workers {
+            if w == me {
+                local_unheld(id, true).await;
+            } else {
+                let (tx, rx) = flume::bounded(1);
+                let job: Job = Box::new(move |s: &mut Shard| {
+                    debug_assert!(s.hold.is_none());
+                    s.hold = Some(id);
+                    let _ = tx.send(());
+                });
+                if shared.inboxes[w].send(Envelope { txn: id, job }).is_err() {
+                    panic!("worker {w} has stopped");
+                }
+                rx.recv_async().await.expect("worker dropped a job");
+            }
+        }
+        Txn {
+            shared: shared.clone(),
+            me,
+            id,
+            workers,
+        }
+    }
+
+    /// Runs one step on worker `w` (which must be one of the held workers).
+    pub async fn run<R, F>(&self, w: usize, f: F) -> R
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut Shard) -> R + Send + 'static,
+    {
+        debug_assert!(
+            self.workers.contains(&w),
+            "worker {w} is not held by this transaction"
+        );
+        run_in(&self.shared, self.me, w, self.id, f).await
+    }
+}
+
+impl Drop for Txn {
+    /// Releases every held worker (also when the coordinating task is dropped midway).
+    fn drop(&mut self) {
+        for &w in &self.workers {
+            let id = self.id;
+            if w == self.me {
+                local_shard().borrow_mut().release(id);
+            } else {
+                let job: Job = Box::new(move |s: &mut Shard| s.release(id));
+                let _ = self.shared.inboxes[w].send(Envelope { txn: id, job });
+            }
+        }
+    }
 }
 
 /// Runs `f` on every worker's shard, in worker order, and gathers the results.
@@ -178,11 +342,12 @@ where
         let job: Job = Box::new(move |s: &mut Shard| {
             let _ = tx.send(f(s));
         });
-        if shared.inboxes[w].send(job).is_err() {
+        if shared.inboxes[w].send(Envelope { txn: 0, job }).is_err() {
             panic!("worker {w} has stopped");
         }
         waiting.push(Some(rx));
     }
+    local_unheld(0, false).await;
     let mine = {
         let shard = local_shard();
         let mut s = shard.borrow_mut();
@@ -205,7 +370,7 @@ pub fn spawn_worker(
     id: usize,
     cpu: Option<usize>,
     shared: Arc<Shared>,
-    inbox: flume::Receiver<Job>,
+    inbox: flume::Receiver<Envelope>,
     listeners: Vec<std::net::TcpListener>,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
     std::thread::Builder::new()
@@ -235,6 +400,9 @@ pub fn spawn_worker(
                 stats: Stats::new(),
                 clients: HashMap::new(),
                 shared: shared.clone(),
+                hold: None,
+                deferred: VecDeque::new(),
+                hold_waiters: Vec::new(),
             }));
             SHARD.with(|s| *s.borrow_mut() = Some(shard.clone()));
             rt.block_on(async move {
@@ -245,11 +413,11 @@ pub fn spawn_worker(
                 }
                 compio::runtime::spawn(cron(shared.clone(), id)).detach();
                 // The inbox: jobs from other workers.
-                while let Ok(job) = inbox.recv_async().await {
+                while let Ok(env) = inbox.recv_async().await {
                     let mut s = shard.borrow_mut();
-                    job(&mut s);
-                    while let Ok(job) = inbox.try_recv() {
-                        job(&mut s);
+                    s.deliver(env);
+                    while let Ok(env) = inbox.try_recv() {
+                        s.deliver(env);
                     }
                 }
             });
@@ -268,6 +436,11 @@ async fn cron(shared: Arc<Shared>, _id: usize) {
             let started = Instant::now();
             let now_ms = unix_ms();
             let mut s = shard.borrow_mut();
+            if s.hold.is_some() {
+                // A multi-worker transaction owns the shard for now; expire next tick.
+                drop(s);
+                continue;
+            }
             // Keys with and without TTL share the table, so finding due keys means scanning;
             // the work per tick follows the number of keys with a TTL (Redis samples only
             // those), capped in time.

@@ -69,8 +69,8 @@ pub fn renamenx(x: &mut Exec, a: &[&[u8]]) {
     rename_common(x, a, true);
 }
 
-/// RENAME / RENAMENX with the keys on two workers: the value and its TTL move from the
-/// source's worker to the destination's. Not atomic for observers of both keys at once.
+/// RENAME / RENAMENX with the keys on two workers: both workers are held while the value and
+/// its TTL move from the source's worker to the destination's.
 pub async fn rename_cross(c: &mut Conn, a: &[&[u8]]) {
     let nx = is(a[0], "renamenx");
     let (db, now) = (c.db, c.now_ms);
@@ -80,21 +80,27 @@ pub async fn rename_cross(c: &mut Conn, a: &[&[u8]]) {
         crate::slot::owner(&src, workers),
         crate::slot::owner(&dst, workers),
     );
+    let txn = crate::worker::Txn::begin(&c.shared, c.worker, vec![ws, wd]).await;
     let probe = src.clone();
-    let exists = c.on(ws, move |s| s.keyspace.exists(db, &probe, now)).await;
+    let exists = txn
+        .run(ws, move |s| s.keyspace.exists(db, &probe, now))
+        .await;
     if !exists {
         c.reply.error("ERR no such key");
         return;
     }
     if nx {
         let probe = dst.clone();
-        if c.on(wd, move |s| s.keyspace.exists(db, &probe, now)).await {
+        if txn
+            .run(wd, move |s| s.keyspace.exists(db, &probe, now))
+            .await
+        {
             c.reply.int(0);
             return;
         }
     }
-    let taken = c
-        .on(ws, move |s| {
+    let taken = txn
+        .run(ws, move |s| {
             let e = s.keyspace.peek(db, &src, now)?;
             let out = (e.value.clone(), e.expire_at_ms);
             s.keyspace.delete(db, &src, now);
@@ -105,7 +111,7 @@ pub async fn rename_cross(c: &mut Conn, a: &[&[u8]]) {
         c.reply.error("ERR no such key");
         return;
     };
-    c.on(wd, move |s| {
+    txn.run(wd, move |s| {
         let expiry = if at == 0 {
             Expiry::Persist
         } else {
@@ -200,8 +206,9 @@ pub async fn copy_cross(c: &mut Conn, a: &[&[u8]]) {
         crate::slot::owner(&src, workers),
         crate::slot::owner(&dst, workers),
     );
-    let found = c
-        .on(ws, move |s| {
+    let txn = crate::worker::Txn::begin(&c.shared, c.worker, vec![ws, wd]).await;
+    let found = txn
+        .run(ws, move |s| {
             s.keyspace
                 .peek(db, &src, now)
                 .map(|e| (e.value.clone(), e.expire_at_ms))
@@ -211,8 +218,8 @@ pub async fn copy_cross(c: &mut Conn, a: &[&[u8]]) {
         c.reply.int(0);
         return;
     };
-    let copied = c
-        .on(wd, move |s| {
+    let copied = txn
+        .run(wd, move |s| {
             if !replace && s.keyspace.exists(dst_db, &dst, now) {
                 return false;
             }
