@@ -1,6 +1,6 @@
-//! Skerry's storage engine: devices, the on-device format and (later) the log
-//! write path, index, cache, recovery and defrag. It knows nothing of Redis
-//! commands.
+//! Skerry's storage engine: devices, the on-device format, the per-worker log
+//! writer and reader, and recovery (later: index checkpoints, value cache,
+//! defrag). It knows nothing of Redis commands.
 //!
 //! The engine runs inside a per-core worker: one compio runtime (io_uring) on
 //! one OS thread. Devices are read and written with `O_DIRECT` through that
@@ -11,12 +11,27 @@
 //!   device) and the fault-injecting [`RamDevice`](device::RamDevice) for tests.
 //! * [`format`](mod@format): superblock, block headers and records, as described in
 //!   `docs/storage-format.md`.
+//! * [`Store`]: opens/formats the devices, runs [`recovery`], shares the block
+//!   allocator between workers.
+//! * [`Writer`]: one per worker; appends, flushes, group commit, reads.
+//!
+//! See `docs/storage-engine.md`.
 
 #![deny(missing_docs)]
 
 mod aligned;
 pub mod device;
+mod error;
 pub mod format;
+mod reader;
+pub mod recovery;
+mod store;
+mod writer;
 
 pub use aligned::{AlignedBuf, MIN_ALIGN_BYTES};
 pub use device::{AnyDevice, Device, FileDevice};
+pub use error::{Result, StoreError};
+pub use reader::RecordBytes;
+pub use recovery::{IndexEntry, RecoveredIndex, RecoveredRecord, Recovery, Truncation};
+pub use store::{AllocatedBlock, BlockId, Location, Store, StoreOptions};
+pub use writer::{Durability, Writer};

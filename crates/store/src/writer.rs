@@ -1,0 +1,585 @@
+//! The per-worker writer: appends records to the worker's open block through
+//! an aligned staging buffer, flushes them with `O_DIRECT` writes and makes
+//! them durable with group commit.
+//!
+//! A staged block is a RAM image of the whole block (header + records). An
+//! append copies the encoded record into it (synchronously: no await, so a
+//! command's append is atomic on its worker) and returns its [`Location`] at
+//! once; reads of that location are served from the image until the bytes are
+//! durable. A flush writes, per staged block, the range from the last
+//! flushed byte rounded down to the device alignment up to the last appended
+//! byte rounded up: the partial last sector is rewritten with the same prefix
+//! plus the new records (the rest of the image is zero). When a block is
+//! full it is sealed (its header is rewritten with the final length and
+//! sequence range) and a new block is allocated; the sealed image stays until
+//! it is durable.
+//!
+//! Methods take `&self` (state in a `RefCell`, never borrowed across an
+//! await) so the connection tasks of one worker can share the writer through
+//! an `Rc`. Only one flush/sync runs at a time; [`Writer::commit`] waiters
+//! that arrive while one runs share the next one (group commit).
+
+use std::cell::{Cell, RefCell};
+use std::future::poll_fn;
+use std::task::{Poll, Waker};
+
+use compio::BufResult;
+
+use crate::device::{AnyDevice, Device};
+use crate::error::{Result, StoreError};
+use crate::format::{
+    encode_record, encoded_record_len, BlockHeader, BlockKind, BlockState, RecordKind, RecordMeta,
+    BLOCK_HEADER_BYTES,
+};
+use crate::store::{io_err, AllocatedBlock, BlockId, Location, Store};
+use crate::AlignedBuf;
+
+/// When appended records are made durable (`appendfsync`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// Every acknowledged write is durable: [`Writer::ack`] waits for a
+    /// group-committed flush + fdatasync.
+    Always,
+    /// Durable within about one second: [`Writer::tick`] (called every second)
+    /// flushes and syncs.
+    #[default]
+    EverySec,
+    /// [`Writer::tick`] flushes; the device decides when data is durable.
+    No,
+}
+
+/// A single-threaded "wake every waiter" event.
+#[derive(Default)]
+struct Notify {
+    epoch: Cell<u64>,
+    wakers: RefCell<Vec<Waker>>,
+}
+
+impl Notify {
+    /// Resolves at the next [`Notify::notify_all`] after the call.
+    async fn wait(&self) {
+        let start = self.epoch.get();
+        poll_fn(|cx| {
+            if self.epoch.get() != start {
+                return Poll::Ready(());
+            }
+            let mut wakers = self.wakers.borrow_mut();
+            if !wakers.iter().any(|w| w.will_wake(cx.waker())) {
+                wakers.push(cx.waker().clone());
+            }
+            Poll::Pending
+        })
+        .await
+    }
+
+    fn notify_all(&self) {
+        self.epoch.set(self.epoch.get() + 1);
+        let wakers = std::mem::take(&mut *self.wakers.borrow_mut());
+        for w in wakers {
+            w.wake();
+        }
+    }
+}
+
+/// The RAM image of one block being written.
+struct StagedBlock {
+    alloc: AllocatedBlock,
+    /// The whole block; bytes past `used_bytes` are zero.
+    buf: AlignedBuf,
+    /// Bytes in use from the block start (header included).
+    used_bytes: usize,
+    /// Bytes `[0, flushed_bytes)` have been written to the device.
+    flushed_bytes: usize,
+    /// Bytes `[0, synced_bytes)` are durable.
+    synced_bytes: usize,
+    sealed: bool,
+    /// The sealed header still has to be written.
+    header_dirty: bool,
+    /// The sealed header is durable.
+    header_synced: bool,
+    min_seq: u64,
+    max_seq: u64,
+}
+
+impl StagedBlock {
+    fn is_durable(&self) -> bool {
+        self.sealed && self.header_synced && self.synced_bytes == self.used_bytes
+    }
+}
+
+/// One planned device write.
+struct WriteJob {
+    block: BlockId,
+    device: u16,
+    offset_bytes: u64,
+    buf: AlignedBuf,
+    /// `flushed_bytes` of the block once written (`None` for a header write).
+    flushed_to: Option<usize>,
+    /// The write carries the sealed header.
+    writes_sealed_header: bool,
+}
+
+struct State {
+    open: Option<StagedBlock>,
+    /// Full blocks, sealed, not yet durable.
+    sealed: Vec<StagedBlock>,
+    /// Zeroed block images for reuse.
+    spare: Vec<AlignedBuf>,
+    /// Records appended since the writer started.
+    appends: u64,
+    /// Records appended and durable.
+    durable_appends: u64,
+    /// Devices written since their last sync.
+    unsynced_devices: Vec<bool>,
+}
+
+/// The per-worker writer (and reader: [`Writer::read`]).
+pub struct Writer {
+    store: Store,
+    worker: u16,
+    devices: Vec<AnyDevice>,
+    durability: Durability,
+    state: RefCell<State>,
+    next_seq: Cell<u64>,
+    io_busy: Cell<bool>,
+    io_done: Notify,
+}
+
+impl std::fmt::Debug for Writer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writer")
+            .field("worker", &self.worker)
+            .field("durability", &self.durability)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Clears the writer's I/O flag and wakes waiters when dropped (also when the
+/// flushing future is cancelled).
+struct IoGuard<'a>(&'a Writer);
+
+impl Drop for IoGuard<'_> {
+    fn drop(&mut self) {
+        self.0.io_busy.set(false);
+        self.0.io_done.notify_all();
+    }
+}
+
+impl Writer {
+    /// A writer for `worker` using the worker's own device handles
+    /// (from [`Store::open_devices`]); mutation sequences start at
+    /// `after_seq + 1` (pass [`Recovery::max_mutation_seq`](crate::Recovery)).
+    pub fn new(
+        store: Store,
+        worker: u16,
+        devices: Vec<AnyDevice>,
+        durability: Durability,
+        after_seq: u64,
+    ) -> Self {
+        assert_eq!(devices.len(), store.device_count(), "one handle per device");
+        let n = devices.len();
+        Self {
+            store,
+            worker,
+            devices,
+            durability,
+            state: RefCell::new(State {
+                open: None,
+                sealed: Vec::new(),
+                spare: Vec::new(),
+                appends: 0,
+                durable_appends: 0,
+                unsynced_devices: vec![false; n],
+            }),
+            next_seq: Cell::new(after_seq + 1),
+            io_busy: Cell::new(false),
+            io_done: Notify::default(),
+        }
+    }
+
+    /// Opens this worker's device handles and creates its writer.
+    pub async fn open(
+        store: Store,
+        worker: u16,
+        durability: Durability,
+        after_seq: u64,
+    ) -> Result<Self> {
+        let devices = store.open_devices().await?;
+        Ok(Self::new(store, worker, devices, durability, after_seq))
+    }
+
+    /// The store this writer belongs to.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The durability policy.
+    pub fn durability(&self) -> Durability {
+        self.durability
+    }
+
+    /// This worker's device handles (device-index order).
+    pub fn devices(&self) -> &[AnyDevice] {
+        &self.devices
+    }
+
+    /// Allocates the next mutation sequence of this worker (monotonic). Take
+    /// it and append in the same synchronous section.
+    pub fn next_seq(&self) -> u64 {
+        let seq = self.next_seq.get();
+        self.next_seq.set(seq + 1);
+        seq
+    }
+
+    /// Records appended so far.
+    pub fn appended(&self) -> u64 {
+        self.state.borrow().appends
+    }
+
+    /// Records appended and durable so far.
+    pub fn durable(&self) -> u64 {
+        self.state.borrow().durable_appends
+    }
+
+    /// Bytes held in staging images of full (sealed) blocks that are not yet
+    /// durable; flush when this grows past a few blocks.
+    pub fn sealed_staged_bytes(&self) -> u64 {
+        self.state
+            .borrow()
+            .sealed
+            .iter()
+            .map(|b| b.buf.len_bytes() as u64)
+            .sum()
+    }
+
+    /// Appends one record and returns its location. The record is readable at
+    /// once ([`Writer::read`]) and durable after a later [`Writer::sync`] /
+    /// [`Writer::commit`].
+    ///
+    /// Errors: [`StoreError::TooLarge`] when the encoded record exceeds a
+    /// block's record area; [`StoreError::NoSpace`] when the open block is
+    /// full and no block is free (nothing is appended; retry once blocks are
+    /// freed).
+    pub fn append(&self, meta: RecordMeta, key: &[u8], value: &[u8]) -> Result<Location> {
+        debug_assert!(meta.kind != RecordKind::Tombstone || value.is_empty());
+        let len = encoded_record_len(key.len(), value.len());
+        let max = self.store.max_record_bytes();
+        if len as u64 > max {
+            return Err(StoreError::TooLarge {
+                size_bytes: len as u64,
+                max_bytes: max,
+            });
+        }
+        let mut st = self.state.borrow_mut();
+        let st = &mut *st;
+        let fits = st
+            .open
+            .as_ref()
+            .is_some_and(|b| b.used_bytes + len <= b.buf.len_bytes());
+        if !fits {
+            let alloc = self
+                .store
+                .alloc_block(self.worker)
+                .ok_or(StoreError::NoSpace)?;
+            if let Some(mut old) = st.open.take() {
+                self.seal(&mut old);
+                st.sealed.push(old);
+            }
+            st.open = Some(self.start_block(alloc, st.spare.pop()));
+        }
+        let block = st.open.as_mut().expect("open block");
+        let at = block.used_bytes;
+        let written = encode_record(
+            &mut block.buf.full_mut()[at..],
+            block.alloc.block_seq,
+            &meta,
+            key,
+            value,
+        );
+        debug_assert_eq!(written, len);
+        block.used_bytes += len;
+        block.min_seq = block.min_seq.min(meta.mutation_seq);
+        block.max_seq = block.max_seq.max(meta.mutation_seq);
+        st.appends += 1;
+        Ok(Location {
+            device: block.alloc.id.device,
+            block: block.alloc.id.block,
+            offset_bytes: at as u32,
+            len_bytes: len as u32,
+        })
+    }
+
+    fn start_block(&self, alloc: AllocatedBlock, spare: Option<AlignedBuf>) -> StagedBlock {
+        let block_size = self.store.block_size_bytes(alloc.id.device) as usize;
+        let align = self.store.align_bytes(alloc.id.device);
+        let mut buf = match spare {
+            Some(b) if b.capacity_bytes() == block_size && b.align_bytes() >= align => b,
+            _ => AlignedBuf::zeroed(block_size, align),
+        };
+        buf.set_len_bytes(block_size);
+        debug_assert!(buf.iter().all(|&b| b == 0), "staging image not zeroed");
+        let header = BlockHeader {
+            kind: BlockKind::Data,
+            state: BlockState::Open,
+            owner_worker: self.worker,
+            block_index: alloc.id.block,
+            committed_len_bytes: 0,
+            block_seq: alloc.block_seq,
+            first_mutation_seq: 0,
+            last_mutation_seq: 0,
+            device_id: self.store.superblock(alloc.id.device).device_id,
+        };
+        header.encode(&mut buf[..BLOCK_HEADER_BYTES]);
+        StagedBlock {
+            alloc,
+            buf,
+            used_bytes: BLOCK_HEADER_BYTES,
+            flushed_bytes: 0,
+            synced_bytes: 0,
+            sealed: false,
+            header_dirty: false,
+            header_synced: false,
+            min_seq: u64::MAX,
+            max_seq: 0,
+        }
+    }
+
+    /// Rewrites the staged header as sealed (written by the next flush).
+    fn seal(&self, block: &mut StagedBlock) {
+        debug_assert!(!block.sealed);
+        debug_assert!(
+            block.used_bytes > BLOCK_HEADER_BYTES,
+            "sealing an empty block"
+        );
+        let header = BlockHeader {
+            kind: BlockKind::Data,
+            state: BlockState::Sealed,
+            owner_worker: self.worker,
+            block_index: block.alloc.id.block,
+            committed_len_bytes: (block.used_bytes - BLOCK_HEADER_BYTES) as u32,
+            block_seq: block.alloc.block_seq,
+            first_mutation_seq: block.min_seq.min(block.max_seq),
+            last_mutation_seq: block.max_seq,
+            device_id: self.store.superblock(block.alloc.id.device).device_id,
+        };
+        header.encode(&mut block.buf[..BLOCK_HEADER_BYTES]);
+        block.sealed = true;
+        block.header_dirty = true;
+    }
+
+    /// Copies the record at `location` out of the staging images, if this
+    /// writer still holds it (not yet durable, or in the open block).
+    pub fn staged(&self, location: &Location) -> Option<crate::RecordBytes> {
+        let st = self.state.borrow();
+        let id = location.block_id();
+        let block = st
+            .open
+            .iter()
+            .chain(st.sealed.iter())
+            .find(|b| b.alloc.id == id)?;
+        let start = location.offset_bytes as usize;
+        let end = start + location.len_bytes as usize;
+        if start < BLOCK_HEADER_BYTES || end > block.used_bytes {
+            return None;
+        }
+        crate::RecordBytes::decode(
+            block.buf[start..end].to_vec().into(),
+            0,
+            block.alloc.block_seq,
+        )
+    }
+
+    /// Waits until no flush/sync runs, then marks one as running.
+    async fn begin_io(&self) -> IoGuard<'_> {
+        while self.io_busy.get() {
+            self.io_done.wait().await;
+        }
+        self.io_busy.set(true);
+        IoGuard(self)
+    }
+
+    /// Writes every staged byte not yet written (not durable until a sync).
+    pub async fn flush(&self) -> Result<()> {
+        let _io = self.begin_io().await;
+        self.write_out().await.map(|_| ())
+    }
+
+    /// Flushes and fdatasyncs the written devices: everything appended before
+    /// the call is durable when it returns `Ok`. Same as [`Writer::commit`].
+    pub async fn sync(&self) -> Result<()> {
+        self.commit().await
+    }
+
+    /// Resolves once everything appended before the call is durable. Callers
+    /// that arrive while a flush/sync runs wait for it and then share one more
+    /// flush + fdatasync (group commit): N concurrent committers cause at most
+    /// two syncs, usually one.
+    pub async fn commit(&self) -> Result<()> {
+        let target = self.state.borrow().appends;
+        loop {
+            if self.state.borrow().durable_appends >= target {
+                return Ok(());
+            }
+            if self.io_busy.get() {
+                self.io_done.wait().await;
+                continue;
+            }
+            let _io = self.begin_io().await;
+            return self.sync_locked().await;
+        }
+    }
+
+    /// What the durability policy requires before a write is acknowledged:
+    /// [`Durability::Always`] → [`Writer::commit`]; otherwise nothing.
+    pub async fn ack(&self) -> Result<()> {
+        match self.durability {
+            Durability::Always => self.commit().await,
+            Durability::EverySec | Durability::No => Ok(()),
+        }
+    }
+
+    /// Periodic work; call about once per second: [`Durability::EverySec`]
+    /// syncs, [`Durability::No`] and [`Durability::Always`] flush.
+    pub async fn tick(&self) -> Result<()> {
+        match self.durability {
+            Durability::EverySec => self.commit().await,
+            Durability::No | Durability::Always => self.flush().await,
+        }
+    }
+
+    /// Flush + sync; the caller holds the I/O guard.
+    async fn sync_locked(&self) -> Result<()> {
+        let covered = self.write_out().await?;
+        let to_sync: Vec<usize> = {
+            let st = self.state.borrow();
+            (0..st.unsynced_devices.len())
+                .filter(|&d| st.unsynced_devices[d])
+                .collect()
+        };
+        for d in to_sync {
+            if let Err(e) = self.devices[d].sync().await {
+                tracing::error!(device = d, error = %e, "data device sync failed");
+                self.reset_after_error();
+                return Err(io_err(d as u16, 0, e));
+            }
+            self.state.borrow_mut().unsynced_devices[d] = false;
+        }
+        let mut st = self.state.borrow_mut();
+        let st = &mut *st;
+        for b in st.open.iter_mut().chain(st.sealed.iter_mut()) {
+            b.synced_bytes = b.flushed_bytes;
+            if b.sealed && !b.header_dirty {
+                b.header_synced = true;
+            }
+        }
+        // Drop durable sealed images (their bytes are now read from the device).
+        let mut i = 0;
+        while i < st.sealed.len() {
+            if st.sealed[i].is_durable() {
+                let mut done = st.sealed.swap_remove(i);
+                let used = done.used_bytes;
+                done.buf[..used].fill(0);
+                if st.spare.len() < 2 {
+                    st.spare.push(done.buf);
+                }
+            } else {
+                i += 1;
+            }
+        }
+        debug_assert!(covered >= st.durable_appends);
+        st.durable_appends = covered;
+        Ok(())
+    }
+
+    /// After a failed write or sync: everything since the last successful sync
+    /// is written again by the next flush.
+    fn reset_after_error(&self) {
+        let mut st = self.state.borrow_mut();
+        let st = &mut *st;
+        for b in st.open.iter_mut().chain(st.sealed.iter_mut()) {
+            b.flushed_bytes = b.synced_bytes;
+            b.header_dirty = b.sealed && !b.header_synced;
+        }
+    }
+
+    /// Writes all unwritten staged bytes; returns the append count covered.
+    /// The caller holds the I/O guard.
+    async fn write_out(&self) -> Result<u64> {
+        let (jobs, covered) = self.plan_writes();
+        for job in jobs {
+            let WriteJob {
+                block,
+                device,
+                offset_bytes,
+                buf,
+                flushed_to,
+                writes_sealed_header,
+            } = job;
+            let BufResult(res, _) = self.devices[usize::from(device)]
+                .write_at(buf, offset_bytes)
+                .await;
+            if let Err(e) = res {
+                tracing::error!(device, offset_bytes, error = %e, "data device write failed");
+                self.reset_after_error();
+                return Err(io_err(device, offset_bytes, e));
+            }
+            let mut st = self.state.borrow_mut();
+            let st = &mut *st;
+            st.unsynced_devices[usize::from(device)] = true;
+            if let Some(b) = st
+                .open
+                .iter_mut()
+                .chain(st.sealed.iter_mut())
+                .find(|b| b.alloc.id == block)
+            {
+                if let Some(to) = flushed_to {
+                    b.flushed_bytes = b.flushed_bytes.max(to);
+                }
+                if writes_sealed_header {
+                    b.header_dirty = false;
+                }
+            }
+        }
+        Ok(covered)
+    }
+
+    fn plan_writes(&self) -> (Vec<WriteJob>, u64) {
+        let st = self.state.borrow();
+        let mut jobs = Vec::new();
+        for b in st.sealed.iter().chain(st.open.iter()) {
+            let id = b.alloc.id;
+            let align = self.store.align_bytes(id.device);
+            let block_offset = self.store.block_offset_bytes(id);
+            let mut header_written = false;
+            if b.used_bytes > b.flushed_bytes {
+                let start = b.flushed_bytes / align * align;
+                let end = b.used_bytes.next_multiple_of(align);
+                debug_assert!(end <= b.buf.len_bytes());
+                let mut buf = AlignedBuf::new(end - start, align);
+                buf.extend_from_slice(&b.buf[start..end]);
+                header_written = start == 0;
+                jobs.push(WriteJob {
+                    block: id,
+                    device: id.device,
+                    offset_bytes: block_offset + start as u64,
+                    buf,
+                    flushed_to: Some(b.used_bytes),
+                    writes_sealed_header: header_written && b.sealed,
+                });
+            }
+            if b.sealed && b.header_dirty && !header_written {
+                let mut buf = AlignedBuf::new(BLOCK_HEADER_BYTES, align);
+                buf.extend_from_slice(&b.buf[..BLOCK_HEADER_BYTES]);
+                jobs.push(WriteJob {
+                    block: id,
+                    device: id.device,
+                    offset_bytes: block_offset,
+                    buf,
+                    flushed_to: None,
+                    writes_sealed_header: true,
+                });
+            }
+        }
+        (jobs, st.appends)
+    }
+}

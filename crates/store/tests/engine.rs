@@ -1,0 +1,314 @@
+//! The engine on RAM and file devices: open/format, append, staged and device
+//! reads, flush/sync, group commit, recovery, no-space and I/O errors.
+
+mod common;
+
+use std::rc::Rc;
+
+use common::{run, temp_dir};
+use skerry_store::device::{CrashSpec, Fault, FaultOp, RamDevice};
+use skerry_store::format::{RecordKind, RecordMeta, RESERVED_BYTES, VALUE_TYPE_STRING};
+use skerry_store::{
+    AnyDevice, Durability, FileDevice, RecoveredIndex, Store, StoreError, StoreOptions, Writer,
+};
+
+const KIB: u64 = 1 << 10;
+
+fn opts() -> StoreOptions {
+    StoreOptions {
+        block_size_bytes: 64 * KIB,
+    }
+}
+
+fn meta(seq: u64) -> RecordMeta {
+    RecordMeta {
+        kind: RecordKind::Value,
+        value_type: VALUE_TYPE_STRING,
+        flags: 0,
+        mutation_seq: seq,
+        expiry_ms: 0,
+    }
+}
+
+async fn open(dev: &RamDevice) -> (Store, RecoveredIndex, skerry_store::Recovery) {
+    let mut index = RecoveredIndex::default();
+    let (store, rec) = Store::create_or_open(vec![dev.control().device().into()], &opts(), |r| {
+        index.apply(r)
+    })
+    .await
+    .expect("open");
+    (store, index, rec)
+}
+
+fn ram(blocks: u64) -> RamDevice {
+    RamDevice::new(RESERVED_BYTES + blocks * 64 * KIB, 512)
+}
+
+#[test]
+fn append_read_sync_recover() {
+    let dev = ram(4);
+    run(async {
+        let (store, index, rec) = open(&dev).await;
+        assert!(index.entries.is_empty());
+        assert_eq!(rec.records, 0);
+        assert_eq!(store.free_blocks(), 4);
+        let w = Writer::open(store, 0, Durability::Always, rec.max_mutation_seq)
+            .await
+            .unwrap();
+        let mut locs = Vec::new();
+        for i in 0..300u32 {
+            let seq = w.next_seq();
+            let value = vec![i as u8; (i as usize * 7) % 700];
+            let loc = w
+                .append(meta(seq), format!("key{i}").as_bytes(), &value)
+                .unwrap();
+            locs.push((loc, value));
+        }
+        // Staged reads.
+        for (i, (loc, value)) in locs.iter().enumerate() {
+            let r = w.read(loc).await.unwrap();
+            assert_eq!(r.key(), format!("key{i}").as_bytes());
+            assert_eq!(r.value(), value.as_slice());
+        }
+        w.sync().await.unwrap();
+        assert_eq!(w.durable(), 300);
+        // Device reads (sealed blocks are dropped once durable).
+        for (i, (loc, value)) in locs.iter().enumerate() {
+            let r = w.read(loc).await.unwrap();
+            assert_eq!(r.key(), format!("key{i}").as_bytes());
+            assert_eq!(r.value(), value.as_slice());
+        }
+        drop(w);
+        dev.control().crash(CrashSpec::lose_unsynced());
+        let (store, index, rec) = open(&dev).await;
+        assert_eq!(rec.records, 300);
+        assert_eq!(rec.max_mutation_seq, 300);
+        assert!(rec.truncations.is_empty(), "{:?}", rec.truncations);
+        assert_eq!(store.free_blocks(), 4 - rec.used_blocks);
+        let w = Writer::open(store, 1, Durability::Always, rec.max_mutation_seq)
+            .await
+            .unwrap();
+        assert_eq!(w.next_seq(), 301);
+        for (i, (loc, value)) in locs.iter().enumerate() {
+            let e = index.get(format!("key{i}").as_bytes()).unwrap();
+            assert_eq!(e.location, *loc);
+            assert_eq!(w.read(loc).await.unwrap().value(), value.as_slice());
+        }
+    });
+}
+
+#[test]
+fn unsynced_appends_are_lost_synced_kept() {
+    let dev = ram(4);
+    run(async {
+        let (store, _, _) = open(&dev).await;
+        let w = Writer::open(store, 0, Durability::Always, 0).await.unwrap();
+        w.append(meta(w.next_seq()), b"a", b"1").unwrap();
+        w.commit().await.unwrap();
+        w.append(meta(w.next_seq()), b"a", b"2").unwrap();
+        w.append(meta(w.next_seq()), b"b", b"3").unwrap();
+        w.flush().await.unwrap(); // written, not synced
+        drop(w);
+        dev.control().crash(CrashSpec::lose_unsynced());
+        let (_, index, rec) = open(&dev).await;
+        assert_eq!(rec.records, 1);
+        assert!(index.get(b"b").is_none());
+        assert_eq!(index.get(b"a").unwrap().meta.mutation_seq, 1);
+    });
+}
+
+/// Returns `Pending` once (after waking itself), letting other tasks run.
+async fn yield_now() {
+    let mut yielded = false;
+    std::future::poll_fn(|cx| {
+        if yielded {
+            return std::task::Poll::Ready(());
+        }
+        yielded = true;
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    })
+    .await
+}
+
+#[test]
+fn group_commit_shares_one_sync() {
+    let dev = ram(4);
+    run(async {
+        let (store, _, _) = open(&dev).await;
+        let w = Rc::new(Writer::open(store, 0, Durability::Always, 0).await.unwrap());
+        let syncs_before = dev.control().stats().syncs;
+        let mut tasks = Vec::new();
+        for i in 0..16u32 {
+            let w = w.clone();
+            tasks.push(compio::runtime::spawn(async move {
+                w.append(meta(w.next_seq()), &i.to_le_bytes(), b"v")
+                    .unwrap();
+                // Let every task append before any commits (RAM I/O never
+                // suspends, so the committers meet only this way).
+                yield_now().await;
+                w.ack().await.unwrap();
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let syncs = dev.control().stats().syncs - syncs_before;
+        assert!((1..=2).contains(&syncs), "{syncs} syncs for 16 committers");
+        assert_eq!(w.durable(), 16);
+    });
+}
+
+#[test]
+fn no_space_then_space_again() {
+    let dev = ram(2);
+    run(async {
+        let (store, _, _) = open(&dev).await;
+        let w = Writer::open(store.clone(), 0, Durability::Always, 0)
+            .await
+            .unwrap();
+        let value = vec![7u8; 1000];
+        let mut n = 0u64;
+        let err = loop {
+            match w.append(meta(w.next_seq()), &n.to_le_bytes(), &value) {
+                Ok(_) => n += 1,
+                Err(e) => break e,
+            }
+        };
+        assert!(matches!(err, StoreError::NoSpace), "{err}");
+        assert_eq!(err.to_string(), "no space left on the data devices");
+        w.sync().await.unwrap();
+        // Too large for any block.
+        let big = vec![0u8; 64 * 1024];
+        assert!(matches!(
+            w.append(meta(w.next_seq()), b"big", &big),
+            Err(StoreError::TooLarge { .. })
+        ));
+        drop(w);
+        dev.control().crash(CrashSpec::lose_unsynced());
+        let (store, index, rec) = open(&dev).await;
+        assert_eq!(rec.records, n);
+        assert_eq!(index.entries.len() as u64, n);
+        assert_eq!(store.free_blocks(), 0);
+        // Freeing a block makes appends succeed again.
+        let first = index.get(&0u64.to_le_bytes()).unwrap().location.block_id();
+        store.free_block(first);
+        let w = Writer::open(store, 0, Durability::Always, rec.max_mutation_seq)
+            .await
+            .unwrap();
+        w.append(meta(w.next_seq()), b"again", b"ok").unwrap();
+        w.sync().await.unwrap();
+    });
+}
+
+#[test]
+fn io_errors_lose_nothing_acknowledged() {
+    let dev = ram(4);
+    let ctl = dev.control();
+    run(async {
+        let (store, _, _) = open(&dev).await;
+        let w = Writer::open(store, 0, Durability::Always, 0).await.unwrap();
+        w.append(meta(w.next_seq()), b"k1", b"v1").unwrap();
+        w.sync().await.unwrap();
+        for (op, errno) in [
+            (FaultOp::Write, libc::EIO),
+            (FaultOp::Write, libc::ENOSPC),
+            (FaultOp::Sync, libc::EIO),
+        ] {
+            ctl.inject(Fault {
+                op,
+                errno,
+                skip_ops: 0,
+                persistent: false,
+            });
+            w.append(meta(w.next_seq()), b"k2", b"v2").unwrap();
+            let err = w.sync().await.unwrap_err();
+            match &err {
+                StoreError::Io { source, .. } => assert_eq!(source.raw_os_error(), Some(errno)),
+                other => panic!("unexpected {other}"),
+            }
+        }
+        // Retry succeeds and everything is durable.
+        w.sync().await.unwrap();
+        drop(w);
+        ctl.crash(CrashSpec::lose_unsynced());
+        let (_, index, _) = open(&dev).await;
+        assert_eq!(index.entries.len(), 2);
+        assert_eq!(index.get(b"k2").unwrap().meta.mutation_seq, 4);
+    });
+}
+
+#[test]
+fn version_and_garbage_are_refused_without_writing() {
+    let dev = ram(2);
+    let ctl = dev.control();
+    run(async {
+        open(&dev).await;
+        // Damage both superblock copies: refused, not reformatted.
+        ctl.flip_bit(20, 0);
+        ctl.flip_bit(4096 + 20, 0);
+        let writes = ctl.stats().writes;
+        let err = Store::create_or_open(vec![ctl.device().into()], &opts(), |_| {})
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("bad superblock"), "{err}");
+        assert_eq!(ctl.stats().writes, writes);
+    });
+}
+
+#[test]
+fn file_device_round_trip_10k() {
+    let dir = temp_dir("engine-file");
+    let path = dir.join("data");
+    let size = RESERVED_BYTES + 16 * (1 << 20);
+    let mut expected = Vec::new();
+    run(async {
+        let dev = FileDevice::open_or_create(&path, size).await.unwrap();
+        let options = StoreOptions {
+            block_size_bytes: 1 << 20,
+        };
+        let (store, rec) = Store::create_or_open(vec![AnyDevice::File(dev)], &options, |_| {})
+            .await
+            .unwrap();
+        let w = Writer::open(store, 0, Durability::EverySec, rec.max_mutation_seq)
+            .await
+            .unwrap();
+        for i in 0..10_000u32 {
+            let value = format!("value-{i}-").repeat(1 + (i as usize % 20));
+            let loc = w
+                .append(
+                    meta(w.next_seq()),
+                    format!("k{i}").as_bytes(),
+                    value.as_bytes(),
+                )
+                .unwrap();
+            expected.push((loc, value));
+            if i % 1000 == 999 {
+                w.tick().await.unwrap();
+            }
+        }
+        w.sync().await.unwrap();
+    });
+    run(async {
+        let dev = FileDevice::open(&path).await.unwrap();
+        let mut index = RecoveredIndex::default();
+        let (store, rec) =
+            Store::create_or_open(vec![AnyDevice::File(dev)], &StoreOptions::default(), |r| {
+                index.apply(r)
+            })
+            .await
+            .unwrap();
+        assert_eq!(rec.records, 10_000);
+        let w = Writer::open(store, 0, Durability::EverySec, rec.max_mutation_seq)
+            .await
+            .unwrap();
+        for (i, (loc, value)) in expected.iter().enumerate() {
+            assert_eq!(
+                index.get(format!("k{i}").as_bytes()).unwrap().location,
+                *loc
+            );
+            let r = w.read(loc).await.unwrap();
+            assert_eq!(r.value(), value.as_bytes());
+        }
+    });
+}
