@@ -82,7 +82,7 @@ pub fn exec_keyed(
     let Handler::Keyed { run, .. } = COMMANDS[idx].handler else {
         unreachable!("exec_keyed on a non-keyed command")
     };
-    let started = Instant::now();
+    let started = quanta::Instant::now();
     let mark = reply.buf.len();
     let mut x = Exec {
         ks: &mut shard.keyspace,
@@ -96,7 +96,7 @@ pub fn exec_keyed(
 }
 
 /// Records a command's call, time and error reply (if it replied with one).
-fn record(shard: &mut Shard, idx: usize, started: Instant, reply: &[u8]) {
+fn record(shard: &mut Shard, idx: usize, started: quanta::Instant, reply: &[u8]) {
     let st = &mut shard.stats;
     let c = &mut st.commands[idx];
     c.calls += 1;
@@ -240,7 +240,7 @@ impl Conn {
             },
             Handler::Conn(f) => {
                 self.flush_pending().await;
-                let started = Instant::now();
+                let started = quanta::Instant::now();
                 let mark = self.reply.buf.len();
                 f(self, argv);
                 self.finish_local(idx, started, mark);
@@ -271,7 +271,7 @@ impl Conn {
         }
     }
 
-    fn finish_local(&mut self, idx: usize, started: Instant, mark: usize) {
+    fn finish_local(&mut self, idx: usize, started: quanta::Instant, mark: usize) {
         {
             let shard = local_shard();
             let mut s = shard.borrow_mut();
@@ -282,7 +282,7 @@ impl Conn {
 
     async fn run_async(&mut self, idx: usize, cmd: AsyncCmd, argv: &[&[u8]]) {
         use crate::commands::{connection as c, keyspace as k, server as sv};
-        let started = Instant::now();
+        let started = quanta::Instant::now();
         let mark = self.reply.buf.len();
         self.info.blocked_in_command.set(true);
         match cmd {

@@ -244,6 +244,8 @@ pub fn main_from_args<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
             .map(|p| p.display().to_string())
             .unwrap_or_default(),
     });
+    // Calibrate the TSC clock used for command timing now, not on the first command.
+    let _ = quanta::Instant::now();
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let pin = threads <= cpus;
     let mut handles = Vec::new();
