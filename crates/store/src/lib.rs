@@ -34,4 +34,4 @@ pub use error::{Result, StoreError};
 pub use reader::RecordBytes;
 pub use recovery::{IndexEntry, RecoveredIndex, RecoveredRecord, Recovery, Truncation};
 pub use store::{AllocatedBlock, BlockId, Location, Store, StoreOptions};
-pub use writer::{Durability, Writer};
+pub use writer::{Durability, Writer, WriterStats};

@@ -193,6 +193,7 @@ impl Store {
             })
             .collect();
         let recovery = recovery::scan(&ordered, &infos, &block_seqs, on_record).await?;
+        let total_blocks: u64 = infos.iter().map(|d| d.superblock.block_count).sum();
         let free = block_seqs
             .iter()
             .map(|seqs| {
@@ -208,7 +209,11 @@ impl Store {
                 block_seqs,
                 allocator: Mutex::new(Allocator {
                     free,
-                    next_block_seq: recovery.max_block_seq + 1,
+                    // A block allocated after the highest surviving header
+                    // may have left records whose header was lost (a write
+                    // reordered before a crash). Skipping one sequence per
+                    // block keeps every new block's CRC seed unique even then.
+                    next_block_seq: recovery.max_block_seq + 1 + total_blocks,
                     next_device: 0,
                 }),
             }),
@@ -330,6 +335,18 @@ impl Store {
             .allocator
             .lock()
             .unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn store_is_shared_between_threads() {
+        assert_send_sync::<Store>();
     }
 }
 

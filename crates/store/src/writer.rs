@@ -131,6 +131,24 @@ struct State {
     durable_appends: u64,
     /// Devices written since their last sync.
     unsynced_devices: Vec<bool>,
+    stats: WriterStats,
+}
+
+/// Counters of one writer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WriterStats {
+    /// Records appended.
+    pub appends: u64,
+    /// Records appended and durable.
+    pub durable_appends: u64,
+    /// Device writes issued (successful).
+    pub writes: u64,
+    /// Bytes written to devices (including rewritten partial sectors).
+    pub written_bytes: u64,
+    /// Successful flush + fdatasync rounds (group commits).
+    pub syncs: u64,
+    /// Blocks opened.
+    pub blocks_opened: u64,
 }
 
 /// The per-worker writer (and reader: [`Writer::read`]).
@@ -190,6 +208,7 @@ impl Writer {
                 appends: 0,
                 durable_appends: 0,
                 unsynced_devices: vec![false; n],
+                stats: WriterStats::default(),
             }),
             next_seq: Cell::new(after_seq + 1),
             io_busy: Cell::new(false),
@@ -229,6 +248,16 @@ impl Writer {
         let seq = self.next_seq.get();
         self.next_seq.set(seq + 1);
         seq
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> WriterStats {
+        let st = self.state.borrow();
+        WriterStats {
+            appends: st.appends,
+            durable_appends: st.durable_appends,
+            ..st.stats
+        }
     }
 
     /// Records appended so far.
@@ -286,6 +315,7 @@ impl Writer {
                 st.sealed.push(old);
             }
             st.open = Some(self.start_block(alloc, st.spare.pop()));
+            st.stats.blocks_opened += 1;
         }
         let block = st.open.as_mut().expect("open block");
         let at = block.used_bytes;
@@ -488,6 +518,7 @@ impl Writer {
         }
         debug_assert!(covered >= st.durable_appends);
         st.durable_appends = covered;
+        st.stats.syncs += 1;
         Ok(())
     }
 
@@ -515,6 +546,7 @@ impl Writer {
                 flushed_to,
                 writes_sealed_header,
             } = job;
+            let len_bytes = buf.len_bytes() as u64;
             let BufResult(res, _) = self.devices[usize::from(device)]
                 .write_at(buf, offset_bytes)
                 .await;
@@ -526,6 +558,8 @@ impl Writer {
             let mut st = self.state.borrow_mut();
             let st = &mut *st;
             st.unsynced_devices[usize::from(device)] = true;
+            st.stats.writes += 1;
+            st.stats.written_bytes += len_bytes;
             if let Some(b) = st
                 .open
                 .iter_mut()

@@ -312,3 +312,42 @@ fn file_device_round_trip_10k() {
         }
     });
 }
+
+#[test]
+fn group_commit_on_file_device_waiters_share_syncs() {
+    let dir = temp_dir("engine-group");
+    let path = dir.join("data");
+    run(async {
+        let dev = FileDevice::open_or_create(&path, RESERVED_BYTES + 4 * (1 << 20))
+            .await
+            .unwrap();
+        let options = StoreOptions {
+            block_size_bytes: 1 << 20,
+        };
+        let (store, _) = Store::create_or_open(vec![AnyDevice::File(dev)], &options, |_| {})
+            .await
+            .unwrap();
+        let w = Rc::new(Writer::open(store, 0, Durability::Always, 0).await.unwrap());
+        let tasks: Vec<_> = (0..32u32)
+            .map(|i| {
+                let w = w.clone();
+                compio::runtime::spawn(async move {
+                    w.append(meta(w.next_seq()), &i.to_le_bytes(), b"value")
+                        .unwrap();
+                    w.ack().await.unwrap();
+                    w.durable()
+                })
+            })
+            .collect();
+        for t in tasks {
+            assert!(t.await.unwrap() >= 1);
+        }
+        let stats = w.stats();
+        assert_eq!(stats.durable_appends, 32);
+        assert!(
+            (1..=2).contains(&stats.syncs),
+            "{} syncs for 32 committers",
+            stats.syncs
+        );
+    });
+}
