@@ -351,3 +351,82 @@ fn group_commit_on_file_device_waiters_share_syncs() {
         );
     });
 }
+
+#[test]
+fn two_devices_two_worker_threads() {
+    let devs = [ram(6), ram(6)];
+    let ctls: Vec<_> = devs.iter().map(|d| d.control()).collect();
+    let store = run(async {
+        let (store, rec) = Store::create_or_open(
+            devs.iter().map(|d| d.control().device().into()).collect(),
+            &opts(),
+            |_| {},
+        )
+        .await
+        .unwrap();
+        assert_eq!(rec.records, 0);
+        store
+    });
+    assert_eq!(store.free_blocks(), 12);
+    let handles: Vec<_> = (0..2u16)
+        .map(|worker| {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                run(async move {
+                    let w = Writer::open(store, worker, Durability::Always, 0)
+                        .await
+                        .unwrap();
+                    for i in 0..200u32 {
+                        // Sequences interleave between workers; keys do not.
+                        let seq = u64::from(i) * 2 + u64::from(worker) + 1;
+                        let key = format!("w{worker}-{i}");
+                        w.append(meta(seq), key.as_bytes(), &[worker as u8; 500])
+                            .unwrap();
+                        if i % 50 == 49 {
+                            w.sync().await.unwrap();
+                        }
+                    }
+                    w.stats().blocks_opened
+                })
+            })
+        })
+        .collect();
+    let opened: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+    assert_eq!(store.free_blocks(), 12 - opened);
+    drop(store);
+    for c in &ctls {
+        c.crash(CrashSpec::lose_unsynced());
+    }
+    run(async {
+        // Devices given in the other order are put back in index order.
+        let mut index = RecoveredIndex::default();
+        let (store, rec) = Store::create_or_open(
+            vec![ctls[1].device().into(), ctls[0].device().into()],
+            &opts(),
+            |r| index.apply(r),
+        )
+        .await
+        .unwrap();
+        assert_eq!(rec.records, 400);
+        assert_eq!(rec.used_blocks, opened);
+        let w = Writer::open(store, 0, Durability::Always, rec.max_mutation_seq)
+            .await
+            .unwrap();
+        for worker in 0..2u8 {
+            for i in 0..200 {
+                let e = index.get(format!("w{worker}-{i}").as_bytes()).unwrap();
+                assert_eq!(w.read(&e.location).await.unwrap().value(), &[worker; 500]);
+            }
+        }
+        // A device of another store is refused.
+        let other = ram(2);
+        let err = Store::create_or_open(
+            vec![ctls[0].device().into(), other.control().device().into()],
+            &opts(),
+            |_| {},
+        )
+        .await
+        .unwrap_err();
+        assert!(err.to_string().contains("not formatted"), "{err}");
+    });
+}
