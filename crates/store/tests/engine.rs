@@ -430,3 +430,47 @@ fn two_devices_two_worker_threads() {
         assert!(err.to_string().contains("not formatted"), "{err}");
     });
 }
+
+#[test]
+fn other_format_version_is_refused_and_not_overwritten() {
+    let dev = ram(2);
+    run(async {
+        open(&dev).await;
+    });
+    // Rewrite both superblock copies as version 2 (intact CRC).
+    let mut image = dev.control().durable_image();
+    for slot in [0usize, 4096] {
+        image[slot + 8..slot + 12].copy_from_slice(&2u32.to_le_bytes());
+        let crc = crc32c_of(&image[slot..slot + 124]);
+        image[slot + 124..slot + 128].copy_from_slice(&crc.to_le_bytes());
+    }
+    let dev = RamDevice::from_image(image.clone(), 512);
+    run(async {
+        let err = Store::create_or_open(vec![dev.control().device().into()], &opts(), |_| {})
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("data file format version 2 is not supported by this build"),
+            "{err}"
+        );
+    });
+    assert_eq!(dev.control().stats().writes, 0);
+    assert_eq!(dev.control().durable_image(), image);
+}
+
+/// CRC32C (Castagnoli), bitwise: the tests need no extra dependency.
+fn crc32c_of(data: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in data {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0x82F6_3B78
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
