@@ -46,11 +46,7 @@ fn rename_common(x: &mut Exec, a: &[&[u8]], nx: bool) {
         return;
     }
     x.ks.delete(x.db, a[1], x.now_ms);
-    let expiry = if at == 0 {
-        Expiry::Persist
-    } else {
-        Expiry::At(at)
-    };
+    let expiry = Expiry::of_entry_ms(at);
     x.ks.put(x.db, a[2], value, expiry, x.now_ms);
     if nx {
         x.reply.int(1);
@@ -112,11 +108,7 @@ pub async fn rename_cross(c: &mut Conn, a: &[&[u8]]) {
         return;
     };
     txn.run(wd, move |s| {
-        let expiry = if at == 0 {
-            Expiry::Persist
-        } else {
-            Expiry::At(at)
-        };
+        let expiry = Expiry::of_entry_ms(at);
         s.keyspace.put(db, &dst, value, expiry, now);
     })
     .await;
@@ -184,11 +176,7 @@ pub fn copy(x: &mut Exec, a: &[&[u8]]) {
         x.reply.int(0);
         return;
     }
-    let expiry = if at == 0 {
-        Expiry::Persist
-    } else {
-        Expiry::At(at)
-    };
+    let expiry = Expiry::of_entry_ms(at);
     x.ks.put(dst_db, a[2], value, expiry, x.now_ms);
     x.reply.int(1);
 }
@@ -223,11 +211,7 @@ pub async fn copy_cross(c: &mut Conn, a: &[&[u8]]) {
             if !replace && s.keyspace.exists(dst_db, &dst, now) {
                 return false;
             }
-            let expiry = if at == 0 {
-                Expiry::Persist
-            } else {
-                Expiry::At(at)
-            };
+            let expiry = Expiry::of_entry_ms(at);
             s.keyspace.put(dst_db, &dst, value, expiry, now);
             true
         })
@@ -255,11 +239,7 @@ pub fn move_(x: &mut Exec, a: &[&[u8]]) {
         return;
     }
     x.ks.delete(x.db, a[1], x.now_ms);
-    let expiry = if at == 0 {
-        Expiry::Persist
-    } else {
-        Expiry::At(at)
-    };
+    let expiry = Expiry::of_entry_ms(at);
     x.ks.put(dst_db, a[1], value, expiry, x.now_ms);
     x.reply.int(1);
 }

@@ -85,6 +85,23 @@ fn expire_at(x: &mut Exec, arg: &[u8], unit_ms: i64, relative: bool, cmd: &str) 
     Some(ms)
 }
 
+/// True for the expire options SET and GETEX share.
+fn is_expire_option(opt: &[u8]) -> bool {
+    is(opt, "ex") || is(opt, "px") || is(opt, "exat") || is(opt, "pxat")
+}
+
+/// The absolute expiry (Unix ms) of an `EX s|PX ms|EXAT ts|PXAT ms` option with value `arg`;
+/// None after replying with the error.
+fn expire_option(x: &mut Exec, opt: &[u8], arg: &[u8], cmd: &str) -> Option<i64> {
+    let unit_ms = if is(opt, "ex") || is(opt, "exat") {
+        1000
+    } else {
+        1
+    };
+    let relative = is(opt, "ex") || is(opt, "px");
+    expire_at(x, arg, unit_ms, relative, cmd)
+}
+
 /// SET key value [NX|XX] [GET] [EX s|PX ms|EXAT ts|PXAT ms|KEEPTTL]
 pub fn set(x: &mut Exec, a: &[&[u8]]) {
     let mut cond = Cond::Always;
@@ -104,17 +121,8 @@ pub fn set(x: &mut Exec, a: &[&[u8]]) {
         } else if is(opt, "keepttl") && !expiry_set {
             expiry = Expiry::Keep;
             expiry_set = true;
-        } else if (is(opt, "ex") || is(opt, "px") || is(opt, "exat") || is(opt, "pxat"))
-            && !expiry_set
-            && next.is_some()
-        {
-            let unit = if is(opt, "ex") || is(opt, "exat") {
-                1000
-            } else {
-                1
-            };
-            let relative = is(opt, "ex") || is(opt, "px");
-            let Some(t) = next.and_then(|n| expire_at(x, n, unit, relative, "set")) else {
+        } else if let (true, false, Some(arg)) = (is_expire_option(opt), expiry_set, next) {
+            let Some(t) = expire_option(x, opt, arg, "set") else {
                 return;
             };
             expiry = Expiry::At(t);
@@ -239,17 +247,8 @@ pub fn getex(x: &mut Exec, a: &[&[u8]]) {
         let next = a.get(i + 1);
         if is(opt, "persist") && change.is_none() {
             change = Some(0);
-        } else if (is(opt, "ex") || is(opt, "px") || is(opt, "exat") || is(opt, "pxat"))
-            && change.is_none()
-            && next.is_some()
-        {
-            let unit = if is(opt, "ex") || is(opt, "exat") {
-                1000
-            } else {
-                1
-            };
-            let relative = is(opt, "ex") || is(opt, "px");
-            let Some(t) = next.and_then(|n| expire_at(x, n, unit, relative, "getex")) else {
+        } else if let (true, true, Some(arg)) = (is_expire_option(opt), change.is_none(), next) {
+            let Some(t) = expire_option(x, opt, arg, "getex") else {
                 return;
             };
             change = Some(t);

@@ -39,6 +39,17 @@ pub enum Expiry {
 /// Keys up to this many bytes live inside the entry (no pointer to follow on lookup).
 const INLINE_KEY_BYTES: usize = 16;
 
+impl Expiry {
+    /// The expiry an entry's `expire_at_ms` stands for (0: none), to carry a TTL to a copy.
+    pub fn of_entry_ms(expire_at_ms: i64) -> Expiry {
+        if expire_at_ms == 0 {
+            Expiry::Persist
+        } else {
+            Expiry::At(expire_at_ms)
+        }
+    }
+}
+
 /// One key.
 #[derive(Debug)]
 pub struct Entry {
