@@ -532,6 +532,18 @@ fn info_commandstats_and_errorstats() {
         .parse()
         .unwrap();
     assert!(processed >= 8, "{processed}");
+
+    // Container commands are counted per subcommand, as Redis 7 does.
+    assert!(!r.cmd(&["CONFIG", "GET", "maxclients"]).is_error());
+    assert!(!r.cmd(&["CONFIG", "GET", "timeout"]).is_error());
+    assert!(r.cmd(&["CONFIG", "GET"]).is_error());
+    let stats = r.cmd(&["INFO", "commandstats"]).text();
+    let cget = info_field(&stats, "cmdstat_config|get").expect("cmdstat_config|get");
+    assert!(cget.starts_with("calls=2,"), "{cget}");
+    assert!(cget.ends_with(",rejected_calls=1,failed_calls=0"), "{cget}");
+    // RESETSTAT's own call is recorded after it ran, so it survives the reset.
+    let reset = info_field(&stats, "cmdstat_config|resetstat").expect("cmdstat_config|resetstat");
+    assert!(reset.starts_with("calls=1,"), "{reset}");
 }
 
 #[test]

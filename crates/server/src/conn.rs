@@ -67,6 +67,8 @@ pub struct Conn {
     pub close_after_reply: bool,
     /// Time of the current batch of commands (Unix ms).
     pub now_ms: i64,
+    /// The subcommand of the command being run (`config|get`), for its statistics.
+    subcommand: Option<&'static str>,
     pending: Option<Pending>,
 }
 
@@ -92,13 +94,22 @@ pub fn exec_keyed(
         config: &shard.shared.config,
     };
     run(&mut x, argv);
-    record(shard, idx, started, &reply.buf[mark..]);
+    record(shard, idx, None, started, &reply.buf[mark..]);
 }
 
-/// Records a command's call, time and error reply (if it replied with one).
-fn record(shard: &mut Shard, idx: usize, started: quanta::Instant, reply: &[u8]) {
+/// Records a command's (or subcommand's) call, time and error reply (if it replied with one).
+fn record(
+    shard: &mut Shard,
+    idx: usize,
+    sub: Option<&'static str>,
+    started: quanta::Instant,
+    reply: &[u8],
+) {
     let st = &mut shard.stats;
-    let c = &mut st.commands[idx];
+    let c = match sub {
+        Some(name) => st.subcommands.entry(name).or_default(),
+        None => &mut st.commands[idx],
+    };
     c.calls += 1;
     c.usec += started.elapsed().as_micros() as u64;
     st.total_commands += 1;
@@ -127,7 +138,8 @@ impl Conn {
         run_on_all(&self.shared, self.worker, f).await
     }
 
-    /// Replies with an error counted as rejected (before the command ran).
+    /// Replies with an error counted as rejected (before the command ran) against the command
+    /// `idx` (or the current subcommand).
     fn reject(&mut self, idx: Option<usize>, msg: &str) {
         self.reject_bytes(idx, msg.as_bytes());
     }
@@ -139,8 +151,10 @@ impl Conn {
         let shard = local_shard();
         let mut s = shard.borrow_mut();
         s.stats.record_error(&self.reply.buf[mark..]);
-        if let Some(i) = idx {
-            s.stats.commands[i].rejected += 1;
+        match (idx, self.subcommand) {
+            (Some(_), Some(sub)) => s.stats.subcommands.entry(sub).or_default().rejected += 1,
+            (Some(i), None) => s.stats.commands[i].rejected += 1,
+            (None, _) => {}
         }
     }
 
@@ -172,6 +186,7 @@ impl Conn {
         };
         let spec = &COMMANDS[idx];
         self.info.last_cmd.set(spec.name);
+        self.subcommand = None;
         if !spec.arity_ok(argv.len()) {
             self.flush_pending().await;
             let msg = format!("ERR wrong number of arguments for '{}' command", spec.name);
@@ -192,6 +207,7 @@ impl Conn {
                 }
                 Some(sub) => {
                     self.info.last_cmd.set(sub.name);
+                    self.subcommand = Some(sub.name);
                     if !sub.arity_ok(argv.len()) {
                         self.flush_pending().await;
                         let msg =
@@ -275,7 +291,13 @@ impl Conn {
         {
             let shard = local_shard();
             let mut s = shard.borrow_mut();
-            record(&mut s, idx, started, &self.reply.buf[mark..]);
+            record(
+                &mut s,
+                idx,
+                self.subcommand,
+                started,
+                &self.reply.buf[mark..],
+            );
         }
         self.apply_reply_mode(mark);
     }
@@ -733,6 +755,7 @@ async fn serve(stream: TcpStream, addr: std::net::SocketAddr, shared: Arc<Shared
         reply_mode: ReplyMode::On,
         close_after_reply: false,
         now_ms: 0,
+        subcommand: None,
         pending: None,
     };
     let outbox = Rc::new(Outbox::default());

@@ -77,6 +77,8 @@ impl Shared {
 pub struct Stats {
     /// Per command table index.
     pub commands: Vec<CommandStats>,
+    /// Per subcommand (`config|get`), as Redis reports container commands.
+    pub subcommands: HashMap<&'static str, CommandStats>,
     /// Error replies by their first word.
     pub errors: HashMap<String, u64>,
     /// Commands processed.

@@ -494,6 +494,7 @@ pub async fn config(c: &mut Conn, a: &[&[u8]]) {
 /// What INFO gathers from one worker.
 struct WorkerInfo {
     commands: Vec<super::CommandStats>,
+    subcommands: Vec<(&'static str, super::CommandStats)>,
     errors: Vec<(String, u64)>,
     total_commands: u64,
     total_error_replies: u64,
@@ -596,6 +597,7 @@ pub async fn info(c: &mut Conn, a: &[&[u8]]) {
             let now = unix_ms();
             WorkerInfo {
                 commands: s.stats.commands.clone(),
+                subcommands: s.stats.subcommands.iter().map(|(k, v)| (*k, *v)).collect(),
                 errors,
                 total_commands: s.stats.total_commands,
                 total_error_replies: s.stats.total_error_replies,
@@ -621,6 +623,13 @@ pub async fn info(c: &mut Conn, a: &[&[u8]]) {
         .await;
     let text = render_info(c, &sections, &gathered);
     c.reply.verbatim(text.as_bytes());
+}
+
+fn add_stats(into: &mut super::CommandStats, from: &super::CommandStats) {
+    into.calls += from.calls;
+    into.usec += from.usec;
+    into.rejected += from.rejected;
+    into.failed += from.failed;
 }
 
 fn render_info(c: &Conn, sections: &[String], w: &[WorkerInfo]) -> String {
@@ -730,23 +739,31 @@ fn render_info(c: &Conn, sections: &[String], w: &[WorkerInfo]) -> String {
             }
             "commandstats" => {
                 o.push_str("# Commandstats\r\n");
-                for (i, cmd) in COMMANDS.iter().enumerate() {
-                    let calls: u64 = w.iter().map(|x| x.commands[i].calls).sum();
-                    let usec: u64 = w.iter().map(|x| x.commands[i].usec).sum();
-                    let rejected: u64 = w.iter().map(|x| x.commands[i].rejected).sum();
-                    let failed: u64 = w.iter().map(|x| x.commands[i].failed).sum();
-                    if calls == 0 && rejected == 0 {
+                // Top-level commands and subcommands (`config|get`), summed over workers,
+                // in name order as Redis prints them.
+                let mut all: std::collections::BTreeMap<&str, super::CommandStats> =
+                    Default::default();
+                for x in w {
+                    for (i, st) in x.commands.iter().enumerate() {
+                        add_stats(all.entry(COMMANDS[i].name).or_default(), st);
+                    }
+                    for (name, st) in &x.subcommands {
+                        add_stats(all.entry(name).or_default(), st);
+                    }
+                }
+                for (name, st) in all {
+                    if st.calls == 0 && st.rejected == 0 {
                         continue;
                     }
-                    let per = if calls > 0 {
-                        usec as f64 / calls as f64
+                    let per = if st.calls > 0 {
+                        st.usec as f64 / st.calls as f64
                     } else {
                         0.0
                     };
                     let _ = write!(
                         o,
-                        "cmdstat_{}:calls={calls},usec={usec},usec_per_call={per:.2},rejected_calls={rejected},failed_calls={failed}\r\n",
-                        cmd.name
+                        "cmdstat_{name}:calls={},usec={},usec_per_call={per:.2},rejected_calls={},failed_calls={}\r\n",
+                        st.calls, st.usec, st.rejected, st.failed
                     );
                 }
             }
