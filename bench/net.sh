@@ -39,7 +39,7 @@ if [[ $QUICK == 1 ]]; then
 fi
 BENCH_SECONDS=${BENCH_SECONDS:-10}   # target duration of one point (calibrates -n)
 BENCH_N=${BENCH_N:-}                 # fixed -n for every point (skips calibration)
-REPEATS=${REPEATS:-3}
+REPEATS=${REPEATS:-5}
 SERVERS=${SERVERS:-skerry redis}
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
@@ -63,7 +63,7 @@ usage() {
 Usage: $PROG [--quick] [--servers "skerry redis"] [--repeats N] [--seconds S] [--n N] [--out DIR]
 
 Environment (defaults): BENCH_SECONDS=10 target seconds per point (calibrated on the first
-point of each test), BENCH_N (fixed -n, no calibration), REPEATS=3, QUICK=1 (2 s points,
+point of each test), BENCH_N (fixed -n, no calibration), REPEATS=5, QUICK=1 (2 s points,
 1 repeat, smaller fill), SERVERS="skerry redis", SERVER_CPU=0, CLIENT_CPU=1, CLIENTS=50,
 DATA_SIZE=1024, KEYSPACE=1000000, TESTS="set get", PIPELINES="1 16", FILL_N=3*KEYSPACE,
 SKERRY_BIN, SKERRY_THREADS=1, SKERRY_ARGS, REDIS_BIN, REDIS_ARGS, DATA_DIR=bench/tmp/net
