@@ -197,7 +197,8 @@ impl Server {
             );
             let mut it = self.opts.args.iter();
             while let Some(a) = it.next() {
-                if a == "--threads" {
+                // Skerry-only flags with one value.
+                if a == "--threads" || a == "--data-size" {
                     it.next();
                     continue;
                 }

@@ -137,7 +137,8 @@ pub static PARAMS: &[Param] = &[
     p("logfile", Kind::Str, "", false),
     p("pidfile", Kind::Str, "", false),
     p("daemonize", Kind::Enum(&["no"]), "no", false),
-    p("appendonly", Kind::Bool, "no", true),
+    // Skerry: `appendonly yes` persists every write to the data file (set at startup).
+    p("appendonly", Kind::Bool, "no", false),
     p(
         "appendfsync",
         Kind::Enum(&["always", "everysec", "no"]),
@@ -145,6 +146,17 @@ pub static PARAMS: &[Param] = &[
         true,
     ),
     p("appendfilename", Kind::Str, "appendonly.aof", false),
+    // Skerry: the data file (default <dir>/skerry.data) and its size when created.
+    p("data-file", Kind::Str, "", false),
+    p(
+        "data-size",
+        Kind::Memory {
+            min: 16 * 1024 * 1024,
+            max: I64MAX,
+        },
+        "1073741824",
+        false,
+    ),
     p("appenddirname", Kind::Str, "appendonlydir", false),
     p("dbfilename", Kind::Str, "dump.rdb", true),
     p("save", Kind::Str, "", true),
@@ -849,8 +861,8 @@ mod tests {
             c.set("nope", "1", true),
             Err(ConfigError::Unknown)
         ));
-        c.set("appendonly", "YES", true).unwrap();
-        assert_eq!(c.get("appendonly"), "yes");
+        c.set("activerehashing", "NO", true).unwrap();
+        assert_eq!(c.get("activerehashing"), "no");
     }
 
     #[test]

@@ -94,6 +94,11 @@ pub fn exec_keyed(
         config: &shard.shared.config,
     };
     run(&mut x, argv);
+    if let Some(e) = shard.keyspace.take_write_error() {
+        // An append to the data file failed: nothing was changed; say why.
+        reply.buf.truncate(mark);
+        reply.error(&format!("ERR {e}"));
+    }
     record(shard, idx, None, started, &reply.buf[mark..]);
 }
 
@@ -327,6 +332,13 @@ impl Conn {
             AsyncCmd::Client => c::client(self, argv).await,
         }
         self.info.blocked_in_command.set(false);
+        if self.shared.config.get("appendonly") == "yes"
+            && COMMANDS[idx].has_flag("write")
+            && crate::persist::durability(&self.shared.config) == skerry_store::Durability::Always
+        {
+            // Multi-worker writes: make every worker's part durable before replying.
+            crate::worker::sync_all(&self.shared, self.worker).await;
+        }
         self.finish_local(idx, started, mark);
     }
 
@@ -359,26 +371,81 @@ impl Conn {
         let now_ms = self.now_ms;
         let worker = p.worker;
         let mark = self.reply.buf.len();
-        let out = self
-            .on(worker, move |s| {
-                let mut reply = Reply {
-                    buf: Vec::with_capacity(256),
-                    proto,
-                };
-                let mut start = 0usize;
-                for (idx, db, ends) in &p.cmds {
-                    let mut argv: Argv = SmallVec::new();
-                    for &e in ends {
-                        argv.push(&p.data[start..e as usize]);
-                        start = e as usize;
-                    }
-                    exec_keyed(s, *idx, *db, now_ms, &mut reply, &argv);
+        // The owner runs the commands and, under `appendfsync always`, answers only once what
+        // they wrote is durable (group commit on the owner's log).
+        let (tx, rx) = flume::bounded::<Vec<u8>>(1);
+        let job: crate::worker::Job = Box::new(move |s: &mut Shard| {
+            let mut reply = Reply {
+                buf: Vec::with_capacity(256),
+                proto,
+            };
+            let mut start = 0usize;
+            for (idx, db, ends) in &p.cmds {
+                let mut argv: Argv = SmallVec::new();
+                for &e in ends {
+                    argv.push(&p.data[start..e as usize]);
+                    start = e as usize;
                 }
-                reply.buf
-            })
-            .await;
+                exec_keyed(s, *idx, *db, now_ms, &mut reply, &argv);
+            }
+            let log = s
+                .keyspace
+                .take_wrote()
+                .then(|| s.keyspace.log().cloned())
+                .flatten();
+            match log {
+                Some(log) if log.durability() == skerry_store::Durability::Always => {
+                    compio::runtime::spawn(async move {
+                        if let Err(e) = log.ack().await {
+                            tracing::error!("data file sync failed: {e}");
+                        }
+                        let _ = tx.send(reply.buf);
+                    })
+                    .detach();
+                }
+                _ => {
+                    let _ = tx.send(reply.buf);
+                }
+            }
+        });
+        let out = self.send_job(worker, job, rx).await;
         self.reply.buf.extend_from_slice(&out);
         self.apply_reply_mode(mark);
+    }
+
+    /// Runs `job` on worker `w` (waiting for any transaction holding it, as `on` does) and
+    /// returns what it sends on `rx`.
+    async fn send_job<R>(&self, w: usize, job: crate::worker::Job, rx: flume::Receiver<R>) -> R {
+        if w == self.worker {
+            if local_shard().borrow().hold.is_some() {
+                wait_local_unheld().await;
+            }
+            job(&mut local_shard().borrow_mut());
+        } else if self.shared.inboxes[w]
+            .send(crate::worker::Envelope { txn: 0, job })
+            .is_err()
+        {
+            panic!("worker {w} has stopped");
+        }
+        rx.recv_async().await.expect("worker dropped a job")
+    }
+
+    /// Under `appendfsync always`, waits until this worker's appended records are durable
+    /// (group commit) before replies go out; other policies return at once.
+    pub async fn ack_local_writes(&mut self) {
+        let log = {
+            let shard = local_shard();
+            let mut s = shard.borrow_mut();
+            if !s.keyspace.take_wrote() {
+                return;
+            }
+            s.keyspace.log().cloned()
+        };
+        if let Some(log) = log {
+            if let Err(e) = log.ack().await {
+                tracing::error!("data file sync failed: {e}");
+            }
+        }
     }
 }
 
@@ -873,6 +940,7 @@ async fn read_loop(
             }
         }
         info.qbuf.set(rbuf.len() - start);
+        conn.ack_local_writes().await;
         if !conn.reply.buf.is_empty() {
             outbox.push(&mut conn.reply.buf);
         }

@@ -10,6 +10,7 @@ pub mod conn;
 pub mod glob;
 pub mod keyspace;
 pub mod longdouble;
+pub mod persist;
 pub mod reply;
 pub mod slot;
 pub mod worker;
@@ -248,9 +249,30 @@ pub fn main_from_args<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
     let _ = quanta::Instant::now();
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let pin = threads <= cpus;
+    let databases = shared.config.get_i64("databases") as usize;
+    let mut persisted: Vec<Option<(skerry_store::Store, u64, Vec<persist::RecoveredKey>)>> =
+        (0..threads).map(|_| None).collect();
+    if shared.config.get("appendonly") == "yes" {
+        match persist::open(&shared.config, threads, databases, unix_ms()) {
+            Ok(opened) => {
+                for (w, keys) in opened.per_worker.into_iter().enumerate() {
+                    persisted[w] = Some((opened.store.clone(), opened.max_seq, keys));
+                }
+            }
+            Err(e) => {
+                tracing::error!("{e}");
+                return 1;
+            }
+        }
+    }
     let mut handles = Vec::new();
-    for (id, (rx, ls)) in receivers.into_iter().zip(listeners).enumerate() {
-        match worker::spawn_worker(id, pin.then_some(id % cpus), shared.clone(), rx, ls) {
+    for (id, ((rx, ls), p)) in receivers
+        .into_iter()
+        .zip(listeners)
+        .zip(persisted)
+        .enumerate()
+    {
+        match worker::spawn_worker(id, pin.then_some(id % cpus), shared.clone(), rx, ls, p) {
             Ok(h) => handles.push(h),
             Err(e) => {
                 tracing::error!("cannot start worker {id}: {e}");
@@ -279,6 +301,44 @@ pub fn main_from_args<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
     if !shared.stopping.swap(true, Ordering::SeqCst) {
         tracing::warn!("Received {name} scheduling shutdown...");
     }
+    if shared.config.get("appendonly") == "yes" {
+        sync_before_exit(&shared);
+    }
     tracing::warn!("Skerry is now ready to exit, bye bye...");
     0
+}
+
+/// Makes every worker's appended records durable before the process exits (clean
+/// shutdown); gives up on a worker after 30 s.
+fn sync_before_exit(shared: &Shared) {
+    let mut waiting = Vec::new();
+    for w in 0..shared.workers {
+        let (tx, rx) = flume::bounded(1);
+        let job: worker::Job =
+            Box::new(
+                move |s: &mut worker::Shard| match s.keyspace.log().cloned() {
+                    None => {
+                        let _ = tx.send(Ok(()));
+                    }
+                    Some(log) => compio::runtime::spawn(async move {
+                        let _ = tx.send(log.commit().await.map_err(|e| e.to_string()));
+                    })
+                    .detach(),
+                },
+            );
+        if shared.inboxes[w]
+            .send(worker::Envelope { txn: 0, job })
+            .is_ok()
+        {
+            waiting.push((w, rx));
+        }
+    }
+    for (w, rx) in waiting {
+        match rx.recv_timeout(std::time::Duration::from_secs(30)) {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::error!("worker {w}: data file sync at shutdown failed: {e}"),
+            Err(_) => tracing::error!("worker {w}: data file sync at shutdown timed out"),
+        }
+    }
+    tracing::info!("Data file synced.");
 }

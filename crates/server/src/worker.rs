@@ -203,6 +203,43 @@ async fn local_unheld(txn: u64, take: bool) {
     .await
 }
 
+/// Makes every record appended so far on every worker durable (clean shutdown, and
+/// `appendfsync always` after multi-worker writes). Returns once all workers answered.
+pub async fn sync_all(shared: &Shared, me: usize) {
+    for w in 0..shared.workers {
+        let log = if w == me {
+            local_shard().borrow().keyspace.log().cloned()
+        } else {
+            None
+        };
+        if let Some(log) = log {
+            if let Err(e) = log.commit().await {
+                tracing::error!("data file sync failed: {e}");
+            }
+            continue;
+        }
+        if w == me {
+            continue;
+        }
+        let (tx, rx) = flume::bounded(1);
+        let job: Job = Box::new(move |s: &mut Shard| match s.keyspace.log().cloned() {
+            None => {
+                let _ = tx.send(());
+            }
+            Some(log) => compio::runtime::spawn(async move {
+                if let Err(e) = log.commit().await {
+                    tracing::error!("data file sync failed: {e}");
+                }
+                let _ = tx.send(());
+            })
+            .detach(),
+        });
+        if shared.inboxes[w].send(Envelope { txn: 0, job }).is_ok() {
+            let _ = rx.recv_async().await;
+        }
+    }
+}
+
 /// Waits until no transaction holds this worker's shard (for a command about to touch it).
 pub async fn wait_local_unheld() {
     local_unheld(0, false).await
@@ -374,6 +411,7 @@ pub fn spawn_worker(
     shared: Arc<Shared>,
     inbox: flume::Receiver<Envelope>,
     listeners: Vec<std::net::TcpListener>,
+    persisted: Option<(skerry_store::Store, u64, Vec<crate::persist::RecoveredKey>)>,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
     std::thread::Builder::new()
         .name(format!("skerry-w{id}"))
@@ -408,6 +446,30 @@ pub fn spawn_worker(
             }));
             SHARD.with(|s| *s.borrow_mut() = Some(shard.clone()));
             rt.block_on(async move {
+                if let Some((store, max_seq, keys)) = persisted {
+                    let durability = crate::persist::durability(&shared.config);
+                    let writer =
+                        match skerry_store::Writer::open(store, id as u16, durability, max_seq)
+                            .await
+                        {
+                            Ok(w) => Rc::new(w),
+                            Err(e) => {
+                                tracing::error!("worker {id}: cannot open the data devices: {e}");
+                                std::process::exit(1);
+                            }
+                        };
+                    let mut s = shard.borrow_mut();
+                    for k in keys {
+                        s.keyspace.load(
+                            k.db,
+                            &k.key,
+                            crate::keyspace::Value::Str(k.value),
+                            k.expire_at_ms,
+                        );
+                    }
+                    s.keyspace.attach_log(writer);
+                    tracing::info!("worker {id}: data log attached");
+                }
                 for l in listeners {
                     let l = compio::net::TcpListener::from_std(l).expect("listener");
                     compio::runtime::spawn(crate::conn::accept_loop(l, shared.clone(), id))
@@ -431,9 +493,23 @@ pub fn spawn_worker(
 async fn cron(shared: Arc<Shared>, _id: usize) {
     const TICK: Duration = Duration::from_millis(100);
     const EXPIRE_BUDGET: Duration = Duration::from_millis(25);
+    let mut ticks: u64 = 0;
     loop {
         compio::time::sleep(TICK).await;
+        ticks += 1;
         let shard = local_shard();
+        let log = shard.borrow().keyspace.log().cloned();
+        if let Some(log) = log {
+            // Flush staged records every tick; sync (everysec) or flush once a second.
+            let r = if ticks.is_multiple_of(10) {
+                log.tick().await
+            } else {
+                log.flush().await
+            };
+            if let Err(e) = r {
+                tracing::error!("data file write failed: {e}");
+            }
+        }
         {
             let started = Instant::now();
             let now_ms = unix_ms();

@@ -106,6 +106,14 @@ pub struct Keyspace {
     dbs: Vec<Db>,
     /// Hit, miss and expiry counters.
     pub stats: KeyspaceStats,
+    /// The worker's log on the data devices (`appendonly yes`): every change is appended
+    /// before it is applied.
+    log: Option<std::rc::Rc<skerry_store::Writer>>,
+    /// Set when an append failed (the change was not applied); the dispatcher turns it into
+    /// the command's error reply.
+    write_error: Option<String>,
+    /// Something was appended since the last [`Keyspace::take_wrote`].
+    wrote: bool,
 }
 
 impl Keyspace {
@@ -114,7 +122,80 @@ impl Keyspace {
         Keyspace {
             dbs: (0..databases).map(|_| Db::default()).collect(),
             stats: KeyspaceStats::default(),
+            log: None,
+            write_error: None,
+            wrote: false,
         }
+    }
+
+    /// Appends every later change to `log` (see [`crate::persist`]).
+    pub fn attach_log(&mut self, log: std::rc::Rc<skerry_store::Writer>) {
+        self.log = Some(log);
+    }
+
+    /// The worker's log, if persistence is on.
+    pub fn log(&self) -> Option<&std::rc::Rc<skerry_store::Writer>> {
+        self.log.as_ref()
+    }
+
+    /// The error of a failed append since the last call (the change was not applied).
+    pub fn take_write_error(&mut self) -> Option<String> {
+        self.write_error.take()
+    }
+
+    /// True when something was appended since the last call.
+    pub fn take_wrote(&mut self) -> bool {
+        std::mem::take(&mut self.wrote)
+    }
+
+    /// Appends a value (`Some`) or tombstone (`None`) record; false (and the error kept for
+    /// the reply) when the append failed. Without a log, always true.
+    fn append(&mut self, db: usize, key: &[u8], value: Option<(&[u8], i64)>) -> bool {
+        let Some(log) = &self.log else { return true };
+        if self.write_error.is_some() {
+            return false;
+        }
+        use skerry_store::format::RecordKind;
+        let rk = crate::persist::record_key(db, key);
+        let seq = log.next_seq();
+        let result = match value {
+            Some((v, expire_at_ms)) => log.append(
+                crate::persist::meta(RecordKind::Value, seq, expire_at_ms),
+                &rk,
+                v,
+            ),
+            None => log.append(
+                crate::persist::meta(RecordKind::Tombstone, seq, 0),
+                &rk,
+                &[],
+            ),
+        };
+        match result {
+            Ok(_) => {
+                self.wrote = true;
+                true
+            }
+            Err(e) => {
+                tracing::warn!("write refused: {e}");
+                self.write_error = Some(e.to_string());
+                false
+            }
+        }
+    }
+
+    /// Inserts a key read back from the data file (not logged again).
+    pub fn load(&mut self, db: usize, key: &[u8], value: Value, expire_at_ms: i64) {
+        let d = &mut self.dbs[db];
+        if expire_at_ms != 0 {
+            d.volatile += 1;
+        }
+        let replaced = d.table.insert(Entry {
+            hash: hash_key(key),
+            key: smallvec::SmallVec::from_slice(key),
+            value,
+            expire_at_ms,
+        });
+        debug_assert!(replaced.is_none(), "recovery yields each key once");
     }
 
     /// Number of databases.
@@ -171,6 +252,21 @@ impl Keyspace {
     ) -> Option<Value> {
         let hash = hash_key(key);
         self.expire_if_due(db, hash, key, now_ms);
+        if self.log.is_some() {
+            let kept = self.dbs[db]
+                .table
+                .get(hash, key)
+                .map_or(0, |e| e.expire_at_ms);
+            let at = match expiry {
+                Expiry::Persist => 0,
+                Expiry::Keep => kept,
+                Expiry::At(t) => t,
+            };
+            let Value::Str(bytes) = &value;
+            if !self.append(db, key, Some((bytes, at))) {
+                return None;
+            }
+        }
         let d = &mut self.dbs[db];
         if let Some(e) = d.table.get_mut(hash, key) {
             let was_volatile = e.expire_at_ms != 0;
@@ -210,6 +306,12 @@ impl Keyspace {
         if self.expire_if_due(db, hash, key, now_ms) {
             return false;
         }
+        if self.log.is_some()
+            && self.dbs[db].table.get(hash, key).is_some()
+            && !self.append(db, key, None)
+        {
+            return false;
+        }
         let d = &mut self.dbs[db];
         match d.table.remove(hash, key) {
             Some(e) => {
@@ -226,6 +328,15 @@ impl Keyspace {
     pub fn set_expiry(&mut self, db: usize, key: &[u8], expire_at_ms: i64, now_ms: i64) -> bool {
         let hash = hash_key(key);
         self.expire_if_due(db, hash, key, now_ms);
+        if self.log.is_some() {
+            let Some(Value::Str(v)) = self.dbs[db].table.get(hash, key).map(|e| e.value.clone())
+            else {
+                return false;
+            };
+            if !self.append(db, key, Some((&v, expire_at_ms))) {
+                return false;
+            }
+        }
         let d = &mut self.dbs[db];
         match d.table.get_mut(hash, key) {
             Some(e) => {
@@ -276,6 +387,25 @@ impl Keyspace {
 
     /// Removes every key of `db`; returns how many there were.
     pub fn flush(&mut self, db: usize) -> usize {
+        if self.log.is_some() {
+            // One tombstone per key; a key whose tombstone could not be written stays.
+            let mut keys: Vec<Vec<u8>> = Vec::with_capacity(self.dbs[db].table.len());
+            self.dbs[db].table.for_each(|e| keys.push(e.key.to_vec()));
+            let n = keys.len();
+            for k in keys {
+                if !self.append(db, &k, None) {
+                    return n - self.dbs[db].table.len();
+                }
+                let d = &mut self.dbs[db];
+                if let Some(e) = d.table.remove(hash_key(&k), &k) {
+                    if e.expire_at_ms != 0 {
+                        d.volatile -= 1;
+                    }
+                }
+            }
+            self.dbs[db].expire_cursor = 0;
+            return n;
+        }
         let d = &mut self.dbs[db];
         let n = d.table.len();
         d.table.clear();
