@@ -314,18 +314,7 @@ fn sync_before_exit(shared: &Shared) {
     let mut waiting = Vec::new();
     for w in 0..shared.workers {
         let (tx, rx) = flume::bounded(1);
-        let job: worker::Job =
-            Box::new(
-                move |s: &mut worker::Shard| match s.keyspace.log().cloned() {
-                    None => {
-                        let _ = tx.send(Ok(()));
-                    }
-                    Some(log) => compio::runtime::spawn(async move {
-                        let _ = tx.send(log.commit().await.map_err(|e| e.to_string()));
-                    })
-                    .detach(),
-                },
-            );
+        let job = worker::commit_job(tx);
         if shared.inboxes[w]
             .send(worker::Envelope { txn: 0, job })
             .is_ok()

@@ -207,37 +207,31 @@ async fn local_unheld(txn: u64, take: bool) {
 /// `appendfsync always` after multi-worker writes). Returns once all workers answered.
 pub async fn sync_all(shared: &Shared, me: usize) {
     for w in 0..shared.workers {
-        let log = if w == me {
-            local_shard().borrow().keyspace.log().cloned()
-        } else {
-            None
-        };
-        if let Some(log) = log {
-            if let Err(e) = log.commit().await {
-                tracing::error!("data file sync failed: {e}");
-            }
-            continue;
-        }
-        if w == me {
-            continue;
-        }
         let (tx, rx) = flume::bounded(1);
-        let job: Job = Box::new(move |s: &mut Shard| match s.keyspace.log().cloned() {
-            None => {
-                let _ = tx.send(());
-            }
-            Some(log) => compio::runtime::spawn(async move {
-                if let Err(e) = log.commit().await {
-                    tracing::error!("data file sync failed: {e}");
-                }
-                let _ = tx.send(());
-            })
-            .detach(),
-        });
-        if shared.inboxes[w].send(Envelope { txn: 0, job }).is_ok() {
-            let _ = rx.recv_async().await;
+        let job = commit_job(tx);
+        if w == me {
+            job(&mut local_shard().borrow_mut());
+        } else if shared.inboxes[w].send(Envelope { txn: 0, job }).is_err() {
+            continue;
+        }
+        if let Ok(Err(e)) = rx.recv_async().await {
+            tracing::error!("worker {w}: data file sync failed: {e}");
         }
     }
+}
+
+/// A job that makes the worker's appended records durable and then answers on `tx`
+/// (at once when the worker has no log).
+pub fn commit_job(tx: flume::Sender<Result<(), String>>) -> Job {
+    Box::new(move |s: &mut Shard| match s.keyspace.log().cloned() {
+        None => {
+            let _ = tx.send(Ok(()));
+        }
+        Some(log) => compio::runtime::spawn(async move {
+            let _ = tx.send(log.commit().await.map_err(|e| e.to_string()));
+        })
+        .detach(),
+    })
 }
 
 /// Waits until no transaction holds this worker's shard (for a command about to touch it).
