@@ -514,11 +514,8 @@ mod s_cross {
 
     /// MSET / MSETNX across workers.
     pub async fn mset(c: &mut Conn, argv: &[&[u8]], nx: bool) {
-        if argv.len().is_multiple_of(2) {
-            let name = if nx { "msetnx" } else { "mset" };
-            c.reply.error(&format!(
-                "ERR wrong number of arguments for '{name}' command"
-            ));
+        let name = if nx { "msetnx" } else { "mset" };
+        if !crate::commands::string::pairs_ok(&mut c.reply, argv, name) {
             return;
         }
         let txn = hold_owners(c, argv[1..].iter().step_by(2).copied()).await;

@@ -65,18 +65,24 @@ pub fn renamenx(x: &mut Exec, a: &[&[u8]]) {
     rename_common(x, a, true);
 }
 
+/// The owners of `src` and `dst`, held together for one atomic two-key step.
+async fn hold_pair(c: &Conn, src: &[u8], dst: &[u8]) -> (usize, usize, crate::worker::Txn) {
+    let workers = c.shared.workers;
+    let (ws, wd) = (
+        crate::slot::owner(src, workers),
+        crate::slot::owner(dst, workers),
+    );
+    let txn = crate::worker::Txn::begin(&c.shared, c.worker, vec![ws, wd]).await;
+    (ws, wd, txn)
+}
+
 /// RENAME / RENAMENX with the keys on two workers: both workers are held while the value and
 /// its TTL move from the source's worker to the destination's.
 pub async fn rename_cross(c: &mut Conn, a: &[&[u8]]) {
     let nx = is(a[0], "renamenx");
     let (db, now) = (c.db, c.now_ms);
     let (src, dst) = (a[1].to_vec(), a[2].to_vec());
-    let workers = c.shared.workers;
-    let (ws, wd) = (
-        crate::slot::owner(&src, workers),
-        crate::slot::owner(&dst, workers),
-    );
-    let txn = crate::worker::Txn::begin(&c.shared, c.worker, vec![ws, wd]).await;
+    let (ws, wd, txn) = hold_pair(c, &src, &dst).await;
     let probe = src.clone();
     let exists = txn
         .run(ws, move |s| s.keyspace.exists(db, &probe, now))
@@ -189,12 +195,7 @@ pub async fn copy_cross(c: &mut Conn, a: &[&[u8]]) {
     };
     let (db, now) = (c.db, c.now_ms);
     let (src, dst) = (a[1].to_vec(), a[2].to_vec());
-    let workers = c.shared.workers;
-    let (ws, wd) = (
-        crate::slot::owner(&src, workers),
-        crate::slot::owner(&dst, workers),
-    );
-    let txn = crate::worker::Txn::begin(&c.shared, c.worker, vec![ws, wd]).await;
+    let (ws, wd, txn) = hold_pair(c, &src, &dst).await;
     let found = txn
         .run(ws, move |s| {
             s.keyspace

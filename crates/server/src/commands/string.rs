@@ -290,13 +290,19 @@ pub fn mget(x: &mut Exec, a: &[&[u8]]) {
     }
 }
 
-/// MSET key value [key value ...] (keys on this worker)
-pub fn mset(x: &mut Exec, a: &[&[u8]]) {
+/// Replies with the arity error of MSET/MSETNX (`cmd`) unless the arguments are key/value
+/// pairs; shared with the cross-worker path.
+pub fn pairs_ok(reply: &mut crate::reply::Reply, a: &[&[u8]], cmd: &str) -> bool {
     if a.len().is_multiple_of(2) {
-        x.reply
-            .error("ERR wrong number of arguments for 'mset' command");
-        return;
+        reply.error(&format!(
+            "ERR wrong number of arguments for '{cmd}' command"
+        ));
+        return false;
     }
+    true
+}
+
+fn put_pairs(x: &mut Exec, a: &[&[u8]]) {
     for kv in a[1..].chunks(2) {
         x.ks.put(
             x.db,
@@ -306,14 +312,19 @@ pub fn mset(x: &mut Exec, a: &[&[u8]]) {
             x.now_ms,
         );
     }
-    x.reply.ok();
+}
+
+/// MSET key value [key value ...] (keys on this worker)
+pub fn mset(x: &mut Exec, a: &[&[u8]]) {
+    if pairs_ok(x.reply, a, "mset") {
+        put_pairs(x, a);
+        x.reply.ok();
+    }
 }
 
 /// MSETNX key value [key value ...] (keys on this worker)
 pub fn msetnx(x: &mut Exec, a: &[&[u8]]) {
-    if a.len().is_multiple_of(2) {
-        x.reply
-            .error("ERR wrong number of arguments for 'msetnx' command");
+    if !pairs_ok(x.reply, a, "msetnx") {
         return;
     }
     if a[1..]
@@ -323,15 +334,7 @@ pub fn msetnx(x: &mut Exec, a: &[&[u8]]) {
         x.reply.int(0);
         return;
     }
-    for kv in a[1..].chunks(2) {
-        x.ks.put(
-            x.db,
-            kv[0],
-            Value::Str(kv[1].to_vec()),
-            Expiry::Persist,
-            x.now_ms,
-        );
-    }
+    put_pairs(x, a);
     x.reply.int(1);
 }
 
