@@ -33,5 +33,5 @@ pub use device::{AnyDevice, Device, FileDevice};
 pub use error::{Result, StoreError};
 pub use reader::RecordBytes;
 pub use recovery::{IndexEntry, RecoveredIndex, RecoveredRecord, Recovery, Truncation};
-pub use store::{AllocatedBlock, BlockId, Location, Store, StoreOptions};
+pub use store::{AllocatedBlock, BlockId, Location, Store, StoreOptions, StoreStats};
 pub use writer::{Durability, Writer, WriterStats};

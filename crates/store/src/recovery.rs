@@ -1,12 +1,28 @@
 //! Recovery: a cold-start scan of every block of every device.
 //!
-//! Each block is read with one aligned read of the whole block. A block whose
-//! header is all zero is free; a damaged or foreign header is logged and the
-//! block is treated as free. A data block's records are decoded with
-//! [`RecordIter`] over the committed length (sealed blocks) or the whole
-//! record area (open blocks); every valid record goes to the caller's
-//! callback, which rebuilds its index (the highest mutation sequence of a key
-//! wins: [`RecoveredIndex`] does this with a `HashMap`).
+//! **Headers first.** Every block's 4 KiB header is read (many reads in
+//! flight). A block whose header is all zero is free; a damaged or foreign
+//! header is logged and the block is treated as free. Checkpoint blocks are
+//! recognised and kept (not scanned).
+//!
+//! **Then data blocks, in mutation order.** Data blocks are delivered sorted
+//! by their first mutation sequence (from a sealed header; for an open block,
+//! the sequence of its first valid record, which needs one extra read of the
+//! block), records in block order. Each key is written by one worker per run,
+//! a worker's blocks have increasing, non-overlapping sequence ranges, and a
+//! run's sequences start above every recovered one, so every key's versions
+//! reach the callback in increasing mutation sequence order: the last one
+//! delivered is the one that wins. Up to [`MAX_BLOCK_READS_IN_FLIGHT`] whole
+//! block reads are in flight (on the caller's io_uring) while blocks are
+//! delivered in that order.
+//!
+//! A data block's records are decoded with [`RecordIter`] over the committed
+//! length (sealed blocks) or the whole record area (open blocks); every valid
+//! record goes to the caller's callback, which rebuilds its index
+//! ([`RecoveredIndex`] does this with a `HashMap`). Blocks holding tombstones
+//! are noted for reclaim's log-tail rule; recovered blocks start with zero live
+//! bytes (the caller counts what it keeps with
+//! [`Store::add_live`](crate::Store::add_live)).
 //!
 //! A corrupt record (bit flip) that is followed by valid records is skipped
 //! (its claimed length is used to find the next record; the block-sequence
@@ -15,11 +31,12 @@
 //! before the scanned area does (a torn tail, damage), the block is reported
 //! in [`Recovery::truncations`]. Recovery never writes: blocks found open are
 //! not appended to again, so a later scan stops at the same place.
-//!
-//! Devices are scanned one after the other (parallel scan: not yet).
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::{HashMap, VecDeque};
+use std::future::{poll_fn, Future};
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use compio::BufResult;
@@ -31,8 +48,18 @@ use crate::format::{
     RecordIter, RecordKind, RecordMeta, RecordStop, BLOCK_HEADER_BYTES, MAX_KEY_BYTES,
     MAX_VALUE_BYTES, RECORD_HEADER_BYTES,
 };
-use crate::store::{io_err, BlockId, DeviceInfo, Location};
+use crate::store::{block_state, io_err, BlockId, BlockMeta, DeviceInfo, Location};
 use crate::AlignedBuf;
+
+/// Whole-block reads kept in flight while data blocks are delivered in order.
+pub const MAX_BLOCK_READS_IN_FLIGHT: usize = 4;
+
+/// Header reads kept in flight (4 KiB each).
+const HEADER_READS_IN_FLIGHT: usize = 32;
+
+/// Bytes of block buffers recovery may hold at once (fewer reads are kept in
+/// flight when blocks are very large).
+const MAX_BUFFERED_BYTES: usize = 64 << 20;
 
 /// One valid record found by recovery.
 #[derive(Clone, Copy, Debug)]
@@ -73,6 +100,8 @@ pub struct Recovery {
     pub used_blocks: u64,
     /// Used blocks whose header says open.
     pub open_blocks: u64,
+    /// Data blocks holding at least one valid tombstone record.
+    pub tombstone_blocks: u64,
     /// Corrupt records skipped (followed by valid records in their block).
     pub corrupt_records: u64,
     /// Blocks whose valid records end early (torn tails, damage).
@@ -157,36 +186,174 @@ fn scan_area<'a>(
     }
 }
 
+/// Runs futures with several in flight and yields their outputs in the order
+/// they were pushed (every running future is polled on each wake-up, so all of
+/// them are submitted to the ring at once).
+struct InOrder<'a, T> {
+    slots: VecDeque<Slot<'a, T>>,
+}
+
+enum Slot<'a, T> {
+    Running(Pin<Box<dyn Future<Output = T> + 'a>>),
+    Done(T),
+}
+
+impl<'a, T> InOrder<'a, T> {
+    fn new() -> Self {
+        Self {
+            slots: VecDeque::new(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    fn push(&mut self, f: impl Future<Output = T> + 'a) {
+        self.slots.push_back(Slot::Running(Box::pin(f)));
+    }
+
+    /// The output of the oldest pushed future (`None` when none is left).
+    async fn next(&mut self) -> Option<T> {
+        poll_fn(|cx| {
+            for slot in self.slots.iter_mut() {
+                if let Slot::Running(f) = slot {
+                    if let Poll::Ready(v) = f.as_mut().poll(cx) {
+                        *slot = Slot::Done(v);
+                    }
+                }
+            }
+            match self.slots.front() {
+                None => Poll::Ready(None),
+                Some(Slot::Running(_)) => Poll::Pending,
+                Some(Slot::Done(_)) => match self.slots.pop_front() {
+                    Some(Slot::Done(v)) => Poll::Ready(Some(v)),
+                    _ => unreachable!("front slot is done"),
+                },
+            }
+        })
+        .await
+    }
+}
+
+/// A finished read of (part of) a block.
+struct BlockRead {
+    id: BlockId,
+    offset_bytes: u64,
+    res: std::io::Result<usize>,
+    buf: AlignedBuf,
+}
+
+fn read_block(
+    device: &AnyDevice,
+    id: BlockId,
+    buf: AlignedBuf,
+    offset_bytes: u64,
+) -> impl Future<Output = BlockRead> + '_ {
+    async move {
+        let BufResult(res, buf) = device.read_at(buf, offset_bytes).await;
+        BlockRead {
+            id,
+            offset_bytes,
+            res,
+            buf,
+        }
+    }
+}
+
+/// A data block found by the header pass.
+struct DataBlock {
+    id: BlockId,
+    header: BlockHeader,
+    /// Delivery order: the first mutation sequence of the block.
+    order_seq: u64,
+}
+
+/// Logs a progress line at most once a second.
+struct Progress {
+    start: Instant,
+    last: Instant,
+}
+
+impl Progress {
+    fn tick(&mut self, phase: &'static str, done: u64, total: u64, rec: &Recovery) {
+        if self.last.elapsed() < Duration::from_secs(1) {
+            return;
+        }
+        self.last = Instant::now();
+        let secs = self.start.elapsed().as_secs_f64().max(1e-9);
+        tracing::info!(
+            phase,
+            percent = done * 100 / total.max(1),
+            records = rec.records,
+            mb_per_s = (rec.bytes_read as f64 / 1e6 / secs) as u64,
+            "recovery progress"
+        );
+    }
+}
+
 /// Scans every block of `devices` (ordered by device index), fills in the
-/// block sequence of each used block and calls `on_record` per valid record.
+/// block sequence, state and tombstone flag of each used block and calls
+/// `on_record` per valid record, every key's versions in increasing mutation
+/// sequence order (see the module documentation).
 pub(crate) async fn scan(
     devices: &[AnyDevice],
     infos: &[DeviceInfo],
-    block_seqs: &[Vec<AtomicU64>],
+    blocks: &[Vec<BlockMeta>],
     mut on_record: impl FnMut(&RecoveredRecord<'_>),
 ) -> Result<Recovery> {
     let start = Instant::now();
     let mut rec = Recovery::default();
+    let mut progress = Progress {
+        start,
+        last: Instant::now(),
+    };
     let total_blocks: u64 = infos.iter().map(|d| d.superblock.block_count).sum();
-    let mut last_progress = Instant::now();
-    for (d, (device, info)) in devices.iter().zip(infos).enumerate() {
-        let sb = &info.superblock;
-        let block_size = sb.block_size_bytes as usize;
-        let mut buf = AlignedBuf::zeroed(block_size, info.align_bytes);
-        for b in 0..sb.block_count {
-            let offset = sb.block_offset_bytes(b);
-            let BufResult(res, back) = device.read_at(buf, offset).await;
-            buf = back;
-            res.map_err(|e| io_err(d as u16, offset, e))?;
-            rec.blocks_scanned += 1;
-            rec.bytes_read += block_size as u64;
-            let id = BlockId {
+    let max_align = infos.iter().map(|d| d.align_bytes).max().unwrap_or(4096);
+    let max_block_bytes = infos
+        .iter()
+        .map(|d| d.superblock.block_size_bytes as usize)
+        .max()
+        .unwrap_or(BLOCK_HEADER_BYTES);
+    let window = (MAX_BUFFERED_BYTES / max_block_bytes).clamp(1, MAX_BLOCK_READS_IN_FLIGHT);
+
+    // Pass 1: every block header.
+    let mut data: Vec<DataBlock> = Vec::new();
+    {
+        let mut ids = infos.iter().enumerate().flat_map(|(d, info)| {
+            (0..info.superblock.block_count).map(move |b| BlockId {
                 device: d as u16,
                 block: b as u32,
-            };
-            let header = match BlockHeader::decode(&buf[..BLOCK_HEADER_BYTES])
-                .and_then(|h| h.map(|h| h.check_placement(sb, b).map(|()| h)).transpose())
-            {
+            })
+        });
+        let mut bufs: Vec<AlignedBuf> = Vec::new();
+        let mut reads = InOrder::new();
+        loop {
+            while reads.len() < HEADER_READS_IN_FLIGHT {
+                let Some(id) = ids.next() else { break };
+                let info = &infos[usize::from(id.device)];
+                let buf = bufs
+                    .pop()
+                    .unwrap_or_else(|| AlignedBuf::zeroed(BLOCK_HEADER_BYTES, max_align));
+                let offset = info.superblock.block_offset_bytes(u64::from(id.block));
+                reads.push(read_block(
+                    &devices[usize::from(id.device)],
+                    id,
+                    buf,
+                    offset,
+                ));
+            }
+            let Some(r) = reads.next().await else { break };
+            r.res.map_err(|e| io_err(r.id.device, r.offset_bytes, e))?;
+            rec.blocks_scanned += 1;
+            rec.bytes_read += BLOCK_HEADER_BYTES as u64;
+            let sb = &infos[usize::from(r.id.device)].superblock;
+            let b = u64::from(r.id.block);
+            let header = BlockHeader::decode(&r.buf[..BLOCK_HEADER_BYTES])
+                .and_then(|h| h.map(|h| h.check_placement(sb, b).map(|()| h)).transpose());
+            bufs.push(r.buf);
+            let (d, id) = (r.id.device, r.id);
+            let header = match header {
                 Ok(None) => continue,
                 Ok(Some(h)) => h,
                 Err(e) => {
@@ -198,68 +365,111 @@ pub(crate) async fn scan(
             rec.used_blocks += 1;
             rec.max_block_seq = rec.max_block_seq.max(header.block_seq);
             rec.max_mutation_seq = rec.max_mutation_seq.max(header.last_mutation_seq);
-            block_seqs[d][b as usize].store(header.block_seq, Ordering::Relaxed);
+            let meta = &blocks[usize::from(d)][b as usize];
+            meta.seq.store(header.block_seq, Ordering::Relaxed);
             if header.kind != BlockKind::Data {
-                continue; // checkpoints: not written yet
+                // Checkpoints: not written yet; kept, never reclaimed.
+                meta.state.store(block_state::PINNED, Ordering::Relaxed);
+                continue;
             }
-            let area_end = match header.state {
-                BlockState::Open => {
-                    rec.open_blocks += 1;
-                    block_size
-                }
-                BlockState::Sealed => BLOCK_HEADER_BYTES + header.committed_len_bytes as usize,
-            };
-            let area = &buf[BLOCK_HEADER_BYTES..area_end];
-            let scan = scan_area(area, header.block_seq, |offset, r| {
-                let location = Location {
-                    device: d as u16,
-                    block: b as u32,
-                    offset_bytes: (BLOCK_HEADER_BYTES + offset) as u32,
-                    len_bytes: r.encoded_len_bytes as u32,
-                };
-                rec.records += 1;
-                rec.max_mutation_seq = rec.max_mutation_seq.max(r.meta.mutation_seq);
-                on_record(&RecoveredRecord {
-                    meta: r.meta,
-                    key: r.key,
-                    value: r.value,
-                    location,
-                });
+            meta.state.store(block_state::RECOVERED, Ordering::Relaxed);
+            if header.state == BlockState::Open {
+                rec.open_blocks += 1;
+            }
+            data.push(DataBlock {
+                id,
+                header,
+                order_seq: header.first_mutation_seq,
             });
-            if scan.corrupt > 0 {
-                tracing::error!(
-                    device = d,
-                    block = b,
-                    records = scan.corrupt,
-                    "corrupt records skipped by recovery"
-                );
-                rec.corrupt_records += scan.corrupt;
-            }
-            let stop_reason = scan.stop_reason.or_else(|| {
-                (header.state == BlockState::Sealed && scan.valid_end < area.len())
-                    .then(|| "sealed block's records end before its committed length".to_string())
-            });
-            if let Some(reason) = stop_reason {
-                let offset_bytes = (BLOCK_HEADER_BYTES + scan.valid_end) as u32;
-                tracing::info!(device = d, block = b, offset_bytes, %reason, "block tail truncated");
-                rec.truncations.push(Truncation {
-                    block: id,
-                    offset_bytes,
-                    reason,
-                });
-            }
-            if last_progress.elapsed() >= Duration::from_secs(1) {
-                last_progress = Instant::now();
-                let secs = start.elapsed().as_secs_f64().max(1e-9);
-                tracing::info!(
-                    percent = rec.blocks_scanned * 100 / total_blocks.max(1),
-                    records = rec.records,
-                    mb_per_s = (rec.bytes_read as f64 / 1e6 / secs) as u64,
-                    "recovery progress"
-                );
-            }
+            progress.tick("block headers", rec.blocks_scanned, total_blocks, &rec);
         }
     }
+
+    let mut bufs: Vec<AlignedBuf> = Vec::new();
+    let take_buf = |bufs: &mut Vec<AlignedBuf>, id: BlockId| {
+        let len = infos[usize::from(id.device)].superblock.block_size_bytes as usize;
+        let mut buf = bufs
+            .pop()
+            .unwrap_or_else(|| AlignedBuf::zeroed(max_block_bytes, max_align));
+        buf.set_len_bytes(len);
+        buf
+    };
+
+    // Pass 2: an open block's header has no sequence range; its first valid
+    // record gives its place in the order.
+    {
+        let open: Vec<usize> = (0..data.len())
+            .filter(|&i| data[i].header.state == BlockState::Open)
+            .collect();
+        let mut next = open.iter();
+        let mut reads = InOrder::new();
+        loop {
+            while reads.len() < window {
+                let Some(&i) = next.next() else { break };
+                let id = data[i].id;
+                let offset = infos[usize::from(id.device)]
+                    .superblock
+                    .block_offset_bytes(u64::from(id.block));
+                let buf = take_buf(&mut bufs, id);
+                reads.push(async move {
+                    (
+                        i,
+                        read_block(&devices[usize::from(id.device)], id, buf, offset).await,
+                    )
+                });
+            }
+            let Some((i, r)) = reads.next().await else {
+                break;
+            };
+            r.res.map_err(|e| io_err(r.id.device, r.offset_bytes, e))?;
+            rec.bytes_read += r.buf.len_bytes() as u64;
+            let mut first = None;
+            scan_area(
+                &r.buf[BLOCK_HEADER_BYTES..],
+                data[i].header.block_seq,
+                |_, rr| {
+                    first.get_or_insert(rr.meta.mutation_seq);
+                },
+            );
+            // No valid record: nothing is delivered, the place does not matter.
+            data[i].order_seq = first.unwrap_or(u64::MAX);
+            bufs.push(r.buf);
+        }
+    }
+
+    // Pass 3: data blocks in mutation order, records in block order.
+    data.sort_by_key(|b| (b.order_seq, b.header.block_seq));
+    let data_blocks = data.len() as u64;
+    let mut delivered = 0u64;
+    let mut next = data.iter();
+    let mut reads = InOrder::new();
+    loop {
+        while reads.len() < window {
+            let Some(block) = next.next() else { break };
+            let id = block.id;
+            let offset = infos[usize::from(id.device)]
+                .superblock
+                .block_offset_bytes(u64::from(id.block));
+            let buf = take_buf(&mut bufs, id);
+            reads.push(async move {
+                (
+                    block,
+                    read_block(&devices[usize::from(id.device)], id, buf, offset).await,
+                )
+            });
+        }
+        let Some((block, r)) = reads.next().await else {
+            break;
+        };
+        r.res.map_err(|e| io_err(r.id.device, r.offset_bytes, e))?;
+        rec.bytes_read += r.buf.len_bytes() as u64;
+        let meta = &blocks[usize::from(block.id.device)][block.id.block as usize];
+        deliver_block(&mut rec, block, &r.buf, meta, &mut on_record);
+        bufs.push(r.buf);
+        delivered += 1;
+        progress.tick("data blocks", delivered, data_blocks, &rec);
+    }
+
     rec.elapsed = start.elapsed();
     let secs = rec.elapsed.as_secs_f64().max(1e-9);
     tracing::info!(
@@ -273,6 +483,68 @@ pub(crate) async fn scan(
         "recovery done"
     );
     Ok(rec)
+}
+
+/// Passes the valid records of one data block (read whole into `buf`) to
+/// `on_record` and notes truncations, corrupt records and tombstones.
+fn deliver_block(
+    rec: &mut Recovery,
+    block: &DataBlock,
+    buf: &[u8],
+    meta: &BlockMeta,
+    on_record: &mut impl FnMut(&RecoveredRecord<'_>),
+) {
+    let (d, b) = (block.id.device, block.id.block);
+    let header = &block.header;
+    let area_end = match header.state {
+        BlockState::Open => buf.len(),
+        BlockState::Sealed => BLOCK_HEADER_BYTES + header.committed_len_bytes as usize,
+    };
+    let area = &buf[BLOCK_HEADER_BYTES..area_end];
+    let mut tombstones = false;
+    let scan = scan_area(area, header.block_seq, |offset, r| {
+        let location = Location {
+            device: d,
+            block: b,
+            offset_bytes: (BLOCK_HEADER_BYTES + offset) as u32,
+            len_bytes: r.encoded_len_bytes as u32,
+        };
+        rec.records += 1;
+        rec.max_mutation_seq = rec.max_mutation_seq.max(r.meta.mutation_seq);
+        tombstones |= r.meta.kind == RecordKind::Tombstone;
+        on_record(&RecoveredRecord {
+            meta: r.meta,
+            key: r.key,
+            value: r.value,
+            location,
+        });
+    });
+    if tombstones {
+        meta.tombstones.store(true, Ordering::Relaxed);
+        rec.tombstone_blocks += 1;
+    }
+    if scan.corrupt > 0 {
+        tracing::error!(
+            device = d,
+            block = b,
+            records = scan.corrupt,
+            "corrupt records skipped by recovery"
+        );
+        rec.corrupt_records += scan.corrupt;
+    }
+    let stop_reason = scan.stop_reason.or_else(|| {
+        (header.state == BlockState::Sealed && scan.valid_end < area.len())
+            .then(|| "sealed block's records end before its committed length".to_string())
+    });
+    if let Some(reason) = stop_reason {
+        let offset_bytes = (BLOCK_HEADER_BYTES + scan.valid_end) as u32;
+        tracing::info!(device = d, block = b, offset_bytes, %reason, "block tail truncated");
+        rec.truncations.push(Truncation {
+            block: block.id,
+            offset_bytes,
+            reason,
+        });
+    }
 }
 
 /// One key's winning record in a [`RecoveredIndex`].

@@ -1,14 +1,16 @@
 //! The store handle: opens or formats the data devices, runs recovery, and
-//! owns the shared block allocator.
+//! owns the shared block allocator and the per-block space accounting.
 //!
 //! [`Store`] is a cheap clone (`Arc`) shared by every worker. It holds only
-//! what all workers need: per-device geometry, the block sequence of every
-//! block in use (lock-free reads, used to check record CRCs), and the free
-//! block allocator behind a `Mutex` (one allocation per block, e.g. 8 MiB of
-//! writes). Device handles are per worker: [`Store::open_devices`].
+//! what all workers need: per-device geometry, per block its block sequence
+//! (lock-free reads, used to check record CRCs), live bytes, tombstone flag
+//! and life-cycle state (atomics: any worker may release a record in a block
+//! another worker wrote), and the free block allocator behind a `Mutex` (one
+//! allocation per block, e.g. 8 MiB of writes; reclaim claims blocks under
+//! it too). Device handles are per worker: [`Store::open_devices`].
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use compio::BufResult;
@@ -68,18 +70,91 @@ pub(crate) struct DeviceInfo {
     source: DeviceSource,
 }
 
+/// Life-cycle states of a block ([`BlockMeta::state`]).
+pub(crate) mod block_state {
+    /// In the allocator's free list (no block sequence).
+    pub(crate) const FREE: u8 = 0;
+    /// Taken out of the free list as a writer's tombstone reserve; holds no
+    /// data and no block sequence yet.
+    pub(crate) const RESERVED: u8 = 1;
+    /// Allocated to a writer: its open block, or sealed with staged bytes not
+    /// yet durable. Never reclaimed.
+    pub(crate) const WRITING: u8 = 2;
+    /// Sealed (or abandoned by its writer) and every byte durable: reclaimed
+    /// once dead.
+    pub(crate) const SEALED: u8 = 3;
+    /// Found by recovery (sealed or open; never appended to again):
+    /// reclaimable once dead, after [`Store::recovery_done`](super::Store::recovery_done).
+    pub(crate) const RECOVERED: u8 = 4;
+    /// Claimed by one reclaimer (its header is being zeroed).
+    pub(crate) const RECLAIMING: u8 = 5;
+    /// A non-data block found by recovery (checkpoint): never reclaimed.
+    pub(crate) const PINNED: u8 = 6;
+}
+
+/// Shared facts about one block.
+#[derive(Default)]
+pub(crate) struct BlockMeta {
+    /// Block sequence while in use; 0 = free or reserved.
+    pub(crate) seq: AtomicU64,
+    /// Encoded bytes of the block's records that are still needed (value
+    /// records appended or [`Store::add_live`]d and not yet released).
+    pub(crate) live_bytes: AtomicU64,
+    /// The block holds at least one tombstone record.
+    pub(crate) tombstones: AtomicBool,
+    /// One of [`block_state`].
+    pub(crate) state: AtomicU8,
+}
+
 struct Allocator {
     /// Free blocks per device, highest index first (pop gives the lowest).
     free: Vec<Vec<u32>>,
+    /// Blocks held as tombstone reserves (out of the free lists).
+    reserved: u64,
     next_block_seq: u64,
     next_device: usize,
 }
 
 struct Inner {
     devices: Vec<DeviceInfo>,
-    /// Block sequence of each block in use, per device; 0 = free.
-    block_seqs: Vec<Vec<AtomicU64>>,
+    /// Per device, per block.
+    blocks: Vec<Vec<BlockMeta>>,
     allocator: Mutex<Allocator>,
+    /// Set after something happened that may make a block reclaimable
+    /// (live bytes reached 0, a block became durable, a block was freed,
+    /// recovery finished); cleared by the reclaim scan.
+    reclaim_hint: AtomicBool,
+    /// [`Store::recovery_done`] was called.
+    recovery_done: AtomicBool,
+    /// Blocks freed by reclaim since the store was opened.
+    reclaimed_blocks: AtomicU64,
+}
+
+/// Space counters of the whole store ([`Store::stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StoreStats {
+    /// Blocks over all devices.
+    pub total_blocks: u64,
+    /// Blocks in the free lists (allocatable).
+    pub free_blocks: u64,
+    /// Free blocks held as writers' tombstone reserves.
+    pub reserved_blocks: u64,
+    /// Blocks holding data or being written (`total − free − reserved`).
+    pub used_blocks: u64,
+    /// Used blocks holding at least one tombstone.
+    pub tombstone_blocks: u64,
+    /// Used blocks whose records are all obsolete (live bytes 0) and that no
+    /// writer is writing, waiting to be reclaimed (the log-tail rule holds
+    /// tombstone blocks back; recovered blocks wait for
+    /// [`Store::recovery_done`]).
+    pub pending_reclaim_blocks: u64,
+    /// Live bytes over all blocks (encoded record lengths).
+    pub live_bytes: u64,
+    /// Blocks freed by reclaim since the store was opened.
+    pub reclaimed_blocks: u64,
+    /// Block size of device 0, in bytes (the devices of a store are formatted
+    /// together, with one block size).
+    pub block_size_bytes: u64,
 }
 
 /// The shared store handle (clone per worker).
@@ -184,31 +259,37 @@ impl Store {
             });
             ordered.push(device);
         }
-        let block_seqs: Vec<Vec<AtomicU64>> = infos
+        let blocks: Vec<Vec<BlockMeta>> = infos
             .iter()
             .map(|d| {
                 (0..d.superblock.block_count)
-                    .map(|_| AtomicU64::new(0))
+                    .map(|_| BlockMeta::default())
                     .collect()
             })
             .collect();
-        let recovery = recovery::scan(&ordered, &infos, &block_seqs, on_record).await?;
+        let recovery = recovery::scan(&ordered, &infos, &blocks, on_record).await?;
         let total_blocks: u64 = infos.iter().map(|d| d.superblock.block_count).sum();
-        let free = block_seqs
+        let free = blocks
             .iter()
-            .map(|seqs| {
-                (0..seqs.len() as u32)
+            .map(|metas| {
+                (0..metas.len() as u32)
                     .rev()
-                    .filter(|&b| seqs[b as usize].load(Ordering::Relaxed) == 0)
+                    .filter(|&b| {
+                        metas[b as usize].state.load(Ordering::Relaxed) == block_state::FREE
+                    })
                     .collect()
             })
             .collect();
         let store = Store {
             inner: Arc::new(Inner {
                 devices: infos,
-                block_seqs,
+                blocks,
+                reclaim_hint: AtomicBool::new(false),
+                recovery_done: AtomicBool::new(false),
+                reclaimed_blocks: AtomicU64::new(0),
                 allocator: Mutex::new(Allocator {
                     free,
+                    reserved: 0,
                     // A block allocated after the highest surviving header
                     // may have left records whose header was lost (a write
                     // reordered before a crash). Skipping one sequence per
@@ -265,7 +346,7 @@ impl Store {
 
     /// The block sequence of a block in use (0 when the block is free).
     pub fn block_seq(&self, id: BlockId) -> u64 {
-        self.inner.block_seqs[usize::from(id.device)][id.block as usize].load(Ordering::Acquire)
+        self.meta(id).seq.load(Ordering::Acquire)
     }
 
     /// Allocates a free block for `worker` (devices are used round-robin), or
@@ -277,35 +358,336 @@ impl Store {
             let device = (a.next_device + step) % n;
             if let Some(block) = a.free[device].pop() {
                 a.next_device = (device + 1) % n;
-                let block_seq = a.next_block_seq;
-                a.next_block_seq += 1;
                 let id = BlockId {
                     device: device as u16,
                     block,
                 };
-                let slot = &self.inner.block_seqs[device][block as usize];
-                debug_assert_eq!(slot.load(Ordering::Relaxed), 0, "allocating a used block");
-                slot.store(block_seq, Ordering::Release);
-                tracing::debug!(worker, ?id, block_seq, "allocated block");
-                return Some(AllocatedBlock { id, block_seq });
+                let m = self.meta(id);
+                let was = m.state.swap(block_state::WRITING, Ordering::SeqCst);
+                assert_eq!(was, block_state::FREE, "allocating block {id:?} not free");
+                return Some(self.start_use(&mut a, id, worker));
             }
         }
         None
     }
 
-    /// Returns a block to the free list. The caller guarantees that nothing
-    /// still needs its records, even if a crash brings the block back before
-    /// it is reused (its header stays on the device until then).
-    pub fn free_block(&self, id: BlockId) {
-        let slot = &self.inner.block_seqs[usize::from(id.device)][id.block as usize];
-        let old = slot.swap(0, Ordering::AcqRel);
-        assert_ne!(old, 0, "freeing block {id:?} which is already free");
-        self.lock().free[usize::from(id.device)].push(id.block);
+    /// Gives a block that just left the free list (or a reserve) its block
+    /// sequence. The block's state is already [`block_state::WRITING`].
+    fn start_use(&self, a: &mut Allocator, id: BlockId, worker: u16) -> AllocatedBlock {
+        let block_seq = a.next_block_seq;
+        a.next_block_seq += 1;
+        let m = self.meta(id);
+        debug_assert_eq!(m.seq.load(Ordering::Relaxed), 0, "allocating a used block");
+        debug_assert_eq!(m.live_bytes.load(Ordering::Relaxed), 0, "stale live bytes");
+        debug_assert!(
+            !m.tombstones.load(Ordering::Relaxed),
+            "stale tombstone flag"
+        );
+        m.seq.store(block_seq, Ordering::Release);
+        tracing::debug!(worker, ?id, block_seq, "allocated block");
+        AllocatedBlock { id, block_seq }
     }
 
-    /// Free blocks over all devices.
+    /// Takes a free block out of the free lists as a tombstone reserve (it
+    /// gets its block sequence only when used: [`Store::use_reserved`]).
+    pub(crate) fn reserve_block(&self) -> Option<BlockId> {
+        let mut a = self.lock();
+        let device = (0..a.free.len()).max_by_key(|&d| a.free[d].len())?;
+        let block = a.free[device].pop()?;
+        a.reserved += 1;
+        let id = BlockId {
+            device: device as u16,
+            block,
+        };
+        let was = self
+            .meta(id)
+            .state
+            .swap(block_state::RESERVED, Ordering::SeqCst);
+        assert_eq!(was, block_state::FREE, "reserving block {id:?} not free");
+        Some(id)
+    }
+
+    /// Puts a reserved block to use as `worker`'s new open block, with a
+    /// fresh block sequence (above every block written so far, as the
+    /// log-tail rule of reclaim requires).
+    pub(crate) fn use_reserved(&self, id: BlockId, worker: u16) -> AllocatedBlock {
+        let mut a = self.lock();
+        let was = self
+            .meta(id)
+            .state
+            .swap(block_state::WRITING, Ordering::SeqCst);
+        assert_eq!(was, block_state::RESERVED, "block {id:?} is not reserved");
+        a.reserved -= 1;
+        self.start_use(&mut a, id, worker)
+    }
+
+    /// Returns an unused reserve to the free lists.
+    pub(crate) fn unreserve(&self, id: BlockId) {
+        let mut a = self.lock();
+        let was = self
+            .meta(id)
+            .state
+            .swap(block_state::FREE, Ordering::SeqCst);
+        assert_eq!(was, block_state::RESERVED, "block {id:?} is not reserved");
+        a.reserved -= 1;
+        a.free[usize::from(id.device)].push(id.block);
+        self.hint_reclaim();
+    }
+
+    /// Returns a block to the free list. The caller guarantees that nothing
+    /// still needs its records, even if a crash brings the block back before
+    /// it is reused (its header stays on the device until then; the safe way
+    /// to free blocks is [`Writer::reclaim`](crate::Writer::reclaim), which
+    /// zeroes the header first). Its live bytes and tombstone flag are reset.
+    pub fn free_block(&self, id: BlockId) {
+        let m = self.meta(id);
+        let old = m.seq.swap(0, Ordering::AcqRel);
+        assert_ne!(old, 0, "freeing block {id:?} which is already free");
+        let mut a = self.lock();
+        let was = m.state.swap(block_state::FREE, Ordering::SeqCst);
+        assert_ne!(
+            was,
+            block_state::RECLAIMING,
+            "freeing block {id:?} being reclaimed"
+        );
+        m.live_bytes.store(0, Ordering::Relaxed);
+        m.tombstones.store(false, Ordering::Relaxed);
+        a.free[usize::from(id.device)].push(id.block);
+        drop(a);
+        self.hint_reclaim();
+    }
+
+    /// Free blocks over all devices (not counting writers' tombstone reserves).
     pub fn free_blocks(&self) -> u64 {
         self.lock().free.iter().map(|f| f.len() as u64).sum()
+    }
+
+    /// Counts the record at `location` as live in its block. After recovery,
+    /// call it for every record the index keeps (recovered blocks start with
+    /// zero live bytes), then [`Store::recovery_done`]. Records appended
+    /// through a [`Writer`](crate::Writer) are counted by the append.
+    pub fn add_live(&self, location: &Location) {
+        let m = self.meta(location.block_id());
+        debug_assert_ne!(
+            m.seq.load(Ordering::Relaxed),
+            0,
+            "add_live in free block {location:?}"
+        );
+        m.live_bytes
+            .fetch_add(u64::from(location.len_bytes), Ordering::Relaxed);
+    }
+
+    /// Marks the end of the caller's recovery: every record it keeps was
+    /// passed to [`Store::add_live`]. From now on recovered blocks whose live
+    /// bytes are 0 (every record obsolete) can be reclaimed; before, nothing
+    /// recovered is.
+    pub fn recovery_done(&self) {
+        self.inner.recovery_done.store(true, Ordering::SeqCst);
+        self.hint_reclaim();
+    }
+
+    /// Live bytes of block `id` (encoded lengths of its live records).
+    pub fn block_live_bytes(&self, id: BlockId) -> u64 {
+        self.meta(id).live_bytes.load(Ordering::Acquire)
+    }
+
+    /// True when block `id` holds tombstone records (appended in this run or
+    /// found by recovery).
+    pub fn block_has_tombstones(&self, id: BlockId) -> bool {
+        self.meta(id).tombstones.load(Ordering::Acquire)
+    }
+
+    /// Space counters (one pass over the per-block atomics; cheap enough for
+    /// INFO, not for every command).
+    pub fn stats(&self) -> StoreStats {
+        let (free, reserved) = {
+            let a = self.lock();
+            (a.free.iter().map(|f| f.len() as u64).sum(), a.reserved)
+        };
+        let mut st = StoreStats {
+            free_blocks: free,
+            reserved_blocks: reserved,
+            reclaimed_blocks: self.inner.reclaimed_blocks.load(Ordering::Relaxed),
+            block_size_bytes: self.block_size_bytes(0),
+            ..StoreStats::default()
+        };
+        for m in self.inner.blocks.iter().flatten() {
+            st.total_blocks += 1;
+            let live = m.live_bytes.load(Ordering::Relaxed);
+            st.live_bytes += live;
+            let state = m.state.load(Ordering::Relaxed);
+            if matches!(state, block_state::FREE | block_state::RESERVED) {
+                continue;
+            }
+            if m.tombstones.load(Ordering::Relaxed) {
+                st.tombstone_blocks += 1;
+            }
+            if live == 0
+                && matches!(
+                    state,
+                    block_state::SEALED | block_state::RECOVERED | block_state::RECLAIMING
+                )
+            {
+                st.pending_reclaim_blocks += 1;
+            }
+        }
+        st.used_blocks = st.total_blocks - st.free_blocks - st.reserved_blocks;
+        st
+    }
+
+    /// Adds an appended record's encoded length to its block's live bytes.
+    pub(crate) fn add_live_bytes(&self, id: BlockId, len_bytes: u64) {
+        self.meta(id)
+            .live_bytes
+            .fetch_add(len_bytes, Ordering::Relaxed);
+    }
+
+    /// Notes that block `id` holds a tombstone.
+    pub(crate) fn mark_tombstones(&self, id: BlockId) {
+        let m = self.meta(id);
+        if !m.tombstones.load(Ordering::Relaxed) {
+            m.tombstones.store(true, Ordering::Release);
+        }
+    }
+
+    /// Subtracts a released record from its block's live bytes. Releasing
+    /// more than is live (a double release) is a bug: it panics in debug
+    /// builds and is ignored with an error log otherwise (leaking the block
+    /// rather than freeing one that may still hold live records).
+    pub(crate) fn sub_live(&self, location: &Location) {
+        let m = self.meta(location.block_id());
+        let len = u64::from(location.len_bytes);
+        let res = m
+            .live_bytes
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |live| {
+                live.checked_sub(len)
+            });
+        match res {
+            Ok(old) if old == len => self.hint_reclaim(),
+            Ok(_) => {}
+            Err(live) => {
+                tracing::error!(
+                    ?location,
+                    live_bytes = live,
+                    "release of more bytes than live (double release?); ignored"
+                );
+                debug_assert!(
+                    false,
+                    "releasing {location:?}: {len} bytes but only {live} live (double release?)"
+                );
+            }
+        }
+    }
+
+    /// A writer's block is now sealed (or abandoned) and durable.
+    pub(crate) fn block_durable(&self, id: BlockId) {
+        let was = self
+            .meta(id)
+            .state
+            .swap(block_state::SEALED, Ordering::SeqCst);
+        debug_assert_eq!(
+            was,
+            block_state::WRITING,
+            "block {id:?} was not being written"
+        );
+        self.hint_reclaim();
+    }
+
+    fn hint_reclaim(&self) {
+        self.inner.reclaim_hint.store(true, Ordering::SeqCst);
+    }
+
+    /// Claims every block reclaimable right now for the caller (state
+    /// [`block_state::RECLAIMING`], so no other reclaimer gets it). Empty
+    /// when nothing changed since the last scan.
+    ///
+    /// Reclaimable: sealed/recovered (not being written), live bytes 0, and
+    /// either no tombstones or no other non-free block with a lower block
+    /// sequence (older versions of a key live only in blocks with a block
+    /// sequence at most that of the record superseding them, so a tombstone
+    /// is needed until everything older is gone: the log-tail rule).
+    pub(crate) fn claim_reclaimable(&self) -> Vec<BlockId> {
+        if !self.inner.reclaim_hint.swap(false, Ordering::SeqCst) {
+            return Vec::new();
+        }
+        let recovery_done = self.inner.recovery_done.load(Ordering::SeqCst);
+        let _a = self.lock();
+        // The lowest block sequence in use, and how many blocks have it.
+        let mut min_seq = u64::MAX;
+        let mut min_count = 0u32;
+        for m in self.inner.blocks.iter().flatten() {
+            let state = m.state.load(Ordering::SeqCst);
+            if matches!(state, block_state::FREE | block_state::RESERVED) {
+                continue;
+            }
+            let seq = m.seq.load(Ordering::SeqCst);
+            match seq.cmp(&min_seq) {
+                std::cmp::Ordering::Less => (min_seq, min_count) = (seq, 1),
+                std::cmp::Ordering::Equal => min_count += 1,
+                std::cmp::Ordering::Greater => {}
+            }
+        }
+        let mut claimed = Vec::new();
+        for (d, metas) in self.inner.blocks.iter().enumerate() {
+            for (b, m) in metas.iter().enumerate() {
+                let state = m.state.load(Ordering::SeqCst);
+                let candidate = state == block_state::SEALED
+                    || (state == block_state::RECOVERED && recovery_done);
+                if !candidate || m.live_bytes.load(Ordering::SeqCst) != 0 {
+                    continue;
+                }
+                if m.tombstones.load(Ordering::SeqCst)
+                    && !(m.seq.load(Ordering::SeqCst) == min_seq && min_count == 1)
+                {
+                    continue;
+                }
+                if m.state
+                    .compare_exchange(
+                        state,
+                        block_state::RECLAIMING,
+                        Ordering::SeqCst,
+                        Ordering::SeqCst,
+                    )
+                    .is_ok()
+                {
+                    claimed.push(BlockId {
+                        device: d as u16,
+                        block: b as u32,
+                    });
+                }
+            }
+        }
+        claimed
+    }
+
+    /// A claimed block's zeroed header is durable: the block is free.
+    pub(crate) fn finish_reclaim(&self, id: BlockId) {
+        let m = self.meta(id);
+        let mut a = self.lock();
+        let was = m.state.swap(block_state::FREE, Ordering::SeqCst);
+        assert_eq!(was, block_state::RECLAIMING, "block {id:?} was not claimed");
+        assert_eq!(
+            m.live_bytes.load(Ordering::SeqCst),
+            0,
+            "reclaimed block {id:?} has live bytes"
+        );
+        m.tombstones.store(false, Ordering::Relaxed);
+        m.seq.store(0, Ordering::Release);
+        a.free[usize::from(id.device)].push(id.block);
+        drop(a);
+        self.inner.reclaimed_blocks.fetch_add(1, Ordering::Relaxed);
+        self.hint_reclaim();
+    }
+
+    /// A claimed block could not be reclaimed (I/O error, cancelled): it
+    /// stays in use and is tried again later.
+    pub(crate) fn abort_reclaim(&self, id: BlockId) {
+        let was = self
+            .meta(id)
+            .state
+            .swap(block_state::SEALED, Ordering::SeqCst);
+        assert_eq!(was, block_state::RECLAIMING, "block {id:?} was not claimed");
+        self.hint_reclaim();
     }
 
     /// Opens a new handle of every device for the calling worker thread (in
@@ -328,6 +710,10 @@ impl Store {
 
     fn info(&self, device: u16) -> &DeviceInfo {
         &self.inner.devices[usize::from(device)]
+    }
+
+    fn meta(&self, id: BlockId) -> &BlockMeta {
+        &self.inner.blocks[usize::from(id.device)][id.block as usize]
     }
 
     fn lock(&self) -> MutexGuard<'_, Allocator> {

@@ -18,8 +18,16 @@
 //! await) so the connection tasks of one worker can share the writer through
 //! an `Rc`. Only one flush/sync runs at a time; [`Writer::commit`] waiters
 //! that arrive while one runs share the next one (group commit).
+//!
+//! Space: every appended non-tombstone record counts as live bytes of its
+//! block (in the shared [`Store`]); [`Writer::release`] subtracts an obsolete
+//! record once the records appended before the call are durable, and
+//! [`Writer::reclaim`] frees dead blocks (zeroing their header on the device
+//! first). Each writer keeps one free block in reserve for tombstones, so
+//! deletes work on a full device.
 
 use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::future::poll_fn;
 use std::task::{Poll, Waker};
 
@@ -99,6 +107,9 @@ struct StagedBlock {
     header_synced: bool,
     min_seq: u64,
     max_seq: u64,
+    /// Opened from the tombstone reserve on a full device: only tombstones
+    /// are appended to it (a value append needs a normal free block).
+    tombstones_only: bool,
 }
 
 impl StagedBlock {
@@ -131,6 +142,13 @@ struct State {
     durable_appends: u64,
     /// Devices written since their last sync.
     unsynced_devices: Vec<bool>,
+    /// The free block kept for tombstones when no block is free.
+    reserve: Option<BlockId>,
+    /// Released locations waiting until the appends made before their
+    /// release (`.0` = append count then) are durable.
+    pending_releases: VecDeque<(u64, Location)>,
+    /// Highest mutation sequence appended (appends must not go backwards).
+    last_seq: u64,
     stats: WriterStats,
 }
 
@@ -149,6 +167,14 @@ pub struct WriterStats {
     pub syncs: u64,
     /// Blocks opened.
     pub blocks_opened: u64,
+    /// [`Writer::release`] calls.
+    pub releases: u64,
+    /// Releases not yet applied (waiting for a sync).
+    pub pending_releases: u64,
+    /// Blocks this writer reclaimed (zeroed and freed).
+    pub reclaimed_blocks: u64,
+    /// Times the tombstone reserve was put to use (the device was full).
+    pub reserve_uses: u64,
 }
 
 /// The per-worker writer (and reader: [`Writer::read`]).
@@ -156,7 +182,7 @@ pub struct Writer {
     store: Store,
     worker: u16,
     devices: Vec<AnyDevice>,
-    durability: Durability,
+    durability: Cell<Durability>,
     state: RefCell<State>,
     next_seq: Cell<u64>,
     io_busy: Cell<bool>,
@@ -167,7 +193,7 @@ impl std::fmt::Debug for Writer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Writer")
             .field("worker", &self.worker)
-            .field("durability", &self.durability)
+            .field("durability", &self.durability.get())
             .finish_non_exhaustive()
     }
 }
@@ -187,6 +213,8 @@ impl Writer {
     /// A writer for `worker` using the worker's own device handles
     /// (from [`Store::open_devices`]); mutation sequences start at
     /// `after_seq + 1` (pass [`Recovery::max_mutation_seq`](crate::Recovery)).
+    /// Takes one free block (if any) as its tombstone reserve; dropping the
+    /// writer returns it.
     pub fn new(
         store: Store,
         worker: u16,
@@ -196,11 +224,12 @@ impl Writer {
     ) -> Self {
         assert_eq!(devices.len(), store.device_count(), "one handle per device");
         let n = devices.len();
+        let reserve = store.reserve_block();
         Self {
             store,
             worker,
             devices,
-            durability,
+            durability: Cell::new(durability),
             state: RefCell::new(State {
                 open: None,
                 sealed: Vec::new(),
@@ -208,6 +237,9 @@ impl Writer {
                 appends: 0,
                 durable_appends: 0,
                 unsynced_devices: vec![false; n],
+                reserve,
+                pending_releases: VecDeque::new(),
+                last_seq: 0,
                 stats: WriterStats::default(),
             }),
             next_seq: Cell::new(after_seq + 1),
@@ -234,7 +266,15 @@ impl Writer {
 
     /// The durability policy.
     pub fn durability(&self) -> Durability {
-        self.durability
+        self.durability.get()
+    }
+
+    /// Changes the durability policy (`CONFIG SET appendfsync`). Takes effect
+    /// for the next [`Writer::ack`] / [`Writer::tick`]; switching to
+    /// [`Durability::Always`] does not make earlier appends durable by itself
+    /// (call [`Writer::commit`] for that).
+    pub fn set_durability(&self, durability: Durability) {
+        self.durability.set(durability);
     }
 
     /// This worker's device handles (device-index order).
@@ -256,6 +296,7 @@ impl Writer {
         WriterStats {
             appends: st.appends,
             durable_appends: st.durable_appends,
+            pending_releases: st.pending_releases.len() as u64,
             ..st.stats
         }
     }
@@ -283,14 +324,21 @@ impl Writer {
 
     /// Appends one record and returns its location. The record is readable at
     /// once ([`Writer::read`]) and durable after a later [`Writer::sync`] /
-    /// [`Writer::commit`].
+    /// [`Writer::commit`]. Mutation sequences of one writer's appends must
+    /// not decrease (recovery delivers records in block order).
+    ///
+    /// Space: a tombstone marks its block as holding tombstones; any other
+    /// record adds its encoded length to its block's live bytes, until
+    /// [`Writer::release`]d.
     ///
     /// Errors: [`StoreError::TooLarge`] when the encoded record exceeds a
     /// block's record area; [`StoreError::NoSpace`] when the open block is
     /// full and no block is free (nothing is appended; retry once blocks are
-    /// freed).
+    /// reclaimed). A tombstone then goes to the writer's reserve block, if it
+    /// still has one.
     pub fn append(&self, meta: RecordMeta, key: &[u8], value: &[u8]) -> Result<Location> {
         debug_assert!(meta.kind != RecordKind::Tombstone || value.is_empty());
+        let tombstone = meta.kind == RecordKind::Tombstone;
         let len = encoded_record_len(key.len(), value.len());
         let max = self.store.max_record_bytes();
         if len as u64 > max {
@@ -301,20 +349,41 @@ impl Writer {
         }
         let mut st = self.state.borrow_mut();
         let st = &mut *st;
-        let fits = st
-            .open
-            .as_ref()
-            .is_some_and(|b| b.used_bytes + len <= b.buf.len_bytes());
+        debug_assert!(
+            meta.mutation_seq >= st.last_seq,
+            "mutation sequence {} appended after {}",
+            meta.mutation_seq,
+            st.last_seq
+        );
+        let fits = st.open.as_ref().is_some_and(|b| {
+            b.used_bytes + len <= b.buf.len_bytes() && (tombstone || !b.tombstones_only)
+        });
         if !fits {
-            let alloc = self
-                .store
-                .alloc_block(self.worker)
-                .ok_or(StoreError::NoSpace)?;
+            if st.reserve.is_none() {
+                // The reserve comes first: a full device must still take deletes.
+                st.reserve = self.store.reserve_block();
+            }
+            let (alloc, tombstones_only) = match self.store.alloc_block(self.worker) {
+                Some(a) => (a, false),
+                None => match st.reserve.take().filter(|_| tombstone) {
+                    Some(id) => {
+                        st.stats.reserve_uses += 1;
+                        tracing::warn!(
+                            worker = self.worker,
+                            "data devices full: tombstone written to the reserve block"
+                        );
+                        (self.store.use_reserved(id, self.worker), true)
+                    }
+                    None => return Err(StoreError::NoSpace),
+                },
+            };
             if let Some(mut old) = st.open.take() {
                 self.seal(&mut old);
                 st.sealed.push(old);
             }
-            st.open = Some(self.start_block(alloc, st.spare.pop()));
+            let mut block = self.start_block(alloc, st.spare.pop());
+            block.tombstones_only = tombstones_only;
+            st.open = Some(block);
             st.stats.blocks_opened += 1;
         }
         let block = st.open.as_mut().expect("open block");
@@ -330,13 +399,113 @@ impl Writer {
         block.used_bytes += len;
         block.min_seq = block.min_seq.min(meta.mutation_seq);
         block.max_seq = block.max_seq.max(meta.mutation_seq);
+        let id = block.alloc.id;
+        if tombstone {
+            self.store.mark_tombstones(id);
+        } else {
+            self.store.add_live_bytes(id, len as u64);
+        }
+        st.last_seq = meta.mutation_seq;
         st.appends += 1;
         Ok(Location {
-            device: block.alloc.id.device,
-            block: block.alloc.id.block,
+            device: id.device,
+            block: id.block,
             offset_bytes: at as u32,
             len_bytes: len as u32,
         })
+    }
+
+    /// The record at `location` is obsolete: superseded by a record of the
+    /// same key appended through this writer before the call (a newer value
+    /// or a tombstone). Its bytes stop counting as live once every record
+    /// appended before the call is durable (after the next successful sync
+    /// covering them; at once if they already are; a failed sync keeps it
+    /// pending): freeing the old record's block earlier could lose the key
+    /// in a crash.
+    ///
+    /// Release only records that count as live (appended non-tombstone
+    /// records, or recovered ones passed to [`Store::add_live`]), each once:
+    /// a double release is a bug (debug assertion).
+    pub fn release(&self, location: Location) {
+        let mut st = self.state.borrow_mut();
+        st.stats.releases += 1;
+        let after = st.appends;
+        if after <= st.durable_appends {
+            drop(st);
+            self.store.sub_live(&location);
+        } else {
+            st.pending_releases.push_back((after, location));
+        }
+    }
+
+    /// Frees every block that is reclaimable now (see
+    /// [`Writer::reclaim`]'s rules in `docs/storage-engine.md`): its live
+    /// bytes are 0, it is durable and not any writer's open block, and it
+    /// holds no tombstones or is the oldest block in use. Each block's header
+    /// is overwritten with zeros and synced before the block returns to the
+    /// allocator, so a crash cannot bring its stale records back. Any writer
+    /// may reclaim any block; each block goes to one reclaimer. Returns the
+    /// number of blocks freed.
+    ///
+    /// Pending releases are made effective first, with a sync if needed (also
+    /// under [`Durability::No`]). Refills the tombstone reserve.
+    pub async fn reclaim(&self) -> Result<u64> {
+        if !self.state.borrow().pending_releases.is_empty() {
+            self.commit().await?;
+        }
+        let mut total = 0u64;
+        loop {
+            let claimed = Claimed {
+                store: &self.store,
+                ids: self.store.claim_reclaimable(),
+                done: false,
+            };
+            if claimed.ids.is_empty() {
+                break;
+            }
+            self.zero_headers(&claimed.ids).await?;
+            let n = claimed.finish();
+            total += n;
+            self.state.borrow_mut().stats.reclaimed_blocks += n;
+        }
+        if total > 0 {
+            tracing::debug!(worker = self.worker, blocks = total, "reclaimed blocks");
+        }
+        self.refill_reserve();
+        Ok(total)
+    }
+
+    /// Takes a tombstone reserve block if this writer has none.
+    fn refill_reserve(&self) {
+        let mut st = self.state.borrow_mut();
+        if st.reserve.is_none() {
+            st.reserve = self.store.reserve_block();
+        }
+    }
+
+    /// Writes zeros over the headers of `ids` and syncs their devices.
+    async fn zero_headers(&self, ids: &[BlockId]) -> Result<()> {
+        let mut touched = vec![false; self.devices.len()];
+        for &id in ids {
+            let align = self.store.align_bytes(id.device);
+            let buf = AlignedBuf::zeroed(BLOCK_HEADER_BYTES, align);
+            let offset_bytes = self.store.block_offset_bytes(id);
+            let BufResult(res, _) = self.devices[usize::from(id.device)]
+                .write_at(buf, offset_bytes)
+                .await;
+            if let Err(e) = res {
+                tracing::error!(device = id.device, offset_bytes, error = %e, "zeroing a reclaimed block header failed");
+                return Err(io_err(id.device, offset_bytes, e));
+            }
+            touched[usize::from(id.device)] = true;
+        }
+        for (d, _) in touched.iter().enumerate().filter(|(_, &t)| t) {
+            if let Err(e) = self.devices[d].sync().await {
+                tracing::error!(device = d, error = %e, "data device sync failed (reclaim)");
+                return Err(io_err(d as u16, 0, e));
+            }
+        }
+        Ok(())
     }
 
     fn start_block(&self, alloc: AllocatedBlock, spare: Option<AlignedBuf>) -> StagedBlock {
@@ -371,6 +540,7 @@ impl Writer {
             header_synced: false,
             min_seq: u64::MAX,
             max_seq: 0,
+            tombstones_only: false,
         }
     }
 
@@ -462,19 +632,21 @@ impl Writer {
     /// What the durability policy requires before a write is acknowledged:
     /// [`Durability::Always`] → [`Writer::commit`]; otherwise nothing.
     pub async fn ack(&self) -> Result<()> {
-        match self.durability {
+        match self.durability.get() {
             Durability::Always => self.commit().await,
             Durability::EverySec | Durability::No => Ok(()),
         }
     }
 
     /// Periodic work; call about once per second: [`Durability::EverySec`]
-    /// syncs, [`Durability::No`] and [`Durability::Always`] flush.
+    /// syncs, [`Durability::No`] and [`Durability::Always`] flush; then
+    /// [`Writer::reclaim`] (which syncs if releases are pending).
     pub async fn tick(&self) -> Result<()> {
-        match self.durability {
-            Durability::EverySec => self.commit().await,
-            Durability::No | Durability::Always => self.flush().await,
+        match self.durability.get() {
+            Durability::EverySec => self.commit().await?,
+            Durability::No | Durability::Always => self.flush().await?,
         }
+        self.reclaim().await.map(|_| ())
     }
 
     /// Flush + sync; the caller holds the I/O guard.
@@ -507,6 +679,7 @@ impl Writer {
         while i < st.sealed.len() {
             if st.sealed[i].is_durable() {
                 let mut done = st.sealed.swap_remove(i);
+                self.store.block_durable(done.alloc.id);
                 let used = done.used_bytes;
                 done.buf[..used].fill(0);
                 if st.spare.len() < 2 {
@@ -519,6 +692,14 @@ impl Writer {
         debug_assert!(covered >= st.durable_appends);
         st.durable_appends = covered;
         st.stats.syncs += 1;
+        // Releases whose superseding records are now durable.
+        while let Some(&(after, location)) = st.pending_releases.front() {
+            if after > covered {
+                break;
+            }
+            st.pending_releases.pop_front();
+            self.store.sub_live(&location);
+        }
         Ok(())
     }
 
@@ -615,5 +796,51 @@ impl Writer {
             }
         }
         (jobs, st.appends)
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        let st = self.state.get_mut();
+        if let Some(id) = st.reserve.take() {
+            self.store.unreserve(id);
+        }
+        // An open block whose bytes are all durable is never written again:
+        // reclaim may free it once its records are obsolete. (Blocks with
+        // bytes not durable stay in use: a crash decides what they hold.)
+        if let Some(b) = &st.open {
+            if b.synced_bytes == b.used_bytes {
+                self.store.block_durable(b.alloc.id);
+            }
+        }
+    }
+}
+
+/// Blocks claimed by one reclaim round; given back (still in use) if the
+/// round does not finish (error, cancelled future).
+struct Claimed<'a> {
+    store: &'a Store,
+    ids: Vec<BlockId>,
+    done: bool,
+}
+
+impl Claimed<'_> {
+    /// The zeroed headers are durable: frees the blocks; returns how many.
+    fn finish(mut self) -> u64 {
+        self.done = true;
+        for &id in &self.ids {
+            self.store.finish_reclaim(id);
+        }
+        self.ids.len() as u64
+    }
+}
+
+impl Drop for Claimed<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            for &id in &self.ids {
+                self.store.abort_reclaim(id);
+            }
+        }
     }
 }

@@ -189,8 +189,12 @@ fn no_space_then_space_again() {
         let (store, index, rec) = open(&dev).await;
         assert_eq!(rec.records, n);
         assert_eq!(index.entries.len() as u64, n);
-        assert_eq!(store.free_blocks(), 0);
-        // Freeing a block makes appends succeed again.
+        // One block holds the records; the other was the writer's tombstone
+        // reserve (returned when the writer was dropped).
+        assert_eq!(rec.used_blocks, 1);
+        assert_eq!(store.free_blocks(), 1);
+        // Freeing a block makes appends succeed again (the new writer takes
+        // the other free block as its reserve).
         let first = index.get(&0u64.to_le_bytes()).unwrap().location.block_id();
         store.free_block(first);
         let w = Writer::open(store, 0, Durability::Always, rec.max_mutation_seq)
