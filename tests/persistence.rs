@@ -1,22 +1,138 @@
-//! Persistence with `appendonly yes`: every write goes to the data file, a restart replays it
-//! (keys, values, TTLs, databases), and with `appendfsync always` every acknowledged write
-//! survives `kill -9`.
+//! Persistence: every write goes to the data file, a restart replays it (keys, values, TTLs,
+//! databases), `appendfsync always` makes every acknowledged write survive `kill -9`, and a
+//! restart with another worker count keeps everything (highest mutation sequence wins).
 //!
-//! Under `SKERRY_TEST_SERVER=redis` the same tests run against Redis with its AOF.
+//! Under `SKERRY_TEST_SERVER=redis` the same tests (minus the Skerry-only ones) run against
+//! Redis with its AOF.
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
 
 use common::*;
 
+/// `--appendonly yes` is harmless once persistence is always on, and needed before.
 const PERSIST: &[&str] = &["--appendonly", "yes", "--data-size", "256mb"];
+
+fn args(extra: &[&'static str]) -> Vec<&'static str> {
+    let mut a = PERSIST.to_vec();
+    a.extend_from_slice(extra);
+    a
+}
+
+/// Waits until the server has loaded its data set (Redis answers -LOADING while it replays).
+fn wait_loaded(r: &mut Raw) {
+    assert!(
+        wait_until(Duration::from_secs(30), || !r
+            .cmd(&["GET", "probe"])
+            .is_error()),
+        "data set not loaded within 30 s"
+    );
+}
+
+fn ttl(r: &mut Raw, key: &[u8]) -> i64 {
+    match r.cmd_bytes(&[b"TTL", key]) {
+        Value::Integer(n) => n,
+        other => panic!("TTL {}: {other:?}", String::from_utf8_lossy(key)),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Restart keeps everything.
+
+const BIN_KEY: &[u8] = b"bin\r\n\0key";
+const BIN_VALUE: &[u8] = b"\0\r\n$3\r\nfoo\r\n*1\r\n\0\0\r\r\n\n-ERR\r\n\xff\xfe\0";
+
+fn big_value() -> Vec<u8> {
+    Rng::new(1).bytes(1 << 20)
+}
+
+fn db_value(db: usize) -> Vec<u8> {
+    let mut v = format!("value of db {db}\r\n").into_bytes();
+    v.push(0);
+    v.extend_from_slice(&Rng::new(100 + db as u64).bytes(db * 37));
+    v
+}
+
+/// Checks the state written by `restart_keeps_keys_values_ttls_and_databases`; `ttl_slack` is
+/// how many seconds may have passed since the TTLs were set.
+fn check_restart_state(r: &mut Raw, ttl_slack: i64, second_round: bool) {
+    wait_loaded(r);
+    assert_eq!(r.cmd(&["SELECT", "0"]), ok());
+    let plain = if second_round { "v3" } else { "v1+more" };
+    assert_eq!(
+        r.cmd(&["MGET", "plain", "ttl", "a", "b", "c", "gone"]),
+        arr(vec![
+            bulk(plain),
+            bulk("v2"),
+            bulk("2"),
+            Value::Null,
+            bulk("3"),
+            Value::Null
+        ])
+    );
+    let t = ttl(r, b"ttl");
+    assert!(
+        (1000 - ttl_slack..=1000).contains(&t),
+        "TTL survives as an absolute time: {t}"
+    );
+    let t = ttl(r, b"c");
+    assert!((500 - ttl_slack..=500).contains(&t), "{t}");
+    assert_eq!(ttl(r, b"plain"), -1);
+    assert_eq!(
+        r.cmd(&["GET", "big"]),
+        Value::Bulk(big_value()),
+        "1 MiB value"
+    );
+    assert_eq!(r.cmd(&["GET", "empty"]), Value::Bulk(Vec::new()), "0 bytes");
+    assert_eq!(r.cmd(&["STRLEN", "empty"]), int(0));
+    assert_eq!(r.cmd(&["EXISTS", "empty"]), int(1));
+    assert_eq!(
+        r.cmd_bytes(&[b"GET", BIN_KEY]),
+        Value::Bulk(BIN_VALUE.to_vec())
+    );
+    assert_eq!(r.cmd_bytes(&[b"GET", b"nul"]), Value::Bulk(vec![0; 3000]));
+    let extra = if second_round { 1 } else { 0 };
+    // plain ttl a c big empty bin nul dbkey (+ after)
+    assert_eq!(r.cmd(&["DBSIZE"]), int(9 + extra));
+    if second_round {
+        assert_eq!(r.cmd(&["GET", "after"]), bulk("written after a restart"));
+    }
+    for db in 0..16usize {
+        assert_eq!(r.cmd(&["SELECT", &db.to_string()]), ok());
+        assert_eq!(
+            r.cmd(&["GET", "dbkey"]),
+            Value::Bulk(db_value(db)),
+            "db {db}"
+        );
+        let mut size = match db {
+            0 => 9 + extra,
+            5 => 2, // dbkey, plain
+            _ => 1,
+        };
+        if db == 15 && second_round {
+            size += 1;
+            assert_eq!(r.cmd(&["GET", "late"]), bulk("db15 after a restart"));
+            assert_eq!(ttl(r, b"late"), -1);
+        }
+        assert_eq!(r.cmd(&["DBSIZE"]), int(size), "DBSIZE of db {db}");
+    }
+    assert_eq!(r.cmd(&["SELECT", "5"]), ok());
+    assert_eq!(r.cmd(&["GET", "plain"]), bulk("db5"));
+    assert_eq!(r.cmd(&["SELECT", "6"]), ok());
+    assert_eq!(
+        r.cmd(&["GET", "flushed"]),
+        Value::Null,
+        "FLUSHDB is durable"
+    );
+    assert_eq!(r.cmd(&["SELECT", "0"]), ok());
+}
 
 #[test]
 fn restart_keeps_keys_values_ttls_and_databases() {
-    let mut s = Server::start(PERSIST);
+    let mut s = Server::start(&args(&["--appendfsync", "everysec"]));
+    let started = Instant::now();
     let mut r = s.raw();
     assert_eq!(r.cmd(&["SET", "plain", "v1"]), ok());
     assert_eq!(r.cmd(&["SET", "ttl", "v2", "EX", "1000"]), ok());
@@ -26,126 +142,477 @@ fn restart_keeps_keys_values_ttls_and_databases() {
     assert_eq!(r.cmd(&["APPEND", "plain", "+more"]), int(7));
     assert_eq!(r.cmd(&["EXPIRE", "c", "500"]), int(1));
     assert_eq!(r.cmd(&["SET", "gone", "x", "PX", "1"]), ok());
+    assert_eq!(r.cmd_bytes(&[b"SET", b"big", &big_value()]), ok());
+    assert_eq!(r.cmd(&["SET", "empty", ""]), ok());
+    assert_eq!(r.cmd_bytes(&[b"SET", BIN_KEY, BIN_VALUE]), ok());
+    assert_eq!(r.cmd_bytes(&[b"SET", b"nul", &[0u8; 3000]]), ok());
+    for db in 0..16usize {
+        assert_eq!(r.cmd(&["SELECT", &db.to_string()]), ok());
+        // A first version that must lose against the second.
+        assert_eq!(r.cmd(&["SET", "dbkey", "old"]), ok());
+        assert_eq!(r.cmd_bytes(&[b"SET", b"dbkey", &db_value(db)]), ok());
+    }
     assert_eq!(r.cmd(&["SELECT", "5"]), ok());
     assert_eq!(r.cmd(&["SET", "plain", "db5"]), ok());
     assert_eq!(r.cmd(&["SELECT", "6"]), ok());
     assert_eq!(r.cmd(&["SET", "flushed", "x"]), ok());
     assert_eq!(r.cmd(&["FLUSHDB"]), ok());
+    assert_eq!(r.cmd_bytes(&[b"SET", b"dbkey", &db_value(6)]), ok());
     drop(r);
-    std::thread::sleep(Duration::from_millis(20));
     // A clean stop (SIGTERM) syncs the data file.
-    s.signal(libc::SIGTERM);
-    assert!(s
-        .wait_exit(Duration::from_secs(10))
-        .is_some_and(|st| st.success()));
+    s.stop_clean();
     s.start_again();
+    let slack = started.elapsed().as_secs() as i64 + 2;
+    check_restart_state(&mut s.raw(), slack, false);
+
+    // Writes after the restart, then kill -9 once everysec has had time to sync them.
     let mut r = s.raw();
+    assert_eq!(r.cmd(&["SET", "plain", "v3"]), ok());
+    assert_eq!(r.cmd(&["SET", "after", "written after a restart"]), ok());
+    assert_eq!(r.cmd(&["SELECT", "15"]), ok());
     assert_eq!(
-        r.cmd(&["MGET", "plain", "ttl", "a", "b", "c", "gone"]),
-        arr(vec![
-            bulk("v1+more"),
-            bulk("v2"),
-            bulk("2"),
-            Value::Null,
-            bulk("3"),
-            Value::Null
-        ])
+        r.cmd(&["SET", "late", "db15 after a restart", "EX", "9"]),
+        ok()
     );
-    let ttl = match r.cmd(&["TTL", "ttl"]) {
-        Value::Integer(n) => n,
-        other => panic!("TTL: {other:?}"),
+    assert_eq!(r.cmd(&["PERSIST", "late"]), int(1));
+    std::thread::sleep(EVERYSEC_WAIT);
+    s.kill();
+    s.start_again();
+    let slack = started.elapsed().as_secs() as i64 + 2;
+    check_restart_state(&mut s.raw(), slack, true);
+}
+
+// ---------------------------------------------------------------------------------------------
+// kill -9 with appendfsync always.
+
+/// One writer's operation: SET key value, or DEL key (`None`).
+type Op = (String, Option<Vec<u8>>);
+
+/// Keys per writer thread.
+const KEYS_PER_WRITER: u64 = 200;
+
+/// A value of a few bytes to ~20 KiB, every byte value possible.
+fn varied_value(rng: &mut Rng) -> Vec<u8> {
+    let len = match rng.range(0, 3) {
+        0 => rng.range(3, 64),
+        1 => rng.range(64, 2048),
+        _ => rng.range(2048, 20 * 1024),
     };
-    assert!(
-        (990..=1000).contains(&ttl),
-        "TTL survives as an absolute time: {ttl}"
+    rng.bytes(len as usize)
+}
+
+/// Writes SET/DEL on its own keys until the connection fails; returns the acknowledged
+/// operations in order and the one in flight when the server died.
+fn writer(mut con: redis::Connection, t: usize, cycle: usize) -> (Vec<Op>, Option<Op>) {
+    let mut rng = Rng::new(((cycle as u64) << 16) | t as u64);
+    let mut acked = Vec::new();
+    for _ in 0..1_000_000 {
+        let key = format!("k{t}:{}", rng.range(0, KEYS_PER_WRITER));
+        let value = if rng.range(0, 6) == 0 {
+            None
+        } else {
+            Some(varied_value(&mut rng))
+        };
+        let res = match &value {
+            Some(v) => redis::cmd("SET")
+                .arg(&key)
+                .arg(&v[..])
+                .query::<()>(&mut con),
+            None => redis::cmd("DEL").arg(&key).query::<i64>(&mut con).map(drop),
+        };
+        match res {
+            Ok(()) => acked.push((key, value)),
+            Err(e) if e.code().is_some() => {
+                panic!("writer {t}, cycle {cycle}: error reply {e}")
+            }
+            Err(_) => {
+                // The server died: this operation may or may not have landed.
+                return (acked, Some((key, value)));
+            }
+        }
+    }
+    panic!("writer {t}: the server was never killed");
+}
+
+fn describe(v: &Option<Vec<u8>>) -> String {
+    match v {
+        None => "absent".into(),
+        Some(b) => format!("{} bytes starting {:?}", b.len(), &b[..b.len().min(8)]),
+    }
+}
+
+/// Runs `cycles` kill -9 cycles of 4 writers against one server with `appendfsync always` and
+/// checks after every restart that exactly the acknowledged state came back.
+fn kill_9_cycles(cycles: usize, data_size: &str, progress: bool) {
+    let started = Instant::now();
+    let writers = 4;
+    let mut s = Server::start(&[
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "always",
+        "--threads",
+        "2",
+        "--data-size",
+        data_size,
+    ]);
+    // Every key of every writer -> its acknowledged state.
+    let mut model: BTreeMap<String, Option<Vec<u8>>> = (0..writers)
+        .flat_map(|t| (0..KEYS_PER_WRITER).map(move |i| (format!("k{t}:{i}"), None)))
+        .collect();
+    let mut schedule = Rng::new(7);
+    let mut total_acked = 0;
+    for cycle in 0..cycles {
+        let threads: Vec<_> = (0..writers)
+            .map(|t| {
+                let con = s.client();
+                std::thread::spawn(move || writer(con, t, cycle))
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(schedule.range(80, 300)));
+        s.kill(); // SIGKILL while the writers are writing
+        let mut in_flight: HashMap<String, Option<Vec<u8>>> = HashMap::new();
+        let mut acked = 0;
+        for th in threads {
+            let (ops, pending) = th.join().unwrap();
+            acked += ops.len();
+            for (k, v) in ops {
+                model.insert(k, v);
+            }
+            if let Some((k, v)) = pending {
+                in_flight.insert(k, v);
+            }
+        }
+        assert!(acked > 0, "cycle {cycle}: no write was acknowledged");
+        total_acked += acked;
+
+        s.start_again();
+        let mut r = s.raw();
+        wait_loaded(&mut r);
+        let mut con = s.client();
+        let keys: Vec<String> = model.keys().cloned().collect();
+        for chunk in keys.chunks(100) {
+            let mut p = redis::pipe();
+            for k in chunk {
+                p.cmd("GET").arg(k);
+            }
+            let got: Vec<Option<Vec<u8>>> = p.query(&mut con).unwrap();
+            for (k, got) in chunk.iter().zip(got) {
+                let want = model.get_mut(k).unwrap();
+                if got == *want {
+                    continue;
+                }
+                // Only the operation in flight when the server died may be newer than the
+                // last acknowledged one.
+                assert!(
+                    in_flight.get(k) == Some(&got),
+                    "cycle {cycle}: {k} is {}, last acknowledged: {}, in flight: {}",
+                    describe(&got),
+                    describe(want),
+                    in_flight
+                        .get(k)
+                        .map(describe)
+                        .unwrap_or_else(|| "none".into())
+                );
+                *want = got;
+            }
+        }
+        let live = model.values().filter(|v| v.is_some()).count() as i64;
+        assert_eq!(r.cmd(&["DBSIZE"]), int(live), "cycle {cycle}: DBSIZE");
+        if progress {
+            eprintln!(
+                "crash-loop: cycle {} ok ({acked} acknowledged writes, {live} keys, {:.1} s)",
+                cycle + 1,
+                started.elapsed().as_secs_f64()
+            );
+        }
+    }
+    eprintln!(
+        "{cycles} kill -9 cycles, {total_acked} acknowledged operations, {:.1} s",
+        started.elapsed().as_secs_f64()
     );
-    let ttl_c = match r.cmd(&["TTL", "c"]) {
-        Value::Integer(n) => n,
-        other => panic!("TTL: {other:?}"),
-    };
-    assert!((490..=500).contains(&ttl_c), "{ttl_c}");
-    assert_eq!(r.cmd(&["TTL", "plain"]), int(-1));
-    assert_eq!(r.cmd(&["DBSIZE"]), int(4));
-    assert_eq!(r.cmd(&["SELECT", "5"]), ok());
-    assert_eq!(r.cmd(&["GET", "plain"]), bulk("db5"));
-    assert_eq!(r.cmd(&["SELECT", "6"]), ok());
-    assert_eq!(r.cmd(&["DBSIZE"]), int(0), "FLUSHDB is durable");
 }
 
 #[test]
 fn acknowledged_writes_survive_kill_9_with_appendfsync_always() {
-    let mut args = PERSIST.to_vec();
-    args.extend(["--appendfsync", "always"]);
-    let mut s = Server::start(&args);
-    // key -> last acknowledged value, across all cycles.
-    let mut acked: std::collections::HashMap<String, String> = Default::default();
-    for cycle in 0..5 {
-        let stop = Arc::new(AtomicBool::new(false));
-        let writers: Vec<_> = (0..4)
-            .map(|t| {
-                let mut con = s.client();
-                let stop = stop.clone();
-                std::thread::spawn(move || {
-                    let mut mine = Vec::new();
-                    let mut in_flight = None;
-                    let mut i = 0u64;
-                    while !stop.load(Ordering::Relaxed) {
-                        let key = format!("k{t}:{}", i % 50);
-                        let value = format!("c{cycle}-t{t}-i{i}");
-                        let r: redis::RedisResult<()> =
-                            redis::cmd("SET").arg(&key).arg(&value).query(&mut con);
-                        match r {
-                            Ok(()) => mine.push((key, value)),
-                            Err(_) => {
-                                // Killed mid-request: this write may or may not have landed.
-                                in_flight = Some((key, value));
-                                break;
-                            }
-                        }
-                        i += 1;
+    kill_9_cycles(20, "512mb", false);
+}
+
+/// Driven by `scripts/crash-loop.sh`: CRASH_CYCLES (default 100) cycles on a data file of
+/// DATA_SIZE (default 8gb).
+#[test]
+#[ignore]
+fn crash_loop() {
+    let cycles = std::env::var("CRASH_CYCLES")
+        .ok()
+        .map(|v| v.parse().expect("CRASH_CYCLES is a number"))
+        .unwrap_or(100);
+    let size = std::env::var("DATA_SIZE").unwrap_or_else(|_| "8gb".into());
+    kill_9_cycles(cycles, &size, true);
+}
+
+#[test]
+fn appendfsync_always_set_at_runtime() {
+    skip_if_redis!();
+    let mut s = Server::start(&args(&["--appendfsync", "everysec", "--threads", "2"]));
+    let mut r = s.raw();
+    assert_eq!(
+        r.cmd(&["CONFIG", "GET", "appendfsync"]),
+        bulks(&["appendfsync", "everysec"])
+    );
+    let syncs = |r: &mut Raw| {
+        info_u64(r, "storage", "storage_fdatasyncs").expect("INFO storage has storage_fdatasyncs")
+    };
+    // everysec: a burst of writes does not sync each one.
+    let base = syncs(&mut r);
+    for i in 0..50 {
+        assert_eq!(r.cmd(&["SET", &format!("e{i}"), "everysec"]), ok());
+    }
+    let burst = syncs(&mut r) - base;
+    assert!(burst < 10, "everysec synced {burst} times for 50 writes");
+
+    assert_eq!(r.cmd(&["CONFIG", "SET", "appendfsync", "always"]), ok());
+    assert_eq!(
+        r.cmd(&["CONFIG", "GET", "appendfsync"]),
+        bulks(&["appendfsync", "always"])
+    );
+    // always: each of these sequential writes waits for an fdatasync that started after it.
+    let base = syncs(&mut r);
+    for i in 0..50 {
+        assert_eq!(
+            r.cmd(&["SET", &format!("a{i}"), &format!("always-{i}")]),
+            ok()
+        );
+    }
+    let rounds = syncs(&mut r) - base;
+    assert!(
+        rounds >= 50,
+        "only {rounds} fdatasyncs for 50 sequential writes"
+    );
+
+    // Concurrent writers, then kill -9 right after the last reply.
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let mut con = s.client();
+            std::thread::spawn(move || {
+                let mut acked = Vec::new();
+                for i in 0.. {
+                    let key = format!("w{t}:{i}");
+                    match redis::cmd("SET").arg(&key).arg(i).query::<()>(&mut con) {
+                        Ok(()) => acked.push(key),
+                        Err(e) if e.code().is_some() => panic!("writer {t}: {e}"),
+                        Err(_) => return (acked, key),
                     }
-                    (mine, in_flight)
-                })
+                }
+                unreachable!()
             })
-            .collect();
-        std::thread::sleep(Duration::from_millis(300));
-        s.kill(); // SIGKILL while the writers are still writing
-        stop.store(true, Ordering::Relaxed);
-        let mut writes = 0;
-        let mut unacknowledged: std::collections::HashMap<String, String> = Default::default();
-        for w in writers {
-            let (mine, in_flight) = w.join().unwrap();
-            for (k, v) in mine {
-                acked.insert(k, v);
-                writes += 1;
-            }
-            if let Some((k, v)) = in_flight {
-                unacknowledged.insert(k, v);
-            }
-        }
-        assert!(writes > 0, "cycle {cycle}: no write was acknowledged");
-        s.start_again();
-        let mut con = s.client();
-        // Redis answers -LOADING while it replays its AOF; wait until the data set is loaded.
-        assert!(wait_until(Duration::from_secs(10), || {
-            redis::cmd("GET")
-                .arg("probe")
-                .query::<Option<String>>(&mut con)
-                .is_ok()
-        }));
-        for (k, v) in acked.iter_mut() {
-            let got: Option<String> = redis::cmd("GET").arg(k.as_str()).query(&mut con).unwrap();
-            let got = got.unwrap_or_else(|| panic!("cycle {cycle}: acknowledged key {k} lost"));
-            if got != *v {
-                // Only the write in flight when the server died may be newer than the last
-                // acknowledged one.
-                assert_eq!(
-                    unacknowledged.get(k.as_str()),
-                    Some(&got),
-                    "cycle {cycle}: {k} holds {got}, last acknowledged {v}"
-                );
-                *v = got;
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(r.cmd(&["SET", "last", "word"]), ok());
+    s.kill();
+    let results: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    s.start_again();
+    let mut r = s.raw();
+    let mut expected = 0;
+    assert_eq!(r.cmd(&["GET", "last"]), bulk("word"));
+    expected += 1;
+    for i in 0..50 {
+        assert_eq!(
+            r.cmd(&["GET", &format!("a{i}")]),
+            bulk(&format!("always-{i}"))
+        );
+        expected += 1;
+        // Written with everysec shortly before: may or may not have been synced.
+        match r.cmd(&["GET", &format!("e{i}")]) {
+            Value::Null => {}
+            v => {
+                assert_eq!(v, bulk("everysec"));
+                expected += 1;
             }
         }
     }
+    for (acked, pending) in &results {
+        assert!(!acked.is_empty(), "no write acknowledged");
+        for (i, k) in acked.iter().enumerate() {
+            assert_eq!(r.cmd(&["GET", k]), bulk(&i.to_string()), "{k} lost");
+            expected += 1;
+        }
+        match r.cmd(&["GET", pending]) {
+            Value::Null => {}
+            v => {
+                assert_eq!(v, bulk(&acked.len().to_string()), "in flight {pending}");
+                expected += 1;
+            }
+        }
+    }
+    assert_eq!(r.cmd(&["DBSIZE"]), int(expected));
+    // The restarted server runs with its command-line setting again.
+    assert_eq!(
+        r.cmd(&["CONFIG", "GET", "appendfsync"]),
+        bulks(&["appendfsync", "everysec"])
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Many keys.
+
+fn many_value(i: usize, generation: u64) -> Vec<u8> {
+    let mut v = format!("g{generation}:{i:06}:").into_bytes();
+    let mut rng = Rng::new((generation << 32) | i as u64);
+    let fill = rng.bytes(100 - v.len());
+    v.extend_from_slice(&fill);
+    v
+}
+
+fn many_key(i: usize) -> Vec<u8> {
+    format!("many:{i:06}").into_bytes()
+}
+
+#[test]
+fn many_keys_restart_exact() {
+    const N: usize = 50_000;
+    let mut s = Server::start(&args(&["--appendfsync", "everysec"]));
+    let mut r = s.raw();
+    // The first half with MSET (100 pairs each, 10 per write), the second with pipelined SET.
+    for base in (0..N / 2).step_by(1000) {
+        let cmds: Vec<Vec<Vec<u8>>> = (base..base + 1000)
+            .step_by(100)
+            .map(|b| {
+                let mut c = vec![b"MSET".to_vec()];
+                for i in b..b + 100 {
+                    c.push(many_key(i));
+                    c.push(many_value(i, 1));
+                }
+                c
+            })
+            .collect();
+        for reply in pipeline(&mut r, &cmds) {
+            assert_eq!(reply, ok());
+        }
+    }
+    for base in (N / 2..N).step_by(500) {
+        let cmds: Vec<Vec<Vec<u8>>> = (base..base + 500)
+            .map(|i| vec![b"SET".to_vec(), many_key(i), many_value(i, 1)])
+            .collect();
+        for reply in pipeline(&mut r, &cmds) {
+            assert_eq!(reply, ok());
+        }
+    }
+    // Overwrite every 50th key: the newer version must come back.
+    let cmds: Vec<Vec<Vec<u8>>> = (0..N)
+        .step_by(50)
+        .map(|i| vec![b"SET".to_vec(), many_key(i), many_value(i, 2)])
+        .collect();
+    for reply in pipeline(&mut r, &cmds) {
+        assert_eq!(reply, ok());
+    }
+    assert_eq!(r.cmd(&["DBSIZE"]), int(N as i64));
+    std::thread::sleep(EVERYSEC_WAIT);
+    s.kill();
+    let t = Instant::now();
+    s.start_again();
+    let mut r = s.raw();
+    wait_loaded(&mut r);
+    eprintln!("restart with {N} keys: {:?}", t.elapsed());
+    assert_eq!(r.cmd(&["DBSIZE"]), int(N as i64));
+    let mut rng = Rng::new(3);
+    let mut sample: Vec<usize> = (0..500).map(|_| rng.range(0, N as u64) as usize).collect();
+    sample.extend([0, 50, N / 2 - 1, N / 2, N - 1]);
+    for chunk in sample.chunks(100) {
+        let mut c = vec![b"MGET".to_vec()];
+        c.extend(chunk.iter().map(|&i| many_key(i)));
+        let got = r.cmd_bytes(&c.iter().map(|v| &v[..]).collect::<Vec<_>>());
+        let want = arr(chunk
+            .iter()
+            .map(|&i| Value::Bulk(many_value(i, if i % 50 == 0 { 2 } else { 1 })))
+            .collect());
+        assert_eq!(got, want);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Changing the worker count between runs.
+
+fn tkey(i: usize) -> String {
+    format!("tk:{i}")
+}
+
+#[test]
+fn threads_change_between_runs() {
+    skip_if_redis!();
+    const N: usize = 2000;
+    let run = |threads: &'static str| args(&["--appendfsync", "everysec", "--threads", threads]);
+    let mut s = Server::start(&run("2"));
+    let mut expected: Vec<Option<String>> = vec![None; N];
+    let check = |s: &Server, expected: &[Option<String>], threads: &str| {
+        let mut r = s.raw();
+        wait_loaded(&mut r);
+        let info = r.cmd(&["INFO", "server"]).text();
+        assert_eq!(
+            info_field(&info, "worker_threads").as_deref(),
+            Some(threads),
+            "the restart uses the new worker count"
+        );
+        for (chunk_no, chunk) in expected.chunks(200).enumerate() {
+            let mut c = vec!["MGET".to_string()];
+            c.extend((0..chunk.len()).map(|j| tkey(chunk_no * 200 + j)));
+            let got = r.cmd(&c.iter().map(|s| s.as_str()).collect::<Vec<_>>());
+            let want = arr(chunk
+                .iter()
+                .map(|v| v.as_deref().map(bulk).unwrap_or(Value::Null))
+                .collect());
+            assert_eq!(got, want, "threads {threads}, keys from {}", chunk_no * 200);
+        }
+        let live = expected.iter().filter(|v| v.is_some()).count() as i64;
+        assert_eq!(r.cmd(&["DBSIZE"]), int(live), "threads {threads}");
+    };
+    let write =
+        |s: &Server, expected: &mut [Option<String>], range: std::ops::Range<usize>, tag: &str| {
+            let mut r = s.raw();
+            let cmds: Vec<Vec<String>> = range
+                .clone()
+                .map(|i| vec!["SET".into(), tkey(i), format!("{tag}-{i}")])
+                .collect();
+            for reply in pipeline(&mut r, &cmds) {
+                assert_eq!(reply, ok());
+            }
+            for i in range {
+                expected[i] = Some(format!("{tag}-{i}"));
+            }
+        };
+    let delete = |s: &Server, expected: &mut [Option<String>], range: std::ops::Range<usize>| {
+        let mut r = s.raw();
+        let cmds: Vec<Vec<String>> = range.clone().map(|i| vec!["DEL".into(), tkey(i)]).collect();
+        for (reply, i) in pipeline(&mut r, &cmds).into_iter().zip(range) {
+            assert_eq!(reply, int(expected[i].is_some() as i64));
+            expected[i] = None;
+        }
+    };
+
+    write(&s, &mut expected, 0..N, "two");
+    delete(&s, &mut expected, 1900..N);
+    s.stop_clean();
+
+    s.set_args(&run("1"));
+    s.start_again();
+    check(&s, &expected, "1");
+    write(&s, &mut expected, 0..1000, "one");
+    write(&s, &mut expected, 1950..N, "one"); // revives deleted keys
+    delete(&s, &mut expected, 500..600);
+    std::thread::sleep(EVERYSEC_WAIT);
+    s.kill();
+
+    s.set_args(&run("3"));
+    s.start_again();
+    check(&s, &expected, "3");
+    write(&s, &mut expected, 250..750, "three");
+    write(&s, &mut expected, 550..560, "three");
+    delete(&s, &mut expected, 1990..N);
+    s.stop_clean();
+
+    // Back to two workers: the writes made with three still win.
+    s.set_args(&run("2"));
+    s.start_again();
+    check(&s, &expected, "2");
 }

@@ -636,3 +636,83 @@ pub fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Helpers for the persistence and storage tests.
+
+impl Server {
+    /// Replaces the command-line arguments used by the next `start_again` / `restart`.
+    pub fn set_args(&mut self, args: &[&str]) {
+        self.opts.args = args.iter().map(|s| s.to_string()).collect();
+    }
+
+    /// The default data file, `<dir>/skerry.data`.
+    pub fn data_file(&self) -> PathBuf {
+        self.dir.path().join("skerry.data")
+    }
+
+    /// Stops the server with SIGTERM and asserts it exits cleanly within 10 s.
+    pub fn stop_clean(&mut self) {
+        self.signal(libc::SIGTERM);
+        let st = self.wait_exit(Duration::from_secs(10));
+        assert!(
+            st.is_some_and(|st| st.success()),
+            "clean shutdown failed ({st:?}); log:\n{}",
+            self.log_contents()
+        );
+        self.child = None;
+    }
+}
+
+/// How long `appendfsync everysec` may take to make an acknowledged write durable ("within
+/// about one second"), with a margin for a loaded machine.
+pub const EVERYSEC_WAIT: Duration = Duration::from_millis(1500);
+
+/// A small deterministic pseudo-random generator (SplitMix64).
+#[derive(Clone)]
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed ^ 0x9E37_79B9_7F4A_7C15)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `lo..hi` (hi exclusive).
+    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.next_u64() % (hi - lo)
+    }
+
+    /// `len` pseudo-random bytes (every byte value, including `\r`, `\n` and NUL).
+    pub fn bytes(&mut self, len: usize) -> Vec<u8> {
+        let mut out = Vec::with_capacity(len + 8);
+        while out.len() < len {
+            out.extend_from_slice(&self.next_u64().to_le_bytes());
+        }
+        out.truncate(len);
+        out
+    }
+}
+
+/// One numeric field of an INFO section, read through a raw client.
+pub fn info_u64(r: &mut Raw, section: &str, field: &str) -> Option<u64> {
+    let info = r.cmd(&["INFO", section]).text();
+    info_field(&info, field).and_then(|v| v.parse().ok())
+}
+
+/// Sends all `cmds` in one write and reads one reply per command.
+pub fn pipeline<A: AsRef<[u8]>>(r: &mut Raw, cmds: &[Vec<A>]) -> Vec<Value> {
+    let mut out = Vec::new();
+    for c in cmds {
+        out.extend_from_slice(&resp::encode(c));
+    }
+    r.send(&out);
+    cmds.iter().map(|_| r.read_value()).collect()
+}

@@ -1,0 +1,373 @@
+//! The storage engine seen from a client: a full device refuses writes without losing
+//! anything and recovers once space is freed; a damaged value record is reported, never
+//! served. Skerry-only (Redis has no data device).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const NO_SPACE: &str = "ERR no space left on the data devices";
+const CORRUPTION: &str = "ERR data corruption detected";
+
+fn is_no_space(v: &Value) -> bool {
+    matches!(v, Value::Error(e) if e.starts_with(NO_SPACE))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Full device.
+
+fn fill_key(i: usize) -> Vec<u8> {
+    format!("fill:{i:06}").into_bytes()
+}
+
+/// A distinct 4 KiB value per key and generation.
+fn fill_value(i: usize, generation: u64) -> Vec<u8> {
+    let mut v = format!("g{generation}/{i}/").into_bytes();
+    let fill = Rng::new((generation << 32) | i as u64).bytes(4096 - v.len());
+    v.extend_from_slice(&fill);
+    v
+}
+
+/// SETs 4 KiB values on keys `from..` in pipelined batches until a whole batch is refused with
+/// the no-space error; records every acknowledged write in `model`. Returns the next key.
+fn fill_until_full(
+    r: &mut Raw,
+    model: &mut BTreeMap<usize, Vec<u8>>,
+    from: usize,
+    gen: u64,
+) -> usize {
+    const BATCH: usize = 32;
+    let mut i = from;
+    let mut refused = 0;
+    loop {
+        assert!(
+            i - from < 64 * 1024,
+            "a 64 MiB device took 256 MiB of values without filling up"
+        );
+        let cmds: Vec<Vec<Vec<u8>>> = (i..i + BATCH)
+            .map(|k| vec![b"SET".to_vec(), fill_key(k), fill_value(k, gen)])
+            .collect();
+        let replies = pipeline(r, &cmds);
+        let mut batch_refused = 0;
+        for (k, reply) in (i..i + BATCH).zip(replies) {
+            if reply == ok() {
+                model.insert(k, fill_value(k, gen));
+            } else if is_no_space(&reply) {
+                batch_refused += 1;
+            } else {
+                panic!("SET {k} on a filling device: {reply:?}");
+            }
+        }
+        i += BATCH;
+        refused += batch_refused;
+        if batch_refused == BATCH {
+            eprintln!(
+                "device full after {} keys ({} acknowledged, {refused} refused)",
+                i - from,
+                model.len()
+            );
+            return i;
+        }
+    }
+}
+
+/// Reads every key of `model` (and checks DBSIZE) exactly.
+fn check_model(r: &mut Raw, model: &BTreeMap<usize, Vec<u8>>, what: &str) {
+    let keys: Vec<&usize> = model.keys().collect();
+    for chunk in keys.chunks(64) {
+        let cmds: Vec<Vec<Vec<u8>>> = chunk
+            .iter()
+            .map(|&&k| vec![b"GET".to_vec(), fill_key(k)])
+            .collect();
+        for (&&k, got) in chunk.iter().zip(pipeline(r, &cmds)) {
+            if got != Value::Bulk(model[&k].clone()) {
+                panic!("{what}: key {k} reads {got:?}");
+            }
+        }
+    }
+    assert_eq!(
+        r.cmd(&["DBSIZE"]),
+        int(model.len() as i64),
+        "{what}: DBSIZE"
+    );
+}
+
+/// Retries a SET for up to 10 s while the device answers no-space (reclaim runs on a timer).
+fn set_when_space_returns(r: &mut Raw, key: &[u8], value: &[u8]) -> Duration {
+    let t = Instant::now();
+    loop {
+        let reply = r.cmd_bytes(&[b"SET", key, value]);
+        if reply == ok() {
+            return t.elapsed();
+        }
+        assert!(is_no_space(&reply), "SET after freeing space: {reply:?}");
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "no space came back within 10 s; INFO storage:\n{}",
+            r.cmd(&["INFO", "storage"]).text()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn storage_info(r: &mut Raw, field: &str) -> u64 {
+    info_u64(r, "storage", field).unwrap_or_else(|| panic!("INFO storage has no {field}"))
+}
+
+#[test]
+fn full_device_refuses_writes_loses_nothing_and_recovers() {
+    skip_if_redis!();
+    let mut s = Server::start(&[
+        "--appendonly",
+        "yes",
+        "--data-size",
+        "64mb",
+        "--threads",
+        "2",
+    ]);
+    let mut r = s.raw();
+    let mut model = BTreeMap::new();
+    let next = fill_until_full(&mut r, &mut model, 0, 1);
+    assert!(
+        model.len() * 4096 >= 24 << 20,
+        "only {} values of 4 KiB fit on a 64 MiB device",
+        model.len()
+    );
+    let free_when_full = storage_info(&mut r, "storage_free_blocks");
+
+    // Overwriting an acknowledged key fails and keeps the old value.
+    let first = *model.keys().next().unwrap();
+    let reply = r.cmd_bytes(&[b"SET", &fill_key(first), &fill_value(first, 9)]);
+    assert!(is_no_space(&reply), "overwrite on a full device: {reply:?}");
+    // Other writes are refused too, with the same error.
+    let reply = r.cmd(&["APPEND", &String::from_utf8(fill_key(first)).unwrap(), "x"]);
+    assert!(is_no_space(&reply), "APPEND on a full device: {reply:?}");
+    check_model(&mut r, &model, "full device");
+
+    // A full device survives kill -9 (after everysec has synced) with exactly that state.
+    std::thread::sleep(EVERYSEC_WAIT);
+    s.kill();
+    s.start_again();
+    let mut r = s.raw();
+    check_model(&mut r, &model, "full device after kill -9");
+    let reply = r.cmd_bytes(&[b"SET", b"one-more", &fill_value(0, 9)]);
+    assert!(
+        is_no_space(&reply),
+        "SET after restart on a full device: {reply:?}"
+    );
+
+    // DEL works on a full device.
+    let few: Vec<usize> = model.keys().rev().take(3).copied().collect();
+    for k in few {
+        assert_eq!(r.cmd_bytes(&[b"DEL", &fill_key(k)]), int(1));
+        assert_eq!(r.cmd_bytes(&[b"GET", &fill_key(k)]), Value::Null);
+        model.remove(&k);
+    }
+    // Deleting the oldest three quarters of the keys makes whole blocks obsolete.
+    let old: Vec<usize> = model.keys().take(model.len() * 3 / 4).copied().collect();
+    for chunk in old.chunks(64) {
+        let cmds: Vec<Vec<Vec<u8>>> = chunk
+            .iter()
+            .map(|&k| vec![b"DEL".to_vec(), fill_key(k)])
+            .collect();
+        for reply in pipeline(&mut r, &cmds) {
+            assert_eq!(reply, int(1));
+        }
+        for k in chunk {
+            model.remove(k);
+        }
+    }
+    let waited = set_when_space_returns(&mut r, &fill_key(next), &fill_value(next, 2));
+    eprintln!("space came back after {waited:?}");
+    model.insert(next, fill_value(next, 2));
+    let free_after = storage_info(&mut r, "storage_free_blocks");
+    assert!(
+        free_after > free_when_full,
+        "storage_free_blocks {free_when_full} when full, {free_after} after freeing"
+    );
+    // Enough for at least one more block of new values.
+    let cmds: Vec<Vec<Vec<u8>>> = (next + 1..next + 2049)
+        .map(|k| vec![b"SET".to_vec(), fill_key(k), fill_value(k, 2)])
+        .collect();
+    for (chunk_no, chunk) in cmds.chunks(64).enumerate() {
+        for (j, reply) in pipeline(&mut r, chunk).into_iter().enumerate() {
+            let k = next + 1 + chunk_no * 64 + j;
+            assert_eq!(reply, ok(), "SET {k} after freeing space");
+            model.insert(k, fill_value(k, 2));
+        }
+    }
+    check_model(&mut r, &model, "after freeing space");
+
+    // Fill up again; FLUSHALL on a full device works and frees everything.
+    let next = fill_until_full(&mut r, &mut model, next + 2049, 3);
+    check_model(&mut r, &model, "full again");
+    assert_eq!(r.cmd(&["FLUSHALL"]), ok());
+    model.clear();
+    assert_eq!(r.cmd(&["DBSIZE"]), int(0));
+    let waited = set_when_space_returns(&mut r, &fill_key(next), &fill_value(next, 4));
+    eprintln!("space came back {waited:?} after FLUSHALL");
+    model.insert(next, fill_value(next, 4));
+    for k in next + 1..next + 100 {
+        assert_eq!(
+            r.cmd_bytes(&[b"SET", &fill_key(k), &fill_value(k, 4)]),
+            ok()
+        );
+        model.insert(k, fill_value(k, 4));
+    }
+    // Deletes and overwrites after the flush are kept too.
+    assert_eq!(r.cmd_bytes(&[b"DEL", &fill_key(next + 1)]), int(1));
+    model.remove(&(next + 1));
+    assert_eq!(
+        r.cmd_bytes(&[b"SET", &fill_key(next + 2), &fill_value(next + 2, 5)]),
+        ok()
+    );
+    model.insert(next + 2, fill_value(next + 2, 5));
+    check_model(&mut r, &model, "after FLUSHALL");
+    std::thread::sleep(EVERYSEC_WAIT);
+    s.kill();
+    s.start_again();
+    let mut r = s.raw();
+    check_model(&mut r, &model, "after FLUSHALL and kill -9");
+    let used = storage_info(&mut r, "storage_used_blocks");
+    let free = storage_info(&mut r, "storage_free_blocks");
+    assert!(free > 0, "after FLUSHALL: used {used}, free {free} blocks");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Corruption.
+
+/// Every offset of `needle` in the file (read in chunks, overlapping by the needle's length).
+fn find_all(path: &Path, needle: &[u8]) -> Vec<u64> {
+    let mut f = File::open(path).unwrap();
+    let mut found = Vec::new();
+    let mut buf = vec![0u8; 4 << 20];
+    let mut carry = 0usize; // bytes kept from the previous chunk
+    let mut base = 0u64; // file offset of buf[0]
+    loop {
+        let n = f.read(&mut buf[carry..]).unwrap();
+        if n == 0 {
+            break;
+        }
+        let len = carry + n;
+        let hay = &buf[..len];
+        let mut at = 0;
+        while let Some(p) = hay[at..].iter().position(|&b| b == needle[0]) {
+            let p = at + p;
+            if p + needle.len() > len {
+                break;
+            }
+            if &hay[p..p + needle.len()] == needle {
+                found.push(base + p as u64);
+            }
+            at = p + 1;
+        }
+        let keep = (needle.len() - 1).min(len);
+        buf.copy_within(len - keep..len, 0);
+        base += (len - keep) as u64;
+        carry = keep;
+    }
+    found
+}
+
+fn good_value(i: usize) -> Vec<u8> {
+    format!("good value {i}; ").repeat(40).into_bytes()
+}
+
+#[test]
+fn corrupt_value_is_reported_not_served() {
+    skip_if_redis!();
+    let mut s = Server::start(&[
+        "--appendonly",
+        "yes",
+        "--data-size",
+        "64mb",
+        "--appendfsync",
+        "always",
+        "--threads",
+        "2",
+    ]);
+    let marker = b"<<victim value 5c1e8a93>>";
+    let mut victim = marker.to_vec();
+    victim.extend_from_slice(&Rng::new(11).bytes(3000));
+    let mut r = s.raw();
+    for i in 0..20 {
+        assert_eq!(
+            r.cmd_bytes(&[b"SET", format!("good:{i}").as_bytes(), &good_value(i)]),
+            ok()
+        );
+    }
+    assert_eq!(r.cmd_bytes(&[b"SET", b"victim", &victim]), ok());
+    assert_eq!(r.cmd(&["SET", "small", "tiny"]), ok());
+    // Restart so that the values are read from the device, not from a write buffer.
+    s.stop_clean();
+    s.start_again();
+    let mut r = s.raw();
+    assert_eq!(r.cmd(&["DBSIZE"]), int(22));
+
+    // Flip one byte in the middle of the victim's value, in place, while the server runs.
+    let path = s.data_file();
+    let hits = find_all(&path, marker);
+    assert!(!hits.is_empty(), "the victim's value is not in {path:?}");
+    {
+        let mut f = File::options().read(true).write(true).open(&path).unwrap();
+        for &at in &hits {
+            let pos = at + marker.len() as u64 + 1500;
+            let mut b = [0u8];
+            f.seek(SeekFrom::Start(pos)).unwrap();
+            f.read_exact(&mut b).unwrap();
+            b[0] ^= 0x20;
+            f.seek(SeekFrom::Start(pos)).unwrap();
+            f.write_all(&b).unwrap();
+        }
+        f.sync_all().unwrap();
+    }
+
+    for attempt in 0..2 {
+        match r.cmd(&["GET", "victim"]) {
+            Value::Error(e) if e.starts_with(CORRUPTION) => {}
+            other => panic!("GET of a corrupt value (attempt {attempt}): {other:?}"),
+        }
+    }
+    // MGET: an error reply, or the error in the victim's place; never the damaged bytes.
+    match r.cmd(&["MGET", "good:0", "victim", "small"]) {
+        Value::Error(e) if e.starts_with(CORRUPTION) => {}
+        Value::Array(items)
+            if items.len() == 3
+                && items[0] == Value::Bulk(good_value(0))
+                && matches!(&items[1], Value::Error(e) if e.starts_with(CORRUPTION))
+                && items[2] == bulk("tiny") => {}
+        other => panic!("MGET with a corrupt value: {other:?}"),
+    }
+    // The server stays healthy: other keys, PING, INFO, new connections.
+    assert_eq!(r.cmd(&["PING"]), simple("PONG"));
+    for i in 0..20 {
+        assert_eq!(
+            r.cmd(&["GET", &format!("good:{i}")]),
+            Value::Bulk(good_value(i)),
+            "good:{i}"
+        );
+    }
+    assert_eq!(s.raw().cmd(&["GET", "small"]), bulk("tiny"));
+    assert!(r.cmd(&["INFO", "storage"]).text().contains("storage_"));
+    assert!(
+        wait_until(Duration::from_secs(5), || {
+            s.log_contents().lines().any(|l| {
+                let l = l.to_ascii_lowercase();
+                l.contains("corrupt") && (l.contains("block") || l.contains("offset"))
+            })
+        }),
+        "the log does not report where the corruption is:\n{}",
+        s.log_contents()
+    );
+    // The key can be replaced or deleted.
+    assert_eq!(r.cmd(&["SET", "victim", "replaced"]), ok());
+    assert_eq!(r.cmd(&["GET", "victim"]), bulk("replaced"));
+    assert_eq!(r.cmd(&["DEL", "good:0"]), int(1));
+    assert_eq!(r.cmd(&["DBSIZE"]), int(21));
+}
