@@ -371,3 +371,76 @@ fn corrupt_value_is_reported_not_served() {
     assert_eq!(r.cmd(&["DEL", "good:0"]), int(1));
     assert_eq!(r.cmd(&["DBSIZE"]), int(21));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Several data files.
+
+#[test]
+fn two_data_files_hold_more_than_one_and_come_back() {
+    skip_if_redis!();
+    let both = [
+        "--appendonly",
+        "yes",
+        "--data-file",
+        "a.data",
+        "--data-file",
+        "b.data",
+        "--data-size",
+        "32mb",
+        "--threads",
+        "2",
+    ];
+    let mut s = Server::start(&both);
+    let mut r = s.raw();
+    // 20 MiB of values: more than one 32 MiB file holds (3 blocks after the superblock, less
+    // the space each worker and the tombstone reserve keep).
+    let mut model = BTreeMap::new();
+    let keys: Vec<usize> = (0..5000).collect();
+    for chunk in keys.chunks(64) {
+        let cmds: Vec<Vec<Vec<u8>>> = chunk
+            .iter()
+            .map(|&k| vec![b"SET".to_vec(), fill_key(k), fill_value(k, 1)])
+            .collect();
+        for (&k, reply) in chunk.iter().zip(pipeline(&mut r, &cmds)) {
+            assert_eq!(reply, ok(), "SET {k}");
+            model.insert(k, fill_value(k, 1));
+        }
+    }
+    for name in ["a.data", "b.data"] {
+        let len = std::fs::metadata(s.dir().join(name))
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+            .len();
+        assert_eq!(len, 32 << 20, "{name} is created with --data-size");
+    }
+    assert!(
+        !s.data_file().exists(),
+        "no default data file with --data-file"
+    );
+    check_model(&mut r, &model, "two files");
+    std::thread::sleep(EVERYSEC_WAIT);
+    s.kill();
+    s.start_again();
+    let mut r = s.raw();
+    check_model(&mut r, &model, "two files after kill -9");
+    drop(r);
+    s.stop_clean();
+
+    // One of the two files missing: refuse to start rather than serve half the data set.
+    s.set_args(&[
+        "--data-file",
+        "a.data",
+        "--data-size",
+        "32mb",
+        "--threads",
+        "2",
+    ]);
+    match s.try_start_again() {
+        Err(_) => {}
+        Ok(()) => panic!("started with one of its two data files missing"),
+    }
+    s.kill();
+    // And nothing was damaged by the attempt.
+    s.set_args(&both);
+    s.start_again();
+    check_model(&mut s.raw(), &model, "two files after a refused start");
+}

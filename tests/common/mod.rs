@@ -716,3 +716,11 @@ pub fn pipeline<A: AsRef<[u8]>>(r: &mut Raw, cmds: &[Vec<A>]) -> Vec<Value> {
     r.send(&out);
     cmds.iter().map(|_| r.read_value()).collect()
 }
+
+impl Server {
+    /// Like `start_again`, but returns the reason instead of panicking when the server exits
+    /// or does not answer.
+    pub fn try_start_again(&mut self) -> Result<(), String> {
+        self.spawn_and_wait()
+    }
+}
