@@ -244,20 +244,18 @@ struct BlockRead {
     buf: AlignedBuf,
 }
 
-fn read_block(
+async fn read_block(
     device: &AnyDevice,
     id: BlockId,
     buf: AlignedBuf,
     offset_bytes: u64,
-) -> impl Future<Output = BlockRead> + '_ {
-    async move {
-        let BufResult(res, buf) = device.read_at(buf, offset_bytes).await;
-        BlockRead {
-            id,
-            offset_bytes,
-            res,
-            buf,
-        }
+) -> BlockRead {
+    let BufResult(res, buf) = device.read_at(buf, offset_bytes).await;
+    BlockRead {
+        id,
+        offset_bytes,
+        res,
+        buf,
     }
 }
 

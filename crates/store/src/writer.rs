@@ -365,7 +365,7 @@ impl Writer {
             }
             let (alloc, tombstones_only) = match self.store.alloc_block(self.worker) {
                 Some(a) => (a, false),
-                None => match st.reserve.take().filter(|_| tombstone) {
+                None => match st.reserve.take_if(|_| tombstone) {
                     Some(id) => {
                         st.stats.reserve_uses += 1;
                         tracing::warn!(
