@@ -611,7 +611,12 @@ impl Store {
             return Vec::new();
         }
         let recovery_done = self.inner.recovery_done.load(Ordering::SeqCst);
-        let _a = self.lock();
+        // No lock: a block is claimed by one compare-exchange, so concurrent
+        // reclaimers get disjoint sets, and allocation is not stalled by the
+        // scan. Concurrent changes only make the minimum below conservative:
+        // a new block gets a sequence above every other (a block seen in use
+        // before its sequence is stored counts as 0), and a block becomes
+        // free only after its zeroed header is durable.
         // The lowest block sequence in use, and how many blocks have it.
         let mut min_seq = u64::MAX;
         let mut min_count = 0u32;

@@ -206,6 +206,31 @@ fn no_space_then_space_again() {
 }
 
 #[test]
+fn durability_changes_at_runtime() {
+    let dev = ram(4);
+    run(async {
+        let (store, _, _) = open(&dev).await;
+        let w = Writer::open(store, 0, Durability::EverySec, 0)
+            .await
+            .unwrap();
+        w.append(meta(w.next_seq()), b"a", b"1").unwrap();
+        w.ack().await.unwrap();
+        assert_eq!(w.durable(), 0, "everysec: ack does not sync");
+        w.set_durability(Durability::Always);
+        assert_eq!(w.durability(), Durability::Always);
+        w.append(meta(w.next_seq()), b"b", b"2").unwrap();
+        w.ack().await.unwrap();
+        assert_eq!(w.durable(), 2, "always: ack commits");
+        w.set_durability(Durability::No);
+        w.append(meta(w.next_seq()), b"c", b"3").unwrap();
+        w.ack().await.unwrap();
+        w.tick().await.unwrap();
+        assert_eq!(w.durable(), 2, "no: tick flushes only");
+        assert_eq!(w.stats().syncs, 1);
+    });
+}
+
+#[test]
 fn io_errors_lose_nothing_acknowledged() {
     let dev = ram(4);
     let ctl = dev.control();
