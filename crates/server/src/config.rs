@@ -137,7 +137,7 @@ pub static PARAMS: &[Param] = &[
     p("logfile", Kind::Str, "", false),
     p("pidfile", Kind::Str, "", false),
     p("daemonize", Kind::Enum(&["no"]), "no", false),
-    // Skerry: `appendonly yes` persists every write to the data file (set at startup).
+    // Accepted for compatibility: Skerry always keeps every value on its data devices.
     p("appendonly", Kind::Bool, "no", false),
     p(
         "appendfsync",
@@ -146,7 +146,8 @@ pub static PARAMS: &[Param] = &[
         true,
     ),
     p("appendfilename", Kind::Str, "appendonly.aof", false),
-    // Skerry: the data file (default <dir>/skerry.data) and its size when created.
+    // Skerry: the data files (repeatable, space-separated; default <dir>/skerry.data) and
+    // the size each is created with.
     p("data-file", Kind::Str, "", false),
     p(
         "data-size",
@@ -639,8 +640,14 @@ impl Config {
         if runtime && !param.mutable {
             return Err(ConfigError::Immutable);
         }
-        let v = normalise(param, value)?;
-        self.values.write().unwrap()[i] = v;
+        let mut v = normalise(param, value)?;
+        let mut values = self.values.write().unwrap();
+        if param.name == "data-file" && !values[i].is_empty() && !v.is_empty() {
+            // Repeatable at startup: each occurrence adds one more data device.
+            v = format!("{} {v}", values[i]);
+        }
+        values[i] = v;
+        drop(values);
         self.refresh_hot();
         Ok(())
     }

@@ -94,12 +94,104 @@ pub fn exec_keyed(
         config: &shard.shared.config,
     };
     run(&mut x, argv);
-    if let Some(e) = shard.keyspace.take_write_error() {
-        // An append to the data file failed: nothing was changed; say why.
+    if let Some(e) = shard.keyspace.take_error() {
+        // An append to the data devices or a value read failed: nothing was changed (or
+        // nothing wrong served); say why.
         reply.buf.truncate(mark);
         reply.error(&format!("ERR {e}"));
     }
     record(shard, idx, None, started, &reply.buf[mark..]);
+}
+
+/// Answers keyed command `idx` with `ERR msg` without running it (its values could not be
+/// read), recording the failed call.
+fn exec_failed(shard: &mut Shard, idx: usize, reply: &mut Reply, msg: &str) {
+    let started = quanta::Instant::now();
+    let mark = reply.buf.len();
+    reply.error(&format!("ERR {msg}"));
+    record(shard, idx, None, started, &reply.buf[mark..]);
+}
+
+/// The key arguments of keyed command `idx`.
+fn key_args<'a>(idx: usize, argv: &[&'a [u8]]) -> SmallVec<[&'a [u8]; 4]> {
+    COMMANDS[idx]
+        .key_positions(argv.len())
+        .map(|p| argv[p])
+        .collect()
+}
+
+/// Keyed commands forwarded to their owner in one message, run there in order.
+struct Batch {
+    p: Pending,
+    /// Next command to run, and where its arguments start in `p.data`.
+    next: usize,
+    start: usize,
+    reply: Reply,
+    now_ms: i64,
+    tx: flume::Sender<Vec<u8>>,
+}
+
+/// Runs the rest of `b` on the owner. A command whose values are not resident suspends the
+/// batch: its values are read together, then the batch continues (after any transaction
+/// that took the worker meanwhile), so the owner never blocks on the device.
+fn run_batch(s: &mut Shard, mut b: Batch) {
+    while b.next < b.p.cmds.len() {
+        let missing = {
+            let (idx, db, ref ends) = b.p.cmds[b.next];
+            let mut argv: Argv = SmallVec::new();
+            let mut start = b.start;
+            for &e in ends {
+                argv.push(&b.p.data[start..e as usize]);
+                start = e as usize;
+            }
+            let missing = if commands::reads_values(idx, &argv) {
+                s.keyspace.missing(db, &key_args(idx, &argv), b.now_ms)
+            } else {
+                Vec::new()
+            };
+            if missing.is_empty() {
+                exec_keyed(s, idx, db, b.now_ms, &mut b.reply, &argv);
+                b.start = start;
+                b.next += 1;
+            }
+            missing
+        };
+        if !missing.is_empty() {
+            let log = s.keyspace.log().clone();
+            compio::runtime::spawn(async move {
+                let got = crate::keyspace::fetch(log, missing).await;
+                wait_local_unheld().await;
+                let shard = local_shard();
+                let mut s = shard.borrow_mut();
+                if let Err(e) = s.keyspace.fill(got) {
+                    let (idx, _, ref ends) = b.p.cmds[b.next];
+                    b.start = ends.last().map_or(b.start, |&e| e as usize);
+                    exec_failed(&mut s, idx, &mut b.reply, &e);
+                    b.next += 1;
+                }
+                run_batch(&mut s, b);
+            })
+            .detach();
+            return;
+        }
+    }
+    // Under `appendfsync always` the owner answers only once what the batch wrote is durable
+    // (group commit on the owner's log).
+    let log = s.keyspace.take_wrote().then(|| s.keyspace.log().clone());
+    match log {
+        Some(log) if log.durability() == skerry_store::Durability::Always => {
+            compio::runtime::spawn(async move {
+                if let Err(e) = log.ack().await {
+                    tracing::error!("data file sync failed: {e}");
+                }
+                let _ = b.tx.send(b.reply.buf);
+            })
+            .detach();
+        }
+        _ => {
+            let _ = b.tx.send(b.reply.buf);
+        }
+    }
 }
 
 /// Records a command's (or subcommand's) call, time and error reply (if it replied with one).
@@ -236,7 +328,26 @@ impl Conn {
                 Some(w) if w == self.worker => {
                     self.flush_pending().await;
                     let shard = local_shard();
-                    if shard.borrow().hold.is_some() {
+                    if commands::reads_values(idx, argv) {
+                        let keys = key_args(idx, argv);
+                        loop {
+                            if shard.borrow().hold.is_some() {
+                                wait_local_unheld().await;
+                            }
+                            match crate::keyspace::make_resident(self.db, &keys, self.now_ms).await
+                            {
+                                Ok(false) => break,
+                                // It waited: a transaction may hold the worker now.
+                                Ok(true) => continue,
+                                Err(e) => {
+                                    let mark = self.reply.buf.len();
+                                    exec_failed(&mut shard.borrow_mut(), idx, &mut self.reply, &e);
+                                    self.apply_reply_mode(mark);
+                                    return;
+                                }
+                            }
+                        }
+                    } else if shard.borrow().hold.is_some() {
                         wait_local_unheld().await;
                     }
                     let mut s = shard.borrow_mut();
@@ -332,8 +443,7 @@ impl Conn {
             AsyncCmd::Client => c::client(self, argv).await,
         }
         self.info.blocked_in_command.set(false);
-        if self.shared.config.get("appendonly") == "yes"
-            && COMMANDS[idx].has_flag("write")
+        if COMMANDS[idx].has_flag("write")
             && crate::persist::durability(&self.shared.config) == skerry_store::Durability::Always
         {
             // Multi-worker writes: make every worker's part durable before replying.
@@ -371,42 +481,20 @@ impl Conn {
         let now_ms = self.now_ms;
         let worker = p.worker;
         let mark = self.reply.buf.len();
-        // The owner runs the commands and, under `appendfsync always`, answers only once what
-        // they wrote is durable (group commit on the owner's log).
         let (tx, rx) = flume::bounded::<Vec<u8>>(1);
         let job: crate::worker::Job = Box::new(move |s: &mut Shard| {
-            let mut reply = Reply {
-                buf: Vec::with_capacity(256),
-                proto,
+            let b = Batch {
+                p,
+                next: 0,
+                start: 0,
+                reply: Reply {
+                    buf: Vec::with_capacity(256),
+                    proto,
+                },
+                now_ms,
+                tx,
             };
-            let mut start = 0usize;
-            for (idx, db, ends) in &p.cmds {
-                let mut argv: Argv = SmallVec::new();
-                for &e in ends {
-                    argv.push(&p.data[start..e as usize]);
-                    start = e as usize;
-                }
-                exec_keyed(s, *idx, *db, now_ms, &mut reply, &argv);
-            }
-            let log = s
-                .keyspace
-                .take_wrote()
-                .then(|| s.keyspace.log().cloned())
-                .flatten();
-            match log {
-                Some(log) if log.durability() == skerry_store::Durability::Always => {
-                    compio::runtime::spawn(async move {
-                        if let Err(e) = log.ack().await {
-                            tracing::error!("data file sync failed: {e}");
-                        }
-                        let _ = tx.send(reply.buf);
-                    })
-                    .detach();
-                }
-                _ => {
-                    let _ = tx.send(reply.buf);
-                }
-            }
+            run_batch(s, b);
         });
         let out = self.send_job(worker, job, rx).await;
         self.reply.buf.extend_from_slice(&out);
@@ -439,12 +527,10 @@ impl Conn {
             if !s.keyspace.take_wrote() {
                 return;
             }
-            s.keyspace.log().cloned()
+            s.keyspace.log().clone()
         };
-        if let Some(log) = log {
-            if let Err(e) = log.ack().await {
-                tracing::error!("data file sync failed: {e}");
-            }
+        if let Err(e) = log.ack().await {
+            tracing::error!("data file sync failed: {e}");
         }
     }
 }
@@ -484,13 +570,14 @@ mod s_cross {
             if group.is_empty() {
                 continue;
             }
+            let keys: Vec<Vec<u8>> = group.iter().map(|(_, k)| k.clone()).collect();
             let got = txn
-                .run(w, move |s| {
+                .run_resident(w, db, keys, now, move |s| {
                     group
                         .into_iter()
                         .map(|(i, k)| {
-                            let v = match s.keyspace.get(db, &k, now).map(|e| &e.value) {
-                                Some(Value::Str(v)) => Some(v.clone()),
+                            let v = match s.keyspace.get(db, &k, now).map(|g| g.value) {
+                                Some(Value::Str(v)) => Some(v),
                                 #[allow(unreachable_patterns)]
                                 _ => None,
                             };
@@ -499,8 +586,16 @@ mod s_cross {
                         .collect::<Vec<_>>()
                 })
                 .await;
-            for (i, v) in got {
-                values[i] = v;
+            match got {
+                Ok(got) => {
+                    for (i, v) in got {
+                        values[i] = v;
+                    }
+                }
+                Err(e) => {
+                    c.reply.error(&format!("ERR {e}"));
+                    return;
+                }
             }
         }
         c.reply.array(values.len());
@@ -550,12 +645,20 @@ mod s_cross {
             if group.is_empty() {
                 continue;
             }
-            txn.run(w, move |s| {
-                for (k, v) in group {
-                    s.keyspace.put(db, &k, Value::Str(v), Expiry::Persist, now);
-                }
-            })
-            .await;
+            let refused = txn
+                .run(w, move |s| {
+                    for (k, v) in group {
+                        if !s.keyspace.put(db, &k, &v, Expiry::Persist, now) {
+                            return s.keyspace.take_error();
+                        }
+                    }
+                    None
+                })
+                .await;
+            if let Some(e) = refused {
+                c.reply.error(&format!("ERR {e}"));
+                return;
+            }
         }
         if nx {
             c.reply.int(1);
@@ -602,19 +705,24 @@ mod s_cross {
         for key in &argv[1..3] {
             let k = key.to_vec();
             let w = slot::owner(&k, c.shared.workers);
-            let v: Result<Vec<u8>, ()> = txn
-                .run(w, move |s| {
-                    match s.keyspace.get(db, &k, now).map(|e| &e.value) {
+            let probe = k.clone();
+            let v: Result<Result<Vec<u8>, ()>, String> = txn
+                .run_resident(w, db, vec![k], now, move |s| {
+                    match s.keyspace.get(db, &probe, now).map(|g| g.value) {
                         None => Ok(Vec::new()),
-                        Some(Value::Str(v)) => Ok(v.clone()),
+                        Some(Value::Str(v)) => Ok(v),
                         #[allow(unreachable_patterns)]
                         Some(_) => Err(()),
                     }
                 })
                 .await;
             match v {
-                Ok(v) => values.push(v),
-                Err(()) => {
+                Err(e) => {
+                    c.reply.error(&format!("ERR {e}"));
+                    return;
+                }
+                Ok(Ok(v)) => values.push(v),
+                Ok(Err(())) => {
                     c.reply
                         .error("ERR The specified keys must contain string values");
                     return;

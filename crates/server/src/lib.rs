@@ -250,21 +250,18 @@ pub fn main_from_args<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let pin = threads <= cpus;
     let databases = shared.config.get_i64("databases") as usize;
-    let mut persisted: Vec<Option<(skerry_store::Store, u64, Vec<persist::RecoveredKey>)>> =
-        (0..threads).map(|_| None).collect();
-    if shared.config.get("appendonly") == "yes" {
-        match persist::open(&shared.config, threads, databases, unix_ms()) {
-            Ok(opened) => {
-                for (w, keys) in opened.per_worker.into_iter().enumerate() {
-                    persisted[w] = Some((opened.store.clone(), opened.max_seq, keys));
-                }
-            }
-            Err(e) => {
-                tracing::error!("{e}");
-                return 1;
-            }
+    let opened = match persist::open(&shared.config, threads, databases, unix_ms()) {
+        Ok(opened) => opened,
+        Err(e) => {
+            tracing::error!("{e}");
+            return 1;
         }
-    }
+    };
+    let persisted: Vec<_> = opened
+        .per_worker
+        .into_iter()
+        .map(|index| (opened.store.clone(), opened.max_seq, index))
+        .collect();
     let mut handles = Vec::new();
     for (id, ((rx, ls), p)) in receivers
         .into_iter()
@@ -301,9 +298,7 @@ pub fn main_from_args<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
     if !shared.stopping.swap(true, Ordering::SeqCst) {
         tracing::warn!("Received {name} scheduling shutdown...");
     }
-    if shared.config.get("appendonly") == "yes" {
-        sync_before_exit(&shared);
-    }
+    sync_before_exit(&shared);
     tracing::warn!("Skerry is now ready to exit, bye bye...");
     0
 }

@@ -220,17 +220,14 @@ pub async fn sync_all(shared: &Shared, me: usize) {
     }
 }
 
-/// A job that makes the worker's appended records durable and then answers on `tx`
-/// (at once when the worker has no log).
+/// A job that makes the worker's appended records durable and then answers on `tx`.
 pub fn commit_job(tx: flume::Sender<Result<(), String>>) -> Job {
-    Box::new(move |s: &mut Shard| match s.keyspace.log().cloned() {
-        None => {
-            let _ = tx.send(Ok(()));
-        }
-        Some(log) => compio::runtime::spawn(async move {
+    Box::new(move |s: &mut Shard| {
+        let log = s.keyspace.log().clone();
+        compio::runtime::spawn(async move {
             let _ = tx.send(log.commit().await.map_err(|e| e.to_string()));
         })
-        .detach(),
+        .detach()
     })
 }
 
@@ -340,6 +337,53 @@ impl Txn {
         );
         run_in(&self.shared, self.me, w, self.id, f).await
     }
+
+    /// Runs one step on worker `w` that reads the values of `keys` (in `db`): they are made
+    /// resident on `w` first (read from the devices without blocking `w`, which this
+    /// transaction holds), then `f` runs. `Err` holds the reply message of a failed read.
+    pub async fn run_resident<R, F>(
+        &self,
+        w: usize,
+        db: usize,
+        keys: Vec<Vec<u8>>,
+        now_ms: i64,
+        f: F,
+    ) -> Result<R, String>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut Shard) -> R + Send + 'static,
+    {
+        debug_assert!(self.workers.contains(&w));
+        async fn step<R>(
+            db: usize,
+            keys: Vec<Vec<u8>>,
+            now_ms: i64,
+            f: impl FnOnce(&mut Shard) -> R,
+        ) -> Result<R, String> {
+            let refs: Vec<&[u8]> = keys.iter().map(|k| k.as_slice()).collect();
+            crate::keyspace::make_resident(db, &refs, now_ms).await?;
+            let shard = local_shard();
+            let mut s = shard.borrow_mut();
+            Ok(f(&mut s))
+        }
+        if w == self.me {
+            return step(db, keys, now_ms, f).await;
+        }
+        let (tx, rx) = flume::bounded(1);
+        let job: Job = Box::new(move |_s: &mut Shard| {
+            compio::runtime::spawn(async move {
+                let _ = tx.send(step(db, keys, now_ms, f).await);
+            })
+            .detach();
+        });
+        if self.shared.inboxes[w]
+            .send(Envelope { txn: self.id, job })
+            .is_err()
+        {
+            panic!("worker {w} has stopped");
+        }
+        rx.recv_async().await.expect("worker dropped a job")
+    }
 }
 
 impl Drop for Txn {
@@ -405,7 +449,7 @@ pub fn spawn_worker(
     shared: Arc<Shared>,
     inbox: flume::Receiver<Envelope>,
     listeners: Vec<std::net::TcpListener>,
-    persisted: Option<(skerry_store::Store, u64, Vec<crate::persist::RecoveredKey>)>,
+    persisted: (skerry_store::Store, u64, crate::keyspace::RecoveredIndex),
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
     std::thread::Builder::new()
         .name(format!("skerry-w{id}"))
@@ -427,43 +471,28 @@ pub fn spawn_worker(
                     std::process::exit(1);
                 }
             };
-            let databases = shared.config.get_i64("databases") as usize;
-            let shard = Rc::new(RefCell::new(Shard {
-                id,
-                keyspace: Keyspace::new(databases),
-                stats: Stats::new(),
-                clients: HashMap::new(),
-                shared: shared.clone(),
-                hold: None,
-                deferred: VecDeque::new(),
-                hold_waiters: Vec::new(),
-            }));
-            SHARD.with(|s| *s.borrow_mut() = Some(shard.clone()));
+            let (store, max_seq, index) = persisted;
             rt.block_on(async move {
-                if let Some((store, max_seq, keys)) = persisted {
-                    let durability = crate::persist::durability(&shared.config);
-                    let writer =
-                        match skerry_store::Writer::open(store, id as u16, durability, max_seq)
-                            .await
-                        {
-                            Ok(w) => Rc::new(w),
-                            Err(e) => {
-                                tracing::error!("worker {id}: cannot open the data devices: {e}");
-                                std::process::exit(1);
-                            }
-                        };
-                    let mut s = shard.borrow_mut();
-                    for k in keys {
-                        s.keyspace.load(
-                            k.db,
-                            &k.key,
-                            crate::keyspace::Value::Str(k.value),
-                            k.expire_at_ms,
-                        );
-                    }
-                    s.keyspace.attach_log(writer);
-                    tracing::info!("worker {id}: data log attached");
-                }
+                let durability = crate::persist::durability(&shared.config);
+                let writer =
+                    match skerry_store::Writer::open(store, id as u16, durability, max_seq).await {
+                        Ok(w) => Rc::new(w),
+                        Err(e) => {
+                            tracing::error!("worker {id}: cannot open the data devices: {e}");
+                            std::process::exit(1);
+                        }
+                    };
+                let shard = Rc::new(RefCell::new(Shard {
+                    id,
+                    keyspace: Keyspace::new(index, writer),
+                    stats: Stats::new(),
+                    clients: HashMap::new(),
+                    shared: shared.clone(),
+                    hold: None,
+                    deferred: VecDeque::new(),
+                    hold_waiters: Vec::new(),
+                }));
+                SHARD.with(|s| *s.borrow_mut() = Some(shard.clone()));
                 for l in listeners {
                     let l = compio::net::TcpListener::from_std(l).expect("listener");
                     compio::runtime::spawn(crate::conn::accept_loop(l, shared.clone(), id))
@@ -492,17 +521,16 @@ async fn cron(shared: Arc<Shared>, _id: usize) {
         compio::time::sleep(TICK).await;
         ticks += 1;
         let shard = local_shard();
-        let log = shard.borrow().keyspace.log().cloned();
-        if let Some(log) = log {
-            // Flush staged records every tick; sync (everysec) or flush once a second.
-            let r = if ticks.is_multiple_of(10) {
-                log.tick().await
-            } else {
-                log.flush().await
-            };
-            if let Err(e) = r {
-                tracing::error!("data file write failed: {e}");
-            }
+        let log = shard.borrow().keyspace.log().clone();
+        // Flush staged records every tick; once a second sync (everysec) and reclaim
+        // blocks whose records are all obsolete.
+        let r = if ticks.is_multiple_of(10) {
+            log.tick().await
+        } else {
+            log.flush().await
+        };
+        if let Err(e) = r {
+            tracing::error!("data file write failed: {e}");
         }
         {
             let started = Instant::now();

@@ -6,7 +6,7 @@ use super::{is, parse_i64, Exec};
 use crate::conn::Conn;
 use crate::glob::glob_match;
 use crate::keyspace::table::SCAN_GRANULE_BITS;
-use crate::keyspace::Expiry;
+use crate::keyspace::{Expiry, Got, Value};
 use crate::reply::errors::*;
 
 /// DEL / UNLINK key [key ...] (keys on this worker)
@@ -28,10 +28,10 @@ pub fn exists(x: &mut Exec, a: &[&[u8]]) {
 }
 
 fn rename_common(x: &mut Exec, a: &[&[u8]], nx: bool) {
-    let Some(e) = x.ks.peek(x.db, a[1], x.now_ms) else {
+    if !x.ks.exists(x.db, a[1], x.now_ms) {
         x.reply.error("ERR no such key");
         return;
-    };
+    }
     if a[1] == a[2] {
         if nx {
             x.reply.int(0);
@@ -40,14 +40,25 @@ fn rename_common(x: &mut Exec, a: &[&[u8]], nx: bool) {
         }
         return;
     }
-    let (value, at) = (e.value.clone(), e.expire_at_ms);
     if nx && x.ks.exists(x.db, a[2], x.now_ms) {
         x.reply.int(0);
         return;
     }
-    x.ks.delete(x.db, a[1], x.now_ms);
-    let expiry = Expiry::of_entry_ms(at);
-    x.ks.put(x.db, a[2], value, expiry, x.now_ms);
+    let Some(Got {
+        value: Value::Str(v),
+        expire_at_ms,
+    }) = x.ks.peek(x.db, a[1], x.now_ms)
+    else {
+        return; // the value could not be read: the error is the reply
+    };
+    // The new key is written first: on a full device nothing is lost.
+    if !x
+        .ks
+        .put(x.db, a[2], &v, Expiry::of_entry_ms(expire_at_ms), x.now_ms)
+        || !x.ks.delete(x.db, a[1], x.now_ms)
+    {
+        return;
+    }
     if nx {
         x.reply.int(1);
     } else {
@@ -101,23 +112,49 @@ pub async fn rename_cross(c: &mut Conn, a: &[&[u8]]) {
             return;
         }
     }
+    let probe = src.clone();
     let taken = txn
-        .run(ws, move |s| {
-            let e = s.keyspace.peek(db, &src, now)?;
-            let out = (e.value.clone(), e.expire_at_ms);
-            s.keyspace.delete(db, &src, now);
-            Some(out)
+        .run_resident(ws, db, vec![src.clone()], now, move |s| {
+            s.keyspace.peek(db, &probe, now)
         })
         .await;
-    let Some((value, at)) = taken else {
-        c.reply.error("ERR no such key");
-        return;
+    let (value, at) = match taken {
+        Ok(Some(Got {
+            value: Value::Str(v),
+            expire_at_ms,
+        })) => (v, expire_at_ms),
+        Ok(None) => {
+            c.reply.error("ERR no such key");
+            return;
+        }
+        Err(e) => {
+            c.reply.error(&format!("ERR {e}"));
+            return;
+        }
     };
-    txn.run(wd, move |s| {
-        let expiry = Expiry::of_entry_ms(at);
-        s.keyspace.put(db, &dst, value, expiry, now);
-    })
-    .await;
+    // Write the new key first, then remove the old one: a refused write loses nothing.
+    let put = txn
+        .run(wd, move |s| {
+            let ok = s
+                .keyspace
+                .put(db, &dst, &value, Expiry::of_entry_ms(at), now);
+            (ok, s.keyspace.take_error())
+        })
+        .await;
+    if let (false, e) = put {
+        c.reply.error(&format!("ERR {}", e.unwrap_or_default()));
+        return;
+    }
+    let deleted = txn
+        .run(ws, move |s| {
+            s.keyspace.delete(db, &src, now);
+            s.keyspace.take_error()
+        })
+        .await;
+    if let Some(e) = deleted {
+        c.reply.error(&format!("ERR {e}"));
+        return;
+    }
     if nx {
         c.reply.int(1);
     } else {
@@ -173,18 +210,30 @@ pub fn copy(x: &mut Exec, a: &[&[u8]]) {
     let Some((dst_db, replace)) = copy_opts(x.reply, a, x.db, x.ks.databases()) else {
         return;
     };
-    let Some(e) = x.ks.peek(x.db, a[1], x.now_ms) else {
+    if !x.ks.exists(x.db, a[1], x.now_ms) {
         x.reply.int(0);
         return;
-    };
-    let (value, at) = (e.value.clone(), e.expire_at_ms);
+    }
     if !replace && x.ks.exists(dst_db, a[2], x.now_ms) {
         x.reply.int(0);
         return;
     }
-    let expiry = Expiry::of_entry_ms(at);
-    x.ks.put(dst_db, a[2], value, expiry, x.now_ms);
-    x.reply.int(1);
+    let Some(Got {
+        value: Value::Str(v),
+        expire_at_ms,
+    }) = x.ks.peek(x.db, a[1], x.now_ms)
+    else {
+        return;
+    };
+    if x.ks.put(
+        dst_db,
+        a[2],
+        &v,
+        Expiry::of_entry_ms(expire_at_ms),
+        x.now_ms,
+    ) {
+        x.reply.int(1);
+    }
 }
 
 /// COPY with the two keys on different workers.
@@ -196,28 +245,44 @@ pub async fn copy_cross(c: &mut Conn, a: &[&[u8]]) {
     let (db, now) = (c.db, c.now_ms);
     let (src, dst) = (a[1].to_vec(), a[2].to_vec());
     let (ws, wd, txn) = hold_pair(c, &src, &dst).await;
+    let probe = src.clone();
     let found = txn
-        .run(ws, move |s| {
-            s.keyspace
-                .peek(db, &src, now)
-                .map(|e| (e.value.clone(), e.expire_at_ms))
+        .run_resident(ws, db, vec![src], now, move |s| {
+            s.keyspace.peek(db, &probe, now)
         })
         .await;
-    let Some((value, at)) = found else {
-        c.reply.int(0);
-        return;
+    let (value, at) = match found {
+        Ok(Some(Got {
+            value: Value::Str(v),
+            expire_at_ms,
+        })) => (v, expire_at_ms),
+        Ok(None) => {
+            c.reply.int(0);
+            return;
+        }
+        Err(e) => {
+            c.reply.error(&format!("ERR {e}"));
+            return;
+        }
     };
     let copied = txn
         .run(wd, move |s| {
             if !replace && s.keyspace.exists(dst_db, &dst, now) {
-                return false;
+                return Ok(false);
             }
-            let expiry = Expiry::of_entry_ms(at);
-            s.keyspace.put(dst_db, &dst, value, expiry, now);
-            true
+            if s.keyspace
+                .put(dst_db, &dst, &value, Expiry::of_entry_ms(at), now)
+            {
+                Ok(true)
+            } else {
+                Err(s.keyspace.take_error().unwrap_or_default())
+            }
         })
         .await;
-    c.reply.int(copied as i64);
+    match copied {
+        Ok(copied) => c.reply.int(copied as i64),
+        Err(e) => c.reply.error(&format!("ERR {e}")),
+    }
 }
 
 /// MOVE key db
@@ -230,35 +295,47 @@ pub fn move_(x: &mut Exec, a: &[&[u8]]) {
             .error("ERR source and destination objects are the same");
         return;
     }
-    let Some(e) = x.ks.peek(x.db, a[1], x.now_ms) else {
+    if !x.ks.exists(x.db, a[1], x.now_ms) {
         x.reply.int(0);
         return;
-    };
-    let (value, at) = (e.value.clone(), e.expire_at_ms);
+    }
     if x.ks.exists(dst_db, a[1], x.now_ms) {
         x.reply.int(0);
         return;
     }
-    x.ks.delete(x.db, a[1], x.now_ms);
-    let expiry = Expiry::of_entry_ms(at);
-    x.ks.put(dst_db, a[1], value, expiry, x.now_ms);
-    x.reply.int(1);
+    let Some(Got {
+        value: Value::Str(v),
+        expire_at_ms,
+    }) = x.ks.peek(x.db, a[1], x.now_ms)
+    else {
+        return;
+    };
+    if x.ks.put(
+        dst_db,
+        a[1],
+        &v,
+        Expiry::of_entry_ms(expire_at_ms),
+        x.now_ms,
+    ) && x.ks.delete(x.db, a[1], x.now_ms)
+    {
+        x.reply.int(1);
+    }
 }
 
 /// TYPE key
 pub fn type_(x: &mut Exec, a: &[&[u8]]) {
     let t =
-        x.ks.peek(x.db, a[1], x.now_ms)
-            .map_or("none", |e| e.value.type_name());
+        x.ks.meta(x.db, a[1], x.now_ms)
+            .map_or("none", |m| m.type_name());
     x.reply.simple(t);
 }
 
 fn ttl_common(x: &mut Exec, key: &[u8], ms: bool, absolute: bool) {
-    let Some(e) = x.ks.peek(x.db, key, x.now_ms) else {
+    let Some(m) = x.ks.meta(x.db, key, x.now_ms) else {
         x.reply.int(-2);
         return;
     };
-    let at = e.expire_at_ms;
+    let at = m.expire_at_ms;
     if at == 0 {
         x.reply.int(-1);
         return;
@@ -342,11 +419,11 @@ fn expire_common(x: &mut Exec, a: &[&[u8]], unit_ms: i64, relative: bool, cmd: &
             }
         }
     }
-    let Some(e) = x.ks.peek(x.db, a[1], x.now_ms) else {
+    let Some(m) = x.ks.meta(x.db, a[1], x.now_ms) else {
         x.reply.int(0);
         return;
     };
-    let current = e.expire_at_ms;
+    let current = m.expire_at_ms;
     let has_ttl = current != 0;
     let ok = if nx {
         !has_ttl
@@ -391,8 +468,8 @@ pub fn pexpireat(x: &mut Exec, a: &[&[u8]]) {
 /// PERSIST key
 pub fn persist(x: &mut Exec, a: &[&[u8]]) {
     let has_ttl =
-        x.ks.peek(x.db, a[1], x.now_ms)
-            .is_some_and(|e| e.expire_at_ms != 0);
+        x.ks.meta(x.db, a[1], x.now_ms)
+            .is_some_and(|m| m.expire_at_ms != 0);
     if has_ttl {
         x.ks.set_expiry(x.db, a[1], 0, x.now_ms);
     }
@@ -491,7 +568,7 @@ pub async fn scan(c: &mut Conn, a: &[&[u8]]) {
                     }
                     if type_filter
                         .as_ref()
-                        .is_some_and(|t| t != e.value.type_name().as_bytes())
+                        .is_some_and(|t| t != crate::keyspace::type_name(e.value_type()).as_bytes())
                     {
                         return;
                     }

@@ -517,6 +517,43 @@ pub static CONFIG_SUBS: &[SubSpec] = &[
     },
 ];
 
+/// Keyed commands that never read a value (only the index: existence, expiry, type), so the
+/// dispatcher does not make their values resident first. Every other keyed command reads the
+/// values of its keys.
+const NO_VALUE_READ: &[&str] = &[
+    "set",
+    "setnx",
+    "setex",
+    "psetex",
+    "mset",
+    "msetnx",
+    "del",
+    "unlink",
+    "exists",
+    "touch",
+    "type",
+    "ttl",
+    "pttl",
+    "expiretime",
+    "pexpiretime",
+];
+
+/// True when keyed command `idx` with arguments `argv` reads the values of its keys (SET
+/// reads only with its GET option).
+#[inline]
+pub fn reads_values(idx: usize, argv: &[&[u8]]) -> bool {
+    static READS: std::sync::LazyLock<Vec<bool>> = std::sync::LazyLock::new(|| {
+        COMMANDS
+            .iter()
+            .map(|c| !NO_VALUE_READ.contains(&c.name))
+            .collect()
+    });
+    if READS[idx] {
+        return true;
+    }
+    COMMANDS[idx].name == "set" && argv.len() > 3 && argv[3..].iter().any(|a| is(a, "get"))
+}
+
 /// Looks a command up by name, case-insensitively. Returns its table index.
 #[inline]
 pub fn lookup(name: &[u8]) -> Option<usize> {

@@ -451,6 +451,7 @@ pub async fn config(c: &mut Conn, a: &[&[u8]]) {
                 }
                 pairs.push((name, value));
             }
+            let mut durability = None;
             for (name, value) in pairs {
                 if let Err(e) = cfg.set(&name, &value, true) {
                     c.reply.error(&format!(
@@ -458,6 +459,13 @@ pub async fn config(c: &mut Conn, a: &[&[u8]]) {
                     ));
                     return;
                 }
+                if name == "appendfsync" {
+                    durability = Some(crate::persist::durability_of(&cfg.get("appendfsync")));
+                }
+            }
+            if let Some(d) = durability {
+                // Every worker's log follows the new policy before the reply goes out.
+                c.on_all(move |s| s.keyspace.log().set_durability(d)).await;
             }
             c.reply.ok();
         }
@@ -508,6 +516,31 @@ struct WorkerInfo {
     /// Per database: keys, volatile keys, average TTL.
     dbs: Vec<(usize, usize, i64)>,
     clients: usize,
+    storage: StorageInfo,
+}
+
+/// One worker's storage figures (INFO storage).
+struct StorageInfo {
+    writer: skerry_store::WriterStats,
+    reads: crate::keyspace::ReadStats,
+    index_bytes: usize,
+    read_buffer_bytes: usize,
+    store: skerry_store::StoreStats,
+    durability: skerry_store::Durability,
+}
+
+impl StorageInfo {
+    fn of(ks: &crate::keyspace::Keyspace) -> Self {
+        let log = ks.log();
+        StorageInfo {
+            writer: log.stats(),
+            reads: ks.reads,
+            index_bytes: ks.index_bytes(),
+            read_buffer_bytes: ks.read_buffer_bytes(),
+            store: log.store().stats(),
+            durability: log.durability(),
+        }
+    }
 }
 
 fn rss_bytes() -> u64 {
@@ -558,6 +591,7 @@ const DEFAULT_SECTIONS: &[&str] = &[
     "clients",
     "memory",
     "persistence",
+    "storage",
     "stats",
     "replication",
     "cpu",
@@ -618,11 +652,56 @@ pub async fn info(c: &mut Conn, a: &[&[u8]]) {
                     })
                     .collect(),
                 clients: s.clients.len(),
+                storage: StorageInfo::of(&s.keyspace),
             }
         })
         .await;
     let text = render_info(c, &sections, &gathered);
     c.reply.verbatim(text.as_bytes());
+}
+
+/// The `storage` section: the data devices, blocks and live bytes (store-wide), and the
+/// write and read paths summed over workers.
+fn render_storage(o: &mut String, shared: &crate::worker::Shared, w: &[WorkerInfo]) {
+    use std::fmt::Write as _;
+    let sum = |f: &dyn Fn(&StorageInfo) -> u64| -> u64 { w.iter().map(|x| f(&x.storage)).sum() };
+    let Some(first) = w.first() else { return };
+    let st = &first.storage.store;
+    let paths = crate::persist::data_paths(&shared.config);
+    let policy = match first.storage.durability {
+        skerry_store::Durability::Always => "always",
+        skerry_store::Durability::EverySec => "everysec",
+        skerry_store::Durability::No => "no",
+    };
+    let _ = write!(
+        o,
+        "# Storage\r\nstorage_devices:{}\r\nstorage_data_files:{}\r\nstorage_capacity_bytes:{}\r\nstorage_block_size_bytes:{}\r\nstorage_total_blocks:{}\r\nstorage_used_blocks:{}\r\nstorage_free_blocks:{}\r\nstorage_reserved_blocks:{}\r\nstorage_tombstone_blocks:{}\r\nstorage_reclaimable_blocks:{}\r\nstorage_reclaimed_blocks:{}\r\nstorage_live_bytes:{}\r\nstorage_appendfsync:{policy}\r\nstorage_records_appended:{}\r\nstorage_records_durable:{}\r\nstorage_device_writes:{}\r\nstorage_device_written_bytes:{}\r\nstorage_fdatasyncs:{}\r\nstorage_blocks_opened:{}\r\nstorage_value_reads:{}\r\nstorage_staged_reads:{}\r\nstorage_read_buffer_hits:{}\r\nstorage_failed_reads:{}\r\nstorage_blocking_reads:{}\r\nstorage_read_buffer_bytes:{}\r\nstorage_index_bytes:{}\r\n",
+        paths.len(),
+        paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(","),
+        st.total_blocks * st.block_size_bytes,
+        st.block_size_bytes,
+        st.total_blocks,
+        st.used_blocks,
+        st.free_blocks,
+        st.reserved_blocks,
+        st.tombstone_blocks,
+        st.pending_reclaim_blocks,
+        st.reclaimed_blocks,
+        st.live_bytes,
+        sum(&|s| s.writer.appends),
+        sum(&|s| s.writer.durable_appends),
+        sum(&|s| s.writer.writes),
+        sum(&|s| s.writer.written_bytes),
+        sum(&|s| s.writer.syncs),
+        sum(&|s| s.writer.blocks_opened),
+        sum(&|s| s.reads.device_reads),
+        sum(&|s| s.reads.staged_reads),
+        sum(&|s| s.reads.buffer_hits),
+        sum(&|s| s.reads.failed_reads),
+        sum(&|s| s.reads.missing_reads),
+        sum(&|s| s.read_buffer_bytes as u64),
+        sum(&|s| s.index_bytes as u64),
+    );
 }
 
 fn add_stats(into: &mut super::CommandStats, from: &super::CommandStats) {
@@ -768,6 +847,7 @@ fn render_info(c: &Conn, sections: &[String], w: &[WorkerInfo]) -> String {
                 }
             }
             "latencystats" => o.push_str("# Latencystats\r\n"),
+            "storage" => render_storage(o, shared, w),
             "keyspace" => {
                 o.push_str("# Keyspace\r\n");
                 let dbs = w.first().map_or(0, |x| x.dbs.len());

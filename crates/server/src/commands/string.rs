@@ -6,11 +6,11 @@ use crate::keyspace::{Expiry, Value};
 use crate::reply::errors::*;
 
 /// The string under `key`: Ok(None) when missing, Err(()) after replying WRONGTYPE.
-fn read_str<'a>(x: &'a mut Exec, key: &[u8]) -> Result<Option<&'a [u8]>, ()> {
-    let found = x.ks.get(x.db, key, x.now_ms).map(|e| &e.value);
+fn read_str(x: &mut Exec, key: &[u8]) -> Result<Option<Vec<u8>>, ()> {
+    let found = x.ks.get(x.db, key, x.now_ms).map(|g| g.value);
     match found {
         None => Ok(None),
-        Some(Value::Str(s)) => Ok(Some(s.as_slice())),
+        Some(Value::Str(s)) => Ok(Some(s)),
         #[allow(unreachable_patterns)]
         Some(_) => {
             x.reply.error(WRONGTYPE);
@@ -21,9 +21,9 @@ fn read_str<'a>(x: &'a mut Exec, key: &[u8]) -> Result<Option<&'a [u8]>, ()> {
 
 /// Like [`read_str`] but without counting a keyspace hit or miss (for writes).
 fn peek_str(x: &mut Exec, key: &[u8]) -> Result<Option<Vec<u8>>, ()> {
-    match x.ks.peek(x.db, key, x.now_ms).map(|e| &e.value) {
+    match x.ks.peek(x.db, key, x.now_ms).map(|g| g.value) {
         None => Ok(None),
-        Some(Value::Str(s)) => Ok(Some(s.clone())),
+        Some(Value::Str(s)) => Ok(Some(s)),
         #[allow(unreachable_patterns)]
         Some(_) => {
             x.reply.error(WRONGTYPE);
@@ -41,10 +41,10 @@ fn max_len(x: &Exec) -> u64 {
 
 /// GET key
 pub fn get(x: &mut Exec, a: &[&[u8]]) {
-    let found = x.ks.get(x.db, a[1], x.now_ms).map(|e| &e.value);
+    let found = x.ks.get(x.db, a[1], x.now_ms).map(|g| g.value);
     match found {
         None => x.reply.null(),
-        Some(Value::Str(s)) => skerry_resp::bulk(&mut x.reply.buf, s),
+        Some(Value::Str(s)) => skerry_resp::bulk(&mut x.reply.buf, &s),
         #[allow(unreachable_patterns)]
         Some(_) => x.reply.error(WRONGTYPE),
     }
@@ -155,7 +155,7 @@ pub fn set(x: &mut Exec, a: &[&[u8]]) {
         Cond::Xx => exists,
     };
     if allowed {
-        x.ks.put(x.db, a[1], Value::Str(a[2].to_vec()), expiry, x.now_ms);
+        x.ks.put(x.db, a[1], a[2], expiry, x.now_ms);
     }
     if want_old {
         match old {
@@ -174,13 +174,7 @@ pub fn setnx(x: &mut Exec, a: &[&[u8]]) {
     if x.ks.exists(x.db, a[1], x.now_ms) {
         x.reply.int(0);
     } else {
-        x.ks.put(
-            x.db,
-            a[1],
-            Value::Str(a[2].to_vec()),
-            Expiry::Persist,
-            x.now_ms,
-        );
+        x.ks.put(x.db, a[1], a[2], Expiry::Persist, x.now_ms);
         x.reply.int(1);
     }
 }
@@ -189,13 +183,7 @@ fn setex_common(x: &mut Exec, a: &[&[u8]], unit: i64, cmd: &str) {
     let Some(t) = expire_at(x, a[2], unit, true, cmd) else {
         return;
     };
-    x.ks.put(
-        x.db,
-        a[1],
-        Value::Str(a[3].to_vec()),
-        Expiry::At(t),
-        x.now_ms,
-    );
+    x.ks.put(x.db, a[1], a[3], Expiry::At(t), x.now_ms);
     x.reply.ok();
 }
 
@@ -212,13 +200,7 @@ pub fn psetex(x: &mut Exec, a: &[&[u8]]) {
 /// GETSET key value
 pub fn getset(x: &mut Exec, a: &[&[u8]]) {
     let Ok(old) = peek_str(x, a[1]) else { return };
-    x.ks.put(
-        x.db,
-        a[1],
-        Value::Str(a[2].to_vec()),
-        Expiry::Persist,
-        x.now_ms,
-    );
+    x.ks.put(x.db, a[1], a[2], Expiry::Persist, x.now_ms);
     match old {
         Some(v) => x.reply.bulk(&v),
         None => x.reply.null(),
@@ -282,8 +264,8 @@ pub fn getex(x: &mut Exec, a: &[&[u8]]) {
 pub fn mget(x: &mut Exec, a: &[&[u8]]) {
     x.reply.array(a.len() - 1);
     for key in &a[1..] {
-        match x.ks.get(x.db, key, x.now_ms).map(|e| &e.value) {
-            Some(Value::Str(s)) => skerry_resp::bulk(&mut x.reply.buf, s),
+        match x.ks.get(x.db, key, x.now_ms).map(|g| g.value) {
+            Some(Value::Str(s)) => skerry_resp::bulk(&mut x.reply.buf, &s),
             #[allow(unreachable_patterns)]
             _ => x.reply.null(),
         }
@@ -304,13 +286,7 @@ pub fn pairs_ok(reply: &mut crate::reply::Reply, a: &[&[u8]], cmd: &str) -> bool
 
 fn put_pairs(x: &mut Exec, a: &[&[u8]]) {
     for kv in a[1..].chunks(2) {
-        x.ks.put(
-            x.db,
-            kv[0],
-            Value::Str(kv[1].to_vec()),
-            Expiry::Persist,
-            x.now_ms,
-        );
+        x.ks.put(x.db, kv[0], kv[1], Expiry::Persist, x.now_ms);
     }
 }
 
@@ -358,7 +334,7 @@ fn incr_common(x: &mut Exec, key: &[u8], by: i64) {
     x.ks.put(
         x.db,
         key,
-        Value::Str(buf.format(result).as_bytes().to_vec()),
+        buf.format(result).as_bytes(),
         Expiry::Keep,
         x.now_ms,
     );
@@ -398,7 +374,7 @@ pub fn incrbyfloat(x: &mut Exec, a: &[&[u8]]) {
     match crate::longdouble::add(cur.as_deref(), a[2]) {
         Ok(text) => {
             x.reply.bulk(&text);
-            x.ks.put(x.db, a[1], Value::Str(text), Expiry::Keep, x.now_ms);
+            x.ks.put(x.db, a[1], &text, Expiry::Keep, x.now_ms);
         }
         Err(crate::longdouble::LdError::NotFinite) => {
             x.reply.error("ERR increment would produce NaN or Infinity")
@@ -417,7 +393,7 @@ pub fn append(x: &mut Exec, a: &[&[u8]]) {
     }
     v.extend_from_slice(a[2]);
     let len = v.len();
-    x.ks.put(x.db, a[1], Value::Str(v), Expiry::Keep, x.now_ms);
+    x.ks.put(x.db, a[1], &v, Expiry::Keep, x.now_ms);
     x.reply.int(len as i64);
 }
 
@@ -497,7 +473,7 @@ pub fn setrange(x: &mut Exec, a: &[&[u8]]) {
             }
             v[offset as usize..end].copy_from_slice(value);
             let len = v.len();
-            x.ks.put(x.db, a[1], Value::Str(v), Expiry::Keep, x.now_ms);
+            x.ks.put(x.db, a[1], &v, Expiry::Keep, x.now_ms);
             x.reply.int(len as i64);
         }
     }
@@ -556,9 +532,9 @@ fn lcs_opts(x: &mut Exec, a: &[&[u8]]) -> Option<LcsOpts> {
 pub fn lcs(x: &mut Exec, a: &[&[u8]]) {
     let mut values = Vec::with_capacity(2);
     for key in &a[1..3] {
-        match x.ks.get(x.db, key, x.now_ms).map(|e| &e.value) {
+        match x.ks.get(x.db, key, x.now_ms).map(|g| g.value) {
             None => values.push(Vec::new()),
-            Some(Value::Str(s)) => values.push(s.clone()),
+            Some(Value::Str(s)) => values.push(s),
             #[allow(unreachable_patterns)]
             Some(_) => {
                 x.reply

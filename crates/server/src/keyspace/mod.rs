@@ -2,14 +2,29 @@
 //! options, delete, exists, TTL metadata, scan cursor). One `Keyspace` per worker holds the
 //! worker's keys for every database; nothing else touches it.
 //!
-//! Today values are held in RAM; the storage engine replaces the value storage behind this
-//! same interface (see `docs/decisions/0001-keyspace-interface.md`).
+//! The index is in RAM ([`entry::Entry`], 32 bytes a key); values are only on the data
+//! devices, in the worker's log ([`skerry_store::Writer`]). Every change appends a record
+//! (value or tombstone) before the index changes, and releases the record it supersedes.
+//!
+//! Handlers stay synchronous: before a command that reads values runs, the caller makes
+//! them resident ([`make_resident`]): values still in the writer's staging images are
+//! decoded from there, the others are read from the devices together (one O_DIRECT read
+//! each, CRC-checked) into the worker's small read buffer. The handler then finds every
+//! value it needs without waiting (see `docs/decisions/0004-values-out-of-ram.md`).
 
+pub mod entry;
 pub mod table;
 
+use std::cell::RefCell;
+use std::collections::{HashMap, VecDeque};
+use std::rc::Rc;
+
+use entry::{Entry, PackedLoc};
+use skerry_store::format::{RecordKind, RecordMeta, VALUE_TYPE_STRING};
+use skerry_store::{Location, StoreError, Writer};
 use table::{hash_key, Keyed, SegTable};
 
-/// The value of a key.
+/// A value read from the data devices.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Value {
     /// A string.
@@ -25,6 +40,14 @@ impl Value {
     }
 }
 
+/// The name TYPE prints for a value type byte.
+pub fn type_name(value_type: u8) -> &'static str {
+    match value_type {
+        VALUE_TYPE_STRING => "string",
+        _ => "unknown",
+    }
+}
+
 /// What a write does to the key's expiry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Expiry {
@@ -35,9 +58,6 @@ pub enum Expiry {
     /// Expire at this absolute Unix time in milliseconds.
     At(i64),
 }
-
-/// Keys up to this many bytes live inside the entry (no pointer to follow on lookup).
-const INLINE_KEY_BYTES: usize = 16;
 
 impl Expiry {
     /// The expiry an entry's `expire_at_ms` stands for (0: none), to carry a TTL to a copy.
@@ -50,39 +70,45 @@ impl Expiry {
     }
 }
 
-/// One key.
-#[derive(Debug)]
-pub struct Entry {
-    hash: u64,
-    key: smallvec::SmallVec<[u8; INLINE_KEY_BYTES]>,
+/// A live key's value and expiry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Got {
     /// The value.
     pub value: Value,
     /// Absolute expiry in Unix milliseconds; 0 = none.
     pub expire_at_ms: i64,
 }
 
-impl Entry {
-    /// The key.
-    pub fn key(&self) -> &[u8] {
-        &self.key
-    }
+/// A live key's metadata (no value read).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Meta {
+    /// Absolute expiry in Unix milliseconds; 0 = none.
+    pub expire_at_ms: i64,
+    /// The value type (the store's `VALUE_TYPE_*`).
+    pub value_type: u8,
+}
 
-    fn expired(&self, now_ms: i64) -> bool {
-        self.expire_at_ms != 0 && self.expire_at_ms <= now_ms
+impl Meta {
+    /// The name TYPE prints.
+    pub fn type_name(&self) -> &'static str {
+        type_name(self.value_type)
     }
 }
 
 impl Keyed for Entry {
+    #[inline]
     fn key(&self) -> &[u8] {
-        &self.key
+        Entry::key(self)
     }
+    #[inline]
     fn hash(&self) -> u64 {
-        self.hash
+        hash_key(Entry::key(self))
     }
 }
 
+/// The keys of one database.
 #[derive(Default)]
-struct Db {
+pub struct Db {
     table: SegTable<Entry>,
     /// Keys with an expiry.
     volatile: usize,
@@ -101,46 +127,217 @@ pub struct KeyspaceStats {
     pub expired: u64,
 }
 
+/// Counters of the value read path.
+#[derive(Default, Debug, Clone, Copy)]
+pub struct ReadStats {
+    /// Values read from the devices (one O_DIRECT read each).
+    pub device_reads: u64,
+    /// Values decoded from the writer's staging images.
+    pub staged_reads: u64,
+    /// Values found in the read buffer (read for an earlier command, not evicted yet).
+    pub buffer_hits: u64,
+    /// Values a handler needed that were not resident (a bug: the command got an error).
+    pub missing_reads: u64,
+    /// Reads that failed their checks (corruption) or the device.
+    pub failed_reads: u64,
+}
+
+/// Values read from the devices (or decoded from staging) for the commands about to run,
+/// keyed by packed location and the block's sequence (a reused block has a new sequence,
+/// so a stale copy is never found). Oldest entries are evicted past a byte budget, only
+/// before a new batch is inserted, so a batch never evicts its own values.
+#[derive(Default)]
+struct ReadBuf {
+    map: HashMap<(u64, u64), Rc<Vec<u8>>>,
+    order: VecDeque<(u64, u64)>,
+    bytes: usize,
+}
+
+const READ_BUF_BUDGET_BYTES: usize = 8 << 20;
+const READ_BUF_MAX_ENTRIES: usize = 4096;
+
+impl ReadBuf {
+    fn get(&self, k: (u64, u64)) -> Option<&Rc<Vec<u8>>> {
+        self.map.get(&k)
+    }
+
+    fn make_room(&mut self) {
+        while self.bytes > READ_BUF_BUDGET_BYTES || self.order.len() > READ_BUF_MAX_ENTRIES {
+            let Some(k) = self.order.pop_front() else {
+                break;
+            };
+            if let Some(v) = self.map.remove(&k) {
+                self.bytes -= v.len();
+            }
+        }
+    }
+
+    fn insert(&mut self, k: (u64, u64), v: Vec<u8>) {
+        if self.map.contains_key(&k) {
+            return;
+        }
+        self.bytes += v.len();
+        self.order.push_back(k);
+        self.map.insert(k, Rc::new(v));
+    }
+}
+
 /// The keys one worker owns, in every database.
 pub struct Keyspace {
     dbs: Vec<Db>,
     /// Hit, miss and expiry counters.
     pub stats: KeyspaceStats,
-    /// The worker's log on the data devices (`appendonly yes`): every change is appended
-    /// before it is applied.
-    log: Option<std::rc::Rc<skerry_store::Writer>>,
-    /// Set when an append failed (the change was not applied); the dispatcher turns it into
-    /// the command's error reply.
-    write_error: Option<String>,
+    /// Value read counters.
+    pub reads: ReadStats,
+    /// The worker's log on the data devices: every change is appended before it is applied.
+    log: Rc<Writer>,
+    read_buf: ReadBuf,
+    /// Set when an append or a value read failed (the change was not applied); the
+    /// dispatcher turns it into the command's error reply.
+    error: Option<String>,
     /// Something was appended since the last [`Keyspace::take_wrote`].
     wrote: bool,
+    /// Heap bytes of long keys.
+    heap_key_bytes: usize,
 }
 
-impl Keyspace {
-    /// An empty keyspace with `databases` databases.
+/// Encodes a record key: database number (LEB128) then the user key.
+pub fn record_key(db: usize, key: &[u8]) -> smallvec::SmallVec<[u8; 48]> {
+    let mut out = smallvec::SmallVec::with_capacity(key.len() + 2);
+    let mut n = db as u64;
+    loop {
+        let byte = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            out.push(byte);
+            break;
+        }
+        out.push(byte | 0x80);
+    }
+    out.extend_from_slice(key);
+    out
+}
+
+/// Splits a record key into database and user key.
+pub fn split_record_key(rk: &[u8]) -> Option<(usize, &[u8])> {
+    let mut db: u64 = 0;
+    for (i, &b) in rk.iter().enumerate().take(10) {
+        db |= u64::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            return Some((usize::try_from(db).ok()?, &rk[i + 1..]));
+        }
+    }
+    None
+}
+
+/// The message of a failed value read, as the client sees it (after `ERR `).
+pub fn read_error_message(e: &StoreError) -> String {
+    match e {
+        StoreError::Corrupt {
+            device,
+            block,
+            offset_bytes,
+        } => format!(
+            "data corruption detected on data device {device}, block {block}, offset {offset_bytes}; the value is not served"
+        ),
+        other => format!("data device read failed: {other}"),
+    }
+}
+
+/// An index under construction from a recovery scan: records arrive in increasing mutation
+/// sequence order per key (the store guarantees it), so the last one seen wins.
+pub struct RecoveredIndex {
+    dbs: Vec<Db>,
+    heap_key_bytes: usize,
+}
+
+impl RecoveredIndex {
+    /// An empty index with `databases` databases.
     pub fn new(databases: usize) -> Self {
-        Keyspace {
+        RecoveredIndex {
             dbs: (0..databases).map(|_| Db::default()).collect(),
-            stats: KeyspaceStats::default(),
-            log: None,
-            write_error: None,
-            wrote: false,
+            heap_key_bytes: 0,
         }
     }
 
-    /// Appends every later change to `log` (see [`crate::persist`]).
-    pub fn attach_log(&mut self, log: std::rc::Rc<skerry_store::Writer>) {
-        self.log = Some(log);
+    /// A value record of `key` at `loc` (replaces an older one).
+    pub fn value(&mut self, db: usize, key: &[u8], loc: &Location, value_type: u8, at_ms: i64) {
+        let e = Entry::new(key, PackedLoc::pack(loc), value_type, at_ms);
+        self.heap_key_bytes += e.heap_bytes();
+        if let Some(old) = self.dbs[db].table.insert(e) {
+            self.heap_key_bytes -= old.heap_bytes();
+        }
     }
 
-    /// The worker's log, if persistence is on.
-    pub fn log(&self) -> Option<&std::rc::Rc<skerry_store::Writer>> {
-        self.log.as_ref()
+    /// A tombstone of `key`.
+    pub fn tombstone(&mut self, db: usize, key: &[u8]) {
+        if let Some(old) = self.dbs[db].table.remove(hash_key(key), key) {
+            self.heap_key_bytes -= old.heap_bytes();
+        }
     }
 
-    /// The error of a failed append since the last call (the change was not applied).
-    pub fn take_write_error(&mut self) -> Option<String> {
-        self.write_error.take()
+    /// Drops keys whose time ran out and calls `live` with the location of every key kept.
+    /// Returns the number of keys kept.
+    pub fn finish(&mut self, now_ms: i64, mut live: impl FnMut(&Location)) -> usize {
+        let mut kept = 0;
+        let mut freed_heap = 0;
+        for d in &mut self.dbs {
+            d.table.retain(|e| {
+                if e.expired(now_ms) {
+                    freed_heap += e.heap_bytes();
+                    false
+                } else {
+                    true
+                }
+            });
+            d.volatile = 0;
+            d.table.for_each(|e| {
+                if e.expire_at_ms() != 0 {
+                    d.volatile += 1;
+                }
+                live(&e.loc().unpack());
+            });
+            kept += d.table.len();
+        }
+        self.heap_key_bytes -= freed_heap;
+        kept
+    }
+
+    /// Keys in `db`.
+    pub fn len(&self, db: usize) -> usize {
+        self.dbs[db].table.len()
+    }
+
+    /// True when no database holds a key.
+    pub fn is_empty(&self) -> bool {
+        self.dbs.iter().all(|d| d.table.is_empty())
+    }
+}
+
+impl Keyspace {
+    /// A keyspace holding `index` (empty or recovered) whose changes go to `log`.
+    pub fn new(index: RecoveredIndex, log: Rc<Writer>) -> Self {
+        Keyspace {
+            dbs: index.dbs,
+            stats: KeyspaceStats::default(),
+            reads: ReadStats::default(),
+            log,
+            read_buf: ReadBuf::default(),
+            error: None,
+            wrote: false,
+            heap_key_bytes: index.heap_key_bytes,
+        }
+    }
+
+    /// The worker's log.
+    pub fn log(&self) -> &Rc<Writer> {
+        &self.log
+    }
+
+    /// The error of a failed append or read since the last call (the change was not
+    /// applied).
+    pub fn take_error(&mut self) -> Option<String> {
+        self.error.take()
     }
 
     /// True when something was appended since the last call.
@@ -148,78 +345,223 @@ impl Keyspace {
         std::mem::take(&mut self.wrote)
     }
 
-    /// Appends a value (`Some`) or tombstone (`None`) record; false (and the error kept for
-    /// the reply) when the append failed. Without a log, always true.
-    fn append(&mut self, db: usize, key: &[u8], value: Option<(&[u8], i64)>) -> bool {
-        let Some(log) = &self.log else { return true };
-        if self.write_error.is_some() {
-            return false;
-        }
-        use skerry_store::format::RecordKind;
-        let rk = crate::persist::record_key(db, key);
-        let seq = log.next_seq();
-        let result = match value {
-            Some((v, expire_at_ms)) => log.append(
-                crate::persist::meta(RecordKind::Value, seq, expire_at_ms),
-                &rk,
-                v,
-            ),
-            None => log.append(
-                crate::persist::meta(RecordKind::Tombstone, seq, 0),
-                &rk,
-                &[],
-            ),
-        };
-        match result {
-            Ok(_) => {
-                self.wrote = true;
-                true
-            }
-            Err(e) => {
-                tracing::warn!("write refused: {e}");
-                self.write_error = Some(e.to_string());
-                false
-            }
-        }
-    }
-
-    /// Inserts a key read back from the data file (not logged again).
-    pub fn load(&mut self, db: usize, key: &[u8], value: Value, expire_at_ms: i64) {
-        let d = &mut self.dbs[db];
-        if expire_at_ms != 0 {
-            d.volatile += 1;
-        }
-        let replaced = d.table.insert(Entry {
-            hash: hash_key(key),
-            key: smallvec::SmallVec::from_slice(key),
-            value,
-            expire_at_ms,
-        });
-        debug_assert!(replaced.is_none(), "recovery yields each key once");
-    }
-
     /// Number of databases.
     pub fn databases(&self) -> usize {
         self.dbs.len()
     }
 
-    /// Removes `key` if its time has run out; true when it was removed.
+    /// Bytes of RAM the index uses (tables and long keys).
+    pub fn index_bytes(&self) -> usize {
+        self.dbs
+            .iter()
+            .map(|d| d.table.allocation_bytes())
+            .sum::<usize>()
+            + self.heap_key_bytes
+    }
+
+    /// Bytes held by the read buffer.
+    pub fn read_buffer_bytes(&self) -> usize {
+        self.read_buf.bytes
+    }
+
+    // ----- the log -----
+
+    fn fail(&mut self, msg: String) {
+        if self.error.is_none() {
+            self.error = Some(msg);
+        }
+    }
+
+    /// Appends a value record; None (and the error kept for the reply) when refused.
+    fn append_value(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        value_type: u8,
+        value: &[u8],
+        at_ms: i64,
+    ) -> Option<PackedLoc> {
+        if self.error.is_some() {
+            return None;
+        }
+        let rk = record_key(db, key);
+        let meta = RecordMeta {
+            kind: RecordKind::Value,
+            value_type,
+            flags: 0,
+            mutation_seq: self.log.next_seq(),
+            expiry_ms: at_ms.max(0),
+        };
+        match self.log.append(meta, &rk, value) {
+            Ok(loc) => {
+                self.wrote = true;
+                Some(PackedLoc::pack(&loc))
+            }
+            Err(e) => {
+                tracing::warn!("write refused: {e}");
+                self.fail(e.to_string());
+                None
+            }
+        }
+    }
+
+    /// Appends a tombstone; false (error kept unless `quiet`) when refused.
+    fn append_tombstone(&mut self, db: usize, key: &[u8], quiet: bool) -> bool {
+        if self.error.is_some() && !quiet {
+            return false;
+        }
+        let rk = record_key(db, key);
+        let meta = RecordMeta {
+            kind: RecordKind::Tombstone,
+            value_type: VALUE_TYPE_STRING,
+            flags: 0,
+            mutation_seq: self.log.next_seq(),
+            expiry_ms: 0,
+        };
+        match self.log.append(meta, &rk, &[]) {
+            Ok(_) => {
+                self.wrote = true;
+                true
+            }
+            Err(e) => {
+                tracing::warn!("tombstone refused: {e}");
+                if !quiet {
+                    self.fail(e.to_string());
+                }
+                false
+            }
+        }
+    }
+
+    // ----- values -----
+
+    fn buf_key(&self, loc: PackedLoc) -> (u64, u64) {
+        let l = loc.unpack();
+        (loc.bits(), self.log.store().block_seq(l.block_id()))
+    }
+
+    /// True when the value at `loc` can be served without waiting (decoding it from the
+    /// writer's staging images into the read buffer if it is there).
+    fn resident(&mut self, loc: PackedLoc) -> bool {
+        let k = self.buf_key(loc);
+        if self.read_buf.get(k).is_some() {
+            return true;
+        }
+        match self.log.staged(&loc.unpack()) {
+            Some(r) => {
+                self.read_buf.insert(k, r.value().to_vec());
+                self.reads.staged_reads += 1;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The value at `loc`, which the caller made resident; None (and an error for the
+    /// reply) when it is not.
+    fn value_at(&mut self, loc: PackedLoc) -> Option<Vec<u8>> {
+        if !self.resident(loc) {
+            self.reads.missing_reads += 1;
+            tracing::error!(
+                "value at {:?} needed but not resident (not prefetched)",
+                loc.unpack()
+            );
+            self.fail("internal error: value not resident, please report".into());
+            return None;
+        }
+        let v = self.read_buf.get(self.buf_key(loc)).expect("resident");
+        Some(v.as_ref().clone())
+    }
+
+    /// Locations of the values of `keys` (in `db`) that are not resident; expired keys are
+    /// removed on the way.
+    pub fn missing(&mut self, db: usize, keys: &[&[u8]], now_ms: i64) -> Vec<Location> {
+        self.read_buf.make_room();
+        let mut out = Vec::new();
+        for key in keys {
+            let hash = hash_key(key);
+            self.expire_if_due(db, hash, key, now_ms);
+            let Some(loc) = self.dbs[db].table.get(hash, key).map(|e| e.loc()) else {
+                continue;
+            };
+            if !self.resident(loc) {
+                let l = loc.unpack();
+                if !out.contains(&l) {
+                    out.push(l);
+                }
+            } else {
+                self.reads.buffer_hits += 1;
+            }
+        }
+        out
+    }
+
+    /// Puts values read by [`fetch`] into the read buffer. Err with the reply message when
+    /// a read failed.
+    pub fn fill(
+        &mut self,
+        got: Vec<(Location, Result<Vec<u8>, StoreError>)>,
+    ) -> Result<(), String> {
+        let mut first_err = None;
+        for (loc, r) in got {
+            match r {
+                Ok(v) => {
+                    self.reads.device_reads += 1;
+                    let k = self.buf_key(PackedLoc::pack(&loc));
+                    self.read_buf.insert(k, v);
+                }
+                Err(e) => {
+                    self.reads.failed_reads += 1;
+                    first_err.get_or_insert_with(|| read_error_message(&e));
+                }
+            }
+        }
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    // ----- reads -----
+
+    /// Removes `key` if its time has run out (leaving a tombstone); true when removed.
     fn expire_if_due(&mut self, db: usize, hash: u64, key: &[u8], now_ms: i64) -> bool {
-        let d = &mut self.dbs[db];
-        let due = d.table.get(hash, key).is_some_and(|e| e.expired(now_ms));
+        let due = self.dbs[db]
+            .table
+            .get(hash, key)
+            .is_some_and(|e| e.expired(now_ms));
         if due {
-            d.table.remove(hash, key);
-            d.volatile -= 1;
-            self.stats.expired += 1;
+            self.remove_expired(db, hash, key);
         }
         due
     }
 
-    /// The live entry for `key`, counting a hit or a miss.
-    pub fn get(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
+    /// Removes an expired key: a tombstone first, so an older version can never come back;
+    /// when even the tombstone cannot be written, the record is kept on the device (it is
+    /// expired there too).
+    fn remove_expired(&mut self, db: usize, hash: u64, key: &[u8]) {
+        let logged = self.append_tombstone(db, key, true);
+        let d = &mut self.dbs[db];
+        if let Some(e) = d.table.remove(hash, key) {
+            d.volatile -= 1;
+            self.heap_key_bytes -= e.heap_bytes();
+            self.stats.expired += 1;
+            if logged {
+                self.log.release(e.loc().unpack());
+            }
+        }
+    }
+
+    fn live_entry(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
         let hash = hash_key(key);
         self.expire_if_due(db, hash, key, now_ms);
-        let found = self.dbs[db].table.get(hash, key);
+        self.dbs[db].table.get(hash, key)
+    }
+
+    /// The live key's value and expiry, counting a hit or a miss. None also when the value
+    /// could not be read (the error is kept for the reply).
+    pub fn get(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<Got> {
+        let found = self.peek(db, key, now_ms);
         if found.is_some() {
             self.stats.hits += 1;
         } else {
@@ -228,76 +570,87 @@ impl Keyspace {
         found
     }
 
-    /// The live entry for `key`, without touching hit/miss counters (for writes that read).
-    pub fn peek(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
-        let hash = hash_key(key);
-        self.expire_if_due(db, hash, key, now_ms);
-        self.dbs[db].table.get(hash, key)
+    /// [`Keyspace::get`] without touching hit/miss counters (for writes that read).
+    pub fn peek(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<Got> {
+        let (loc, expire_at_ms) = {
+            let e = self.live_entry(db, key, now_ms)?;
+            (e.loc(), e.expire_at_ms())
+        };
+        let v = self.value_at(loc)?;
+        Some(Got {
+            value: Value::Str(v),
+            expire_at_ms,
+        })
+    }
+
+    /// The live key's metadata, without reading its value.
+    pub fn meta(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<Meta> {
+        self.live_entry(db, key, now_ms).map(|e| Meta {
+            expire_at_ms: e.expire_at_ms(),
+            value_type: e.value_type(),
+        })
     }
 
     /// True when `key` exists and has not expired.
     pub fn exists(&mut self, db: usize, key: &[u8], now_ms: i64) -> bool {
-        self.peek(db, key, now_ms).is_some()
+        self.live_entry(db, key, now_ms).is_some()
     }
 
-    /// Stores `value` under `key`, with `expiry` deciding the key's TTL. Returns the previous
-    /// live value, if any.
+    // ----- writes -----
+
+    /// Stores the string `value` under `key`, with `expiry` deciding the key's TTL. False
+    /// when the write was refused (the error is kept for the reply; nothing changed).
     pub fn put(
         &mut self,
         db: usize,
         key: &[u8],
-        value: Value,
+        value: &[u8],
         expiry: Expiry,
         now_ms: i64,
-    ) -> Option<Value> {
+    ) -> bool {
         let hash = hash_key(key);
-        self.expire_if_due(db, hash, key, now_ms);
-        if self.log.is_some() {
-            let kept = self.dbs[db]
-                .table
-                .get(hash, key)
-                .map_or(0, |e| e.expire_at_ms);
-            let at = match expiry {
-                Expiry::Persist => 0,
-                Expiry::Keep => kept,
-                Expiry::At(t) => t,
-            };
-            let Value::Str(bytes) = &value;
-            if !self.append(db, key, Some((bytes, at))) {
-                return None;
-            }
-        }
+        // An expired old version is simply superseded by the new record.
+        let old = self.dbs[db]
+            .table
+            .get(hash, key)
+            .map(|e| (e.expired(now_ms), e.expire_at_ms()));
+        let kept = match old {
+            Some((false, at)) => at,
+            _ => 0,
+        };
+        let at = match expiry {
+            Expiry::Persist => 0,
+            Expiry::Keep => kept,
+            Expiry::At(t) => t,
+        };
+        let Some(loc) = self.append_value(db, key, VALUE_TYPE_STRING, value, at) else {
+            return false;
+        };
         let d = &mut self.dbs[db];
         if let Some(e) = d.table.get_mut(hash, key) {
-            let was_volatile = e.expire_at_ms != 0;
-            match expiry {
-                Expiry::Persist => e.expire_at_ms = 0,
-                Expiry::At(t) => e.expire_at_ms = t,
-                Expiry::Keep => {}
-            }
-            let now_volatile = e.expire_at_ms != 0;
-            let old = std::mem::replace(&mut e.value, value);
-            match (was_volatile, now_volatile) {
+            let old_loc = e.loc();
+            let was_volatile = e.expire_at_ms() != 0;
+            e.set_loc(loc);
+            e.set_expire_at_ms(at);
+            e.set_value_type(VALUE_TYPE_STRING);
+            match (was_volatile, at != 0) {
                 (false, true) => d.volatile += 1,
                 (true, false) => d.volatile -= 1,
                 _ => {}
             }
-            return Some(old);
+            if matches!(old, Some((true, _))) {
+                self.stats.expired += 1;
+            }
+            self.log.release(old_loc.unpack());
+            return true;
         }
-        let expire_at_ms = match expiry {
-            Expiry::At(t) => t,
-            _ => 0,
-        };
-        if expire_at_ms != 0 {
+        if at != 0 {
             d.volatile += 1;
         }
-        d.table.insert(Entry {
-            hash,
-            key: smallvec::SmallVec::from_slice(key),
-            value,
-            expire_at_ms,
-        });
-        None
+        let e = Entry::new(key, loc, VALUE_TYPE_STRING, at);
+        self.heap_key_bytes += e.heap_bytes();
+        d.table.insert(e);
+        true
     }
 
     /// Removes `key`; true when a live key was removed.
@@ -306,50 +659,30 @@ impl Keyspace {
         if self.expire_if_due(db, hash, key, now_ms) {
             return false;
         }
-        if self.log.is_some()
-            && self.dbs[db].table.get(hash, key).is_some()
-            && !self.append(db, key, None)
-        {
+        if self.dbs[db].table.get(hash, key).is_none() || !self.append_tombstone(db, key, false) {
             return false;
         }
         let d = &mut self.dbs[db];
-        match d.table.remove(hash, key) {
-            Some(e) => {
-                if e.expire_at_ms != 0 {
-                    d.volatile -= 1;
-                }
-                true
-            }
-            None => false,
+        let e = d.table.remove(hash, key).expect("present");
+        if e.expire_at_ms() != 0 {
+            d.volatile -= 1;
         }
+        self.heap_key_bytes -= e.heap_bytes();
+        self.log.release(e.loc().unpack());
+        true
     }
 
-    /// Sets or clears the expiry of an existing key; false when the key does not exist.
+    /// Sets or clears the expiry of an existing key (rewriting its record, so its value
+    /// must be resident); false when the key does not exist or the write was refused.
     pub fn set_expiry(&mut self, db: usize, key: &[u8], expire_at_ms: i64, now_ms: i64) -> bool {
-        let hash = hash_key(key);
-        self.expire_if_due(db, hash, key, now_ms);
-        if self.log.is_some() {
-            let Some(Value::Str(v)) = self.dbs[db].table.get(hash, key).map(|e| e.value.clone())
-            else {
-                return false;
-            };
-            if !self.append(db, key, Some((&v, expire_at_ms))) {
-                return false;
-            }
-        }
-        let d = &mut self.dbs[db];
-        match d.table.get_mut(hash, key) {
-            Some(e) => {
-                match (e.expire_at_ms != 0, expire_at_ms != 0) {
-                    (false, true) => d.volatile += 1,
-                    (true, false) => d.volatile -= 1,
-                    _ => {}
-                }
-                e.expire_at_ms = expire_at_ms;
-                true
-            }
-            None => false,
-        }
+        let Some(Got {
+            value: Value::Str(v),
+            ..
+        }) = self.peek(db, key, now_ms)
+        else {
+            return false;
+        };
+        self.put(db, key, &v, Expiry::At(expire_at_ms), now_ms)
     }
 
     /// Number of keys in `db` (including keys whose time ran out but were not yet removed,
@@ -373,8 +706,8 @@ impl Keyspace {
         let mut sum: i64 = 0;
         let mut n: i64 = 0;
         self.dbs[db].table.for_each(|e| {
-            if e.expire_at_ms != 0 {
-                sum += (e.expire_at_ms - now_ms).max(0);
+            if e.expire_at_ms() != 0 {
+                sum += (e.expire_at_ms() - now_ms).max(0);
                 n += 1;
             }
         });
@@ -385,32 +718,30 @@ impl Keyspace {
         }
     }
 
-    /// Removes every key of `db`; returns how many there were.
+    /// Removes every key of `db` (one tombstone each); returns how many there were. Stops
+    /// early (the error kept for the reply) when a tombstone cannot be written.
     pub fn flush(&mut self, db: usize) -> usize {
-        if self.log.is_some() {
-            // One tombstone per key; a key whose tombstone could not be written stays.
-            let mut keys: Vec<Vec<u8>> = Vec::with_capacity(self.dbs[db].table.len());
-            self.dbs[db].table.for_each(|e| keys.push(e.key.to_vec()));
-            let n = keys.len();
-            for k in keys {
-                if !self.append(db, &k, None) {
-                    return n - self.dbs[db].table.len();
-                }
-                let d = &mut self.dbs[db];
-                if let Some(e) = d.table.remove(hash_key(&k), &k) {
-                    if e.expire_at_ms != 0 {
-                        d.volatile -= 1;
-                    }
-                }
+        let mut keys: Vec<Vec<u8>> = Vec::with_capacity(self.dbs[db].table.len());
+        self.dbs[db].table.for_each(|e| keys.push(e.key().to_vec()));
+        let n = keys.len();
+        for k in keys {
+            if !self.append_tombstone(db, &k, false) {
+                return n - self.dbs[db].table.len();
             }
-            self.dbs[db].expire_cursor = 0;
-            return n;
+            let d = &mut self.dbs[db];
+            if let Some(e) = d.table.remove(hash_key(&k), &k) {
+                if e.expire_at_ms() != 0 {
+                    d.volatile -= 1;
+                }
+                self.heap_key_bytes -= e.heap_bytes();
+                self.log.release(e.loc().unpack());
+            }
         }
         let d = &mut self.dbs[db];
-        let n = d.table.len();
-        d.table.clear();
-        d.volatile = 0;
         d.expire_cursor = 0;
+        if d.table.is_empty() {
+            d.table.clear();
+        }
         n
     }
 
@@ -420,7 +751,8 @@ impl Keyspace {
     /// full pass over its keys in this step).
     pub fn active_expire_step(&mut self, now_ms: i64, chunk: usize) -> (usize, usize, bool) {
         let (mut examined, mut removed, mut all_wrapped) = (0, 0, true);
-        for d in &mut self.dbs {
+        for db in 0..self.dbs.len() {
+            let d = &mut self.dbs[db];
             if d.volatile == 0 {
                 d.expire_cursor = 0;
                 continue;
@@ -429,7 +761,7 @@ impl Keyspace {
             let next = d.table.scan(d.expire_cursor, chunk, |e| {
                 examined += 1;
                 if e.expired(now_ms) {
-                    due.push((e.hash, e.key.to_vec()));
+                    due.push((hash_key(e.key()), e.key().to_vec()));
                 }
             });
             match next {
@@ -440,31 +772,29 @@ impl Keyspace {
                 None => d.expire_cursor = 0,
             }
             for (hash, key) in due {
-                if d.table.remove(hash, &key).is_some() {
-                    d.volatile -= 1;
-                    removed += 1;
-                }
+                self.remove_expired(db, hash, &key);
+                removed += 1;
             }
         }
-        self.stats.expired += removed as u64;
         (examined, removed, all_wrapped)
+    }
+
+    fn remove_all_expired(&mut self, db: usize, now_ms: i64) {
+        let mut due: Vec<Vec<u8>> = Vec::new();
+        self.dbs[db].table.for_each(|e| {
+            if e.expired(now_ms) {
+                due.push(e.key().to_vec());
+            }
+        });
+        for k in due {
+            self.remove_expired(db, hash_key(&k), &k);
+        }
     }
 
     /// Live keys of `db` (expired ones are removed on the way).
     pub fn keys(&mut self, db: usize, now_ms: i64, mut f: impl FnMut(&Entry)) {
-        let d = &mut self.dbs[db];
-        let mut expired = 0;
-        d.table.retain(|e| {
-            if e.expired(now_ms) {
-                expired += 1;
-                false
-            } else {
-                true
-            }
-        });
-        d.volatile -= expired as usize;
-        self.stats.expired += expired;
-        d.table.for_each(|e| f(e));
+        self.remove_all_expired(db, now_ms);
+        self.dbs[db].table.for_each(|e| f(e));
     }
 
     /// One SCAN step over `db` from `position` (see [`SegTable::scan`]); expired keys are
@@ -485,64 +815,149 @@ impl Keyspace {
     }
 }
 
+/// Reads the records at `locs` through the worker's io_uring, all in flight together, and
+/// returns their values (CRC-checked by the store).
+pub async fn fetch(
+    log: Rc<Writer>,
+    locs: Vec<Location>,
+) -> Vec<(Location, Result<Vec<u8>, StoreError>)> {
+    let tasks: Vec<_> = locs
+        .into_iter()
+        .map(|loc| {
+            let log = log.clone();
+            compio::runtime::spawn(async move {
+                let r = log.read(&loc).await.map(|rec| rec.value().to_vec());
+                (loc, r)
+            })
+        })
+        .collect();
+    let mut out = Vec::with_capacity(tasks.len());
+    for t in tasks {
+        match t.await {
+            Ok(r) => out.push(r),
+            Err(_) => panic!("value read task panicked"),
+        }
+    }
+    out
+}
+
+/// Makes the values of `keys` in `db` resident in `ks`'s read buffer: loops until nothing
+/// is missing. When it returns `Ok`, a synchronous handler run before the next await finds
+/// every value; `Ok(true)` when it had to wait (the caller re-checks what may have changed
+/// meanwhile, such as a transaction's hold). `Err` holds the reply message of a failed read.
+pub async fn make_resident(db: usize, keys: &[&[u8]], now_ms: i64) -> Result<bool, String> {
+    let shard: Rc<RefCell<crate::worker::Shard>> = crate::worker::local_shard();
+    let mut waited = false;
+    loop {
+        let (missing, log) = {
+            let mut s = shard.borrow_mut();
+            let missing = s.keyspace.missing(db, keys, now_ms);
+            (missing, s.keyspace.log().clone())
+        };
+        if missing.is_empty() {
+            return Ok(waited);
+        }
+        waited = true;
+        let got = fetch(log, missing).await;
+        shard.borrow_mut().keyspace.fill(got)?;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use skerry_store::device::RamDevice;
+    use skerry_store::{Durability, Store, StoreOptions};
 
-    #[test]
-    fn entry_fits_a_cache_line() {
-        assert!(std::mem::size_of::<Entry>() <= 64);
+    /// A keyspace over a fresh 64 MiB RAM device (1 MiB blocks), inside a compio runtime.
+    fn with_keyspace(databases: usize, f: impl FnOnce(&mut Keyspace)) {
+        compio::runtime::Runtime::new()
+            .unwrap()
+            .block_on(async move {
+                let dev = RamDevice::new(64 << 20, 512);
+                let opts = StoreOptions {
+                    block_size_bytes: 1 << 20,
+                };
+                let (store, rec) = Store::create_or_open(vec![dev.into()], &opts, |_| {})
+                    .await
+                    .unwrap();
+                let log = Writer::open(store, 0, Durability::EverySec, rec.max_mutation_seq)
+                    .await
+                    .unwrap();
+                let mut ks = Keyspace::new(RecoveredIndex::new(databases), Rc::new(log));
+                f(&mut ks);
+            });
     }
 
-    fn s(v: &str) -> Value {
-        Value::Str(v.as_bytes().to_vec())
+    fn val(ks: &mut Keyspace, db: usize, k: &[u8], now: i64) -> Option<Vec<u8>> {
+        ks.get(db, k, now).map(|g| match g.value {
+            Value::Str(v) => v,
+        })
     }
 
     #[test]
     fn put_get_delete_and_expiry() {
-        let mut ks = Keyspace::new(16);
-        assert!(ks.put(0, b"a", s("1"), Expiry::Persist, 1000).is_none());
-        assert_eq!(ks.get(0, b"a", 1000).unwrap().value, s("1"));
-        assert!(ks.get(1, b"a", 1000).is_none(), "databases are separate");
-        ks.put(0, b"t", s("x"), Expiry::At(2000), 1000);
-        assert_eq!(ks.volatile_len(0), 1);
-        assert!(ks.exists(0, b"t", 1999));
-        assert!(!ks.exists(0, b"t", 2000), "expired key is never returned");
-        assert_eq!(ks.volatile_len(0), 0);
-        ks.put(0, b"a", s("2"), Expiry::At(5000), 1000);
-        ks.put(0, b"a", s("3"), Expiry::Keep, 1000);
-        assert_eq!(ks.get(0, b"a", 1000).unwrap().expire_at_ms, 5000);
-        ks.put(0, b"a", s("4"), Expiry::Persist, 1000);
-        assert_eq!(ks.get(0, b"a", 1000).unwrap().expire_at_ms, 0);
-        assert!(ks.delete(0, b"a", 1000));
-        assert!(!ks.delete(0, b"a", 1000));
-        assert_eq!(ks.len(0), 0);
+        with_keyspace(16, |ks| {
+            assert!(ks.put(0, b"a", b"1", Expiry::Persist, 1000));
+            assert_eq!(val(ks, 0, b"a", 1000), Some(b"1".to_vec()));
+            assert!(ks.get(1, b"a", 1000).is_none(), "databases are separate");
+            ks.put(0, b"t", b"x", Expiry::At(2000), 1000);
+            assert_eq!(ks.volatile_len(0), 1);
+            assert!(ks.exists(0, b"t", 1999));
+            assert!(!ks.exists(0, b"t", 2000), "expired key is never returned");
+            assert_eq!(ks.volatile_len(0), 0);
+            ks.put(0, b"a", b"2", Expiry::At(5000), 1000);
+            ks.put(0, b"a", b"3", Expiry::Keep, 1000);
+            assert_eq!(ks.get(0, b"a", 1000).unwrap().expire_at_ms, 5000);
+            ks.put(0, b"a", b"4", Expiry::Persist, 1000);
+            assert_eq!(ks.get(0, b"a", 1000).unwrap().expire_at_ms, 0);
+            let long = vec![b'k'; 300];
+            assert!(ks.put(0, &long, b"long key", Expiry::Persist, 1000));
+            assert_eq!(val(ks, 0, &long, 1000), Some(b"long key".to_vec()));
+            assert!(ks.delete(0, b"a", 1000));
+            assert!(!ks.delete(0, b"a", 1000));
+            assert!(ks.delete(0, &long, 1000));
+            assert_eq!(ks.len(0), 0);
+            assert!(ks.take_error().is_none());
+            assert_eq!(ks.reads.missing_reads, 0);
+        });
     }
 
     #[test]
     fn active_expiry_removes_only_due_keys() {
-        let mut ks = Keyspace::new(2);
-        for i in 0..20_000 {
-            let expiry = if i % 2 == 0 {
-                Expiry::At(1500)
-            } else {
-                Expiry::Persist
-            };
-            ks.put(i % 2, format!("k{i}").as_bytes(), s("v"), expiry, 1000);
-        }
-        ks.put(0, b"later", s("v"), Expiry::At(9000), 1000);
-        let mut removed = 0;
-        loop {
-            let (_, r, done) = ks.active_expire_step(2000, 1000);
-            removed += r;
-            if done {
-                break;
+        with_keyspace(2, |ks| {
+            for i in 0..20_000 {
+                let expiry = if i % 2 == 0 {
+                    Expiry::At(1500)
+                } else {
+                    Expiry::Persist
+                };
+                ks.put(i % 2, format!("k{i}").as_bytes(), b"v", expiry, 1000);
             }
+            ks.put(0, b"later", b"v", Expiry::At(9000), 1000);
+            let mut removed = 0;
+            loop {
+                let (_, r, done) = ks.active_expire_step(2000, 1000);
+                removed += r;
+                if done {
+                    break;
+                }
+            }
+            assert_eq!(removed, 10_000);
+            assert_eq!(ks.len(0), 1);
+            assert_eq!(ks.len(1), 10_000);
+            assert_eq!(ks.volatile_len(0), 1);
+            assert!(ks.exists(0, b"later", 2000));
+        });
+    }
+
+    #[test]
+    fn record_keys_round_trip() {
+        for db in [0usize, 1, 15, 127, 128, 300, 1_000_000] {
+            let rk = record_key(db, b"user:1");
+            assert_eq!(split_record_key(&rk), Some((db, &b"user:1"[..])));
         }
-        assert_eq!(removed, 10_000);
-        assert_eq!(ks.len(0), 1);
-        assert_eq!(ks.len(1), 10_000);
-        assert_eq!(ks.volatile_len(0), 1);
-        assert!(ks.exists(0, b"later", 2000));
+        assert_eq!(&record_key(0, b"k")[..], b"\x00k");
+        assert_eq!(split_record_key(&[0x80, 0x80]), None);
     }
 }

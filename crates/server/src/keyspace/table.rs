@@ -9,11 +9,11 @@
 
 use hashbrown::HashTable;
 
-/// Entries hold their own key and the key's hash.
+/// Entries hold their own key; the hash is [`hash_key`] of it (cached or recomputed).
 pub trait Keyed {
     /// The entry's key.
     fn key(&self) -> &[u8];
-    /// The cached hash of the key (as produced by [`hash_key`]).
+    /// The hash of the key, as produced by [`hash_key`].
     fn hash(&self) -> u64;
 }
 
@@ -97,18 +97,14 @@ impl<T: Keyed> SegTable<T> {
     #[inline]
     pub fn get(&self, hash: u64, key: &[u8]) -> Option<&T> {
         let s = self.segment_of(hash);
-        self.segments[s]
-            .table
-            .find(hash, |e| e.hash() == hash && e.key() == key)
+        self.segments[s].table.find(hash, |e| e.key() == key)
     }
 
     /// The entry for `key`, mutable.
     #[inline]
     pub fn get_mut(&mut self, hash: u64, key: &[u8]) -> Option<&mut T> {
         let s = self.segment_of(hash);
-        self.segments[s]
-            .table
-            .find_mut(hash, |e| e.hash() == hash && e.key() == key)
+        self.segments[s].table.find_mut(hash, |e| e.key() == key)
     }
 
     /// Inserts `entry`, replacing and returning an entry with the same key.
@@ -116,11 +112,10 @@ impl<T: Keyed> SegTable<T> {
         let hash = entry.hash();
         let s = self.segment_of(hash);
         let seg = &mut self.segments[s];
-        match seg.table.entry(
-            hash,
-            |e| e.hash() == hash && e.key() == entry.key(),
-            |e| e.hash(),
-        ) {
+        match seg
+            .table
+            .entry(hash, |e| e.key() == entry.key(), |e| e.hash())
+        {
             hashbrown::hash_table::Entry::Occupied(mut o) => {
                 Some(std::mem::replace(o.get_mut(), entry))
             }
@@ -138,10 +133,7 @@ impl<T: Keyed> SegTable<T> {
     /// Removes and returns the entry for `key`.
     pub fn remove(&mut self, hash: u64, key: &[u8]) -> Option<T> {
         let s = self.segment_of(hash);
-        match self.segments[s]
-            .table
-            .find_entry(hash, |e| e.hash() == hash && e.key() == key)
-        {
+        match self.segments[s].table.find_entry(hash, |e| e.key() == key) {
             Ok(o) => {
                 self.len -= 1;
                 Some(o.remove().0)
