@@ -12,8 +12,11 @@
 //! * [`format`](mod@format): superblock, block headers and records, as described in
 //!   `docs/storage-format.md`.
 //! * [`Store`]: opens/formats the devices, runs [`recovery`], shares the block
-//!   allocator between workers.
-//! * [`Writer`]: one per worker; appends, flushes, group commit, reads.
+//!   allocator and the per-block live-byte accounting between workers
+//!   ([`StoreStats`]).
+//! * [`Writer`]: one per worker; appends, flushes, group commit, reads,
+//!   releases of obsolete records, reclaim of dead blocks, a tombstone
+//!   reserve block.
 //!
 //! See `docs/storage-engine.md`.
 

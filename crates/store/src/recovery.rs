@@ -365,6 +365,7 @@ pub(crate) async fn scan(
             rec.max_mutation_seq = rec.max_mutation_seq.max(header.last_mutation_seq);
             let meta = &blocks[usize::from(d)][b as usize];
             meta.seq.store(header.block_seq, Ordering::Relaxed);
+            meta.header_durable.store(true, Ordering::Relaxed);
             if header.kind != BlockKind::Data {
                 // Checkpoints: not written yet; kept, never reclaimed.
                 meta.state.store(block_state::PINNED, Ordering::Relaxed);

@@ -5,9 +5,10 @@
 //! what all workers need: per-device geometry, per block its block sequence
 //! (lock-free reads, used to check record CRCs), live bytes, tombstone flag
 //! and life-cycle state (atomics: any worker may release a record in a block
-//! another worker wrote), and the free block allocator behind a `Mutex` (one
-//! allocation per block, e.g. 8 MiB of writes; reclaim claims blocks under
-//! it too). Device handles are per worker: [`Store::open_devices`].
+//! another worker wrote; reclaim claims a block with one compare-and-swap of
+//! its state), and the free block allocator behind a `Mutex` (one allocation
+//! per block, e.g. 8 MiB of writes). Device handles are per worker:
+//! [`Store::open_devices`].
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
@@ -102,6 +103,10 @@ pub(crate) struct BlockMeta {
     pub(crate) live_bytes: AtomicU64,
     /// The block holds at least one tombstone record.
     pub(crate) tombstones: AtomicBool,
+    /// The block's header (with its block sequence) is on the device and
+    /// durable: recovered, sealed and synced, or an open block whose first
+    /// write was synced.
+    pub(crate) header_durable: AtomicBool,
     /// One of [`block_state`].
     pub(crate) state: AtomicU8,
 }
@@ -383,6 +388,10 @@ impl Store {
             !m.tombstones.load(Ordering::Relaxed),
             "stale tombstone flag"
         );
+        debug_assert!(
+            !m.header_durable.load(Ordering::Relaxed),
+            "stale header flag"
+        );
         m.seq.store(block_seq, Ordering::Release);
         tracing::debug!(worker, ?id, block_seq, "allocated block");
         AllocatedBlock { id, block_seq }
@@ -452,6 +461,7 @@ impl Store {
         );
         m.live_bytes.store(0, Ordering::Relaxed);
         m.tombstones.store(false, Ordering::Relaxed);
+        m.header_durable.store(false, Ordering::Relaxed);
         a.free[usize::from(id.device)].push(id.block);
         drop(a);
         self.hint_reclaim();
@@ -579,12 +589,16 @@ impl Store {
         }
     }
 
+    /// The first write of a writer's block (carrying its header) is durable.
+    pub(crate) fn header_durable(&self, id: BlockId) {
+        self.meta(id).header_durable.store(true, Ordering::SeqCst);
+    }
+
     /// A writer's block is now sealed (or abandoned) and durable.
     pub(crate) fn block_durable(&self, id: BlockId) {
-        let was = self
-            .meta(id)
-            .state
-            .swap(block_state::SEALED, Ordering::SeqCst);
+        let m = self.meta(id);
+        m.header_durable.store(true, Ordering::SeqCst);
+        let was = m.state.swap(block_state::SEALED, Ordering::SeqCst);
         debug_assert_eq!(
             was,
             block_state::WRITING,
@@ -606,6 +620,13 @@ impl Store {
     /// sequence (older versions of a key live only in blocks with a block
     /// sequence at most that of the record superseding them, so a tombstone
     /// is needed until everything older is gone: the log-tail rule).
+    ///
+    /// The block with the highest block sequence among those whose header is
+    /// durable is never reclaimed: after a crash, block sequences restart
+    /// above the highest surviving header (plus one per block, for blocks
+    /// allocated later whose header was lost), so this keeps the restart
+    /// above the sequence of every reclaimed block, whose stale records stay
+    /// in its body (seeded with that sequence) until overwritten.
     pub(crate) fn claim_reclaimable(&self) -> Vec<BlockId> {
         if !self.inner.reclaim_hint.swap(false, Ordering::SeqCst) {
             return Vec::new();
@@ -617,9 +638,11 @@ impl Store {
         // a new block gets a sequence above every other (a block seen in use
         // before its sequence is stored counts as 0), and a block becomes
         // free only after its zeroed header is durable.
-        // The lowest block sequence in use, and how many blocks have it.
+        // The lowest block sequence in use, and how many blocks have it; the
+        // highest one with a durable header (not being reclaimed).
         let mut min_seq = u64::MAX;
         let mut min_count = 0u32;
+        let mut max_durable_seq = 0u64;
         for m in self.inner.blocks.iter().flatten() {
             let state = m.state.load(Ordering::SeqCst);
             if matches!(state, block_state::FREE | block_state::RESERVED) {
@@ -631,6 +654,9 @@ impl Store {
                 std::cmp::Ordering::Equal => min_count += 1,
                 std::cmp::Ordering::Greater => {}
             }
+            if state != block_state::RECLAIMING && m.header_durable.load(Ordering::SeqCst) {
+                max_durable_seq = max_durable_seq.max(seq);
+            }
         }
         let mut claimed = Vec::new();
         for (d, metas) in self.inner.blocks.iter().enumerate() {
@@ -640,6 +666,9 @@ impl Store {
                     || (state == block_state::RECOVERED && recovery_done);
                 if !candidate || m.live_bytes.load(Ordering::SeqCst) != 0 {
                     continue;
+                }
+                if m.seq.load(Ordering::SeqCst) >= max_durable_seq {
+                    continue; // the newest durable header stays (see above)
                 }
                 if m.tombstones.load(Ordering::SeqCst)
                     && !(m.seq.load(Ordering::SeqCst) == min_seq && min_count == 1)
@@ -677,6 +706,7 @@ impl Store {
             "reclaimed block {id:?} has live bytes"
         );
         m.tombstones.store(false, Ordering::Relaxed);
+        m.header_durable.store(false, Ordering::Relaxed);
         m.seq.store(0, Ordering::Release);
         a.free[usize::from(id.device)].push(id.block);
         drop(a);

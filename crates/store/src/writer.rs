@@ -108,8 +108,10 @@ struct StagedBlock {
     min_seq: u64,
     max_seq: u64,
     /// Opened from the tombstone reserve on a full device: only tombstones
-    /// are appended to it (a value append needs a normal free block).
+    /// are appended to it until the writer holds a new reserve.
     tombstones_only: bool,
+    /// The store was told that the block's header is durable.
+    header_durable: bool,
 }
 
 impl StagedBlock {
@@ -355,14 +357,18 @@ impl Writer {
             meta.mutation_seq,
             st.last_seq
         );
+        if st.reserve.is_none() {
+            // The reserve comes first: a full device must still take deletes.
+            st.reserve = self.store.reserve_block();
+        }
+        // A block opened from the reserve takes values again once a new reserve is held
+        // (the device has room again), so its remaining space is not wasted.
+        let has_reserve = st.reserve.is_some();
         let fits = st.open.as_ref().is_some_and(|b| {
-            b.used_bytes + len <= b.buf.len_bytes() && (tombstone || !b.tombstones_only)
+            b.used_bytes + len <= b.buf.len_bytes()
+                && (tombstone || !b.tombstones_only || has_reserve)
         });
         if !fits {
-            if st.reserve.is_none() {
-                // The reserve comes first: a full device must still take deletes.
-                st.reserve = self.store.reserve_block();
-            }
             let (alloc, tombstones_only) = match self.store.alloc_block(self.worker) {
                 Some(a) => (a, false),
                 None => match st.reserve.take_if(|_| tombstone) {
@@ -541,6 +547,7 @@ impl Writer {
             min_seq: u64::MAX,
             max_seq: 0,
             tombstones_only: false,
+            header_durable: false,
         }
     }
 
@@ -672,6 +679,11 @@ impl Writer {
             b.synced_bytes = b.flushed_bytes;
             if b.sealed && !b.header_dirty {
                 b.header_synced = true;
+            }
+            // The first write of a block carries its header.
+            if b.synced_bytes > 0 && !b.header_durable {
+                b.header_durable = true;
+                self.store.header_durable(b.alloc.id);
             }
         }
         // Drop durable sealed images (their bytes are now read from the device).

@@ -332,6 +332,64 @@ fn tombstone_block_waits_for_older_blocks() {
     });
 }
 
+/// The newest block with a durable header is never reclaimed, so after a
+/// crash block sequences restart above the sequence of every reclaimed block
+/// (whose stale records, seeded with it, stay in its body until overwritten).
+#[test]
+fn block_sequences_restart_above_every_reclaimed_block() {
+    let dev = ram(8);
+    let ctl = dev.control();
+    let (high, newest) = run(async {
+        let (store, _, _) = open(&ctl).await;
+        // b's open block is old (low block sequence) and stays in use. (b's
+        // mutation sequences start above a's: it supersedes a record of a.)
+        let b = Writer::open(store.clone(), 1, Durability::EverySec, 1000)
+            .await
+            .unwrap();
+        b.append(value(b.next_seq()), b"b", b"1").unwrap();
+        b.sync().await.unwrap();
+        let a = Writer::open(store.clone(), 0, Durability::EverySec, 0)
+            .await
+            .unwrap();
+        let mut high = 0;
+        let mut old: Option<Location> = None;
+        for _ in 0..40 {
+            let loc = a.append(value(a.next_seq()), b"a", &[1u8; 30_000]).unwrap();
+            high = high.max(store.block_seq(loc.block_id()));
+            if let Some(o) = old.replace(loc) {
+                a.release(o);
+            }
+            a.tick().await.unwrap();
+        }
+        a.sync().await.unwrap();
+        let newest = old.unwrap();
+        assert_eq!(store.block_seq(newest.block_id()), high);
+        // Its open block, all synced, is handed to reclaim.
+        drop(a);
+        // Supersede a's last record, so every block a wrote is dead.
+        b.append(value(b.next_seq()), b"a", b"2").unwrap();
+        b.release(newest);
+        b.sync().await.unwrap();
+        assert_eq!(store.block_live_bytes(newest.block_id()), 0);
+        b.reclaim().await.unwrap();
+        assert_eq!(
+            store.block_seq(newest.block_id()),
+            high,
+            "the newest durable header must stay"
+        );
+        assert_eq!(store.stats().pending_reclaim_blocks, 1);
+        (high, newest)
+    });
+    ctl.crash(CrashSpec::lose_unsynced());
+    run(async {
+        let (store, index, rec) = open(&ctl).await;
+        assert_eq!(rec.max_block_seq, high);
+        let next = store.alloc_block(0).unwrap().block_seq;
+        assert!(next > high, "block sequence {next} reused (<= {high})");
+        assert_ne!(index.get(b"a").unwrap().location, newest);
+    });
+}
+
 /// On a full device a value append fails with NoSpace and appends nothing,
 /// deletes still work through the reserve, and once blocks are released and
 /// reclaimed value appends succeed again.
