@@ -133,6 +133,9 @@ struct Inner {
     recovery_done: AtomicBool,
     /// Blocks freed by reclaim since the store was opened.
     reclaimed_blocks: AtomicU64,
+    /// Blocks in the free lists, updated under the allocator lock and read
+    /// without it (a writer without a reserve checks it on every append).
+    free_count: AtomicU64,
 }
 
 /// Space counters of the whole store ([`Store::stats`]).
@@ -292,6 +295,7 @@ impl Store {
                 reclaim_hint: AtomicBool::new(false),
                 recovery_done: AtomicBool::new(false),
                 reclaimed_blocks: AtomicU64::new(0),
+                free_count: AtomicU64::new(0),
                 allocator: Mutex::new(Allocator {
                     free,
                     reserved: 0,
@@ -304,6 +308,7 @@ impl Store {
                 }),
             }),
         };
+        store.update_free_count(&store.lock());
         Ok((store, recovery))
     }
 
@@ -362,6 +367,7 @@ impl Store {
         for step in 0..n {
             let device = (a.next_device + step) % n;
             if let Some(block) = a.free[device].pop() {
+                self.update_free_count(&a);
                 a.next_device = (device + 1) % n;
                 let id = BlockId {
                     device: device as u16,
@@ -400,9 +406,13 @@ impl Store {
     /// Takes a free block out of the free lists as a tombstone reserve (it
     /// gets its block sequence only when used: [`Store::use_reserved`]).
     pub(crate) fn reserve_block(&self) -> Option<BlockId> {
+        if self.inner.free_count.load(Ordering::Relaxed) == 0 {
+            return None; // full: no lock taken
+        }
         let mut a = self.lock();
         let device = (0..a.free.len()).max_by_key(|&d| a.free[d].len())?;
         let block = a.free[device].pop()?;
+        self.update_free_count(&a);
         a.reserved += 1;
         let id = BlockId {
             device: device as u16,
@@ -440,6 +450,7 @@ impl Store {
         assert_eq!(was, block_state::RESERVED, "block {id:?} is not reserved");
         a.reserved -= 1;
         a.free[usize::from(id.device)].push(id.block);
+        self.update_free_count(&a);
         self.hint_reclaim();
     }
 
@@ -463,6 +474,7 @@ impl Store {
         m.tombstones.store(false, Ordering::Relaxed);
         m.header_durable.store(false, Ordering::Relaxed);
         a.free[usize::from(id.device)].push(id.block);
+        self.update_free_count(&a);
         drop(a);
         self.hint_reclaim();
     }
@@ -607,6 +619,12 @@ impl Store {
         self.hint_reclaim();
     }
 
+    /// Publishes the free-list length (the caller holds the allocator lock).
+    fn update_free_count(&self, a: &Allocator) {
+        let n: u64 = a.free.iter().map(|f| f.len() as u64).sum();
+        self.inner.free_count.store(n, Ordering::Relaxed);
+    }
+
     fn hint_reclaim(&self) {
         self.inner.reclaim_hint.store(true, Ordering::SeqCst);
     }
@@ -709,6 +727,7 @@ impl Store {
         m.header_durable.store(false, Ordering::Relaxed);
         m.seq.store(0, Ordering::Release);
         a.free[usize::from(id.device)].push(id.block);
+        self.update_free_count(&a);
         drop(a);
         self.inner.reclaimed_blocks.fetch_add(1, Ordering::Relaxed);
         self.hint_reclaim();
