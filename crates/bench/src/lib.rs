@@ -12,6 +12,8 @@
 //! - [`run`]: the load itself.
 //! - [`report`]: text, JSON and CSV summaries.
 
+#![warn(missing_docs)]
+
 pub mod command;
 pub mod config;
 pub mod keys;
