@@ -249,6 +249,9 @@ pub fn read_error_message(e: &StoreError) -> String {
 pub struct RecoveredIndex {
     dbs: Vec<Db>,
     heap_key_bytes: usize,
+    /// Keys whose time ran out before the restart: dropped from the index, their records
+    /// kept live until the worker has written their tombstones.
+    expired: Vec<(usize, Vec<u8>, PackedLoc)>,
 }
 
 impl RecoveredIndex {
@@ -257,6 +260,7 @@ impl RecoveredIndex {
         RecoveredIndex {
             dbs: (0..databases).map(|_| Db::default()).collect(),
             heap_key_bytes: 0,
+            expired: Vec::new(),
         }
     }
 
@@ -276,15 +280,18 @@ impl RecoveredIndex {
         }
     }
 
-    /// Drops keys whose time ran out and calls `live` with the location of every key kept.
-    /// Returns the number of keys kept.
+    /// Drops keys whose time ran out (their tombstones are written when the worker starts,
+    /// see [`Keyspace::new`]) and calls `live` with the location of every record still
+    /// needed. Returns the number of keys kept.
     pub fn finish(&mut self, now_ms: i64, mut live: impl FnMut(&Location)) -> usize {
         let mut kept = 0;
         let mut freed_heap = 0;
-        for d in &mut self.dbs {
+        for (db, d) in self.dbs.iter_mut().enumerate() {
+            let expired = &mut self.expired;
             d.table.retain(|e| {
                 if e.expired(now_ms) {
                     freed_heap += e.heap_bytes();
+                    expired.push((db, e.key().to_vec(), e.loc()));
                     false
                 } else {
                     true
@@ -300,6 +307,9 @@ impl RecoveredIndex {
             kept += d.table.len();
         }
         self.heap_key_bytes -= freed_heap;
+        for (_, _, loc) in &self.expired {
+            live(&loc.unpack());
+        }
         kept
     }
 
@@ -316,8 +326,9 @@ impl RecoveredIndex {
 
 impl Keyspace {
     /// A keyspace holding `index` (empty or recovered) whose changes go to `log`.
-    pub fn new(index: RecoveredIndex, log: Rc<Writer>) -> Self {
-        Keyspace {
+    pub fn new(mut index: RecoveredIndex, log: Rc<Writer>) -> Self {
+        let expired = std::mem::take(&mut index.expired);
+        let mut ks = Keyspace {
             dbs: index.dbs,
             stats: KeyspaceStats::default(),
             reads: ReadStats::default(),
@@ -326,7 +337,16 @@ impl Keyspace {
             error: None,
             wrote: false,
             heap_key_bytes: index.heap_key_bytes,
+        };
+        // Keys that expired while the server was down: a tombstone each, so an older
+        // version can never come back once their records' blocks are reclaimed.
+        for (db, key, loc) in expired {
+            if ks.append_tombstone(db, &key, true) {
+                ks.log.release(loc.unpack());
+            }
         }
+        ks.wrote = false;
+        ks
     }
 
     /// The worker's log.
@@ -948,6 +968,76 @@ mod tests {
             assert_eq!(ks.len(1), 10_000);
             assert_eq!(ks.volatile_len(0), 1);
             assert!(ks.exists(0, b"later", 2000));
+        });
+    }
+
+    /// A key that expired while the server was down gets a tombstone at startup (else an
+    /// older version could come back once the expired record's block is reclaimed).
+    #[test]
+    fn keys_expired_at_recovery_get_tombstones() {
+        compio::runtime::Runtime::new().unwrap().block_on(async {
+            let dev = RamDevice::new(64 << 20, 512);
+            let control = dev.control();
+            let opts = StoreOptions {
+                block_size_bytes: 1 << 20,
+            };
+            let (store, rec) = Store::create_or_open(vec![dev.into()], &opts, |_| {})
+                .await
+                .unwrap();
+            let log = Rc::new(
+                Writer::open(store, 0, Durability::EverySec, rec.max_mutation_seq)
+                    .await
+                    .unwrap(),
+            );
+            let mut ks = Keyspace::new(RecoveredIndex::new(1), log.clone());
+            assert!(ks.put(0, b"k", b"v1", Expiry::Persist, 1000));
+            assert!(ks.put(0, b"k", b"v2", Expiry::At(2000), 1000));
+            assert!(ks.put(0, b"other", b"x", Expiry::Persist, 1000));
+            log.commit().await.unwrap();
+            drop(ks);
+            drop(log);
+            // Restart after the expiry.
+            let recover = |image: Vec<u8>| async move {
+                let mut index = RecoveredIndex::new(1);
+                let mut tombstones = 0;
+                let dev = RamDevice::from_image(image, 512);
+                let control = dev.control();
+                let (store, rec) = Store::create_or_open(vec![dev.into()], &opts, |r| {
+                    let (db, key) = split_record_key(r.key).unwrap();
+                    match r.meta.kind {
+                        RecordKind::Value => {
+                            index.value(db, key, &r.location, r.meta.value_type, r.meta.expiry_ms)
+                        }
+                        _ => {
+                            tombstones += 1;
+                            index.tombstone(db, key)
+                        }
+                    }
+                })
+                .await
+                .unwrap();
+                (store, rec, index, tombstones, control)
+            };
+            let (store, rec, mut index, tombstones, control) =
+                recover(control.durable_image()).await;
+            assert_eq!(tombstones, 0);
+            assert_eq!(index.finish(5000, |l| store.add_live(l)), 1, "k expired");
+            store.recovery_done();
+            let log = Rc::new(
+                Writer::open(store, 0, Durability::EverySec, rec.max_mutation_seq)
+                    .await
+                    .unwrap(),
+            );
+            let mut ks = Keyspace::new(index, log.clone());
+            assert_eq!(log.appended(), 1, "one tombstone for the expired key");
+            assert!(!ks.exists(0, b"k", 5000));
+            assert!(ks.exists(0, b"other", 5000));
+            log.commit().await.unwrap();
+            drop(ks);
+            drop(log);
+            let (_, _, mut index, tombstones, _) = recover(control.durable_image()).await;
+            assert_eq!(tombstones, 1, "the tombstone is on the device");
+            assert_eq!(index.finish(5000, |_| {}), 1);
         });
     }
 
