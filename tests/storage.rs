@@ -45,6 +45,7 @@ fn fill_until_full(
     const BATCH: usize = 32;
     let mut i = from;
     let mut refused = 0;
+    let t = Instant::now();
     loop {
         assert!(
             i - from < 64 * 1024,
@@ -68,9 +69,10 @@ fn fill_until_full(
         refused += batch_refused;
         if batch_refused == BATCH {
             eprintln!(
-                "device full after {} keys ({} acknowledged, {refused} refused)",
+                "device full after {} keys ({} acknowledged, {refused} refused) in {:?}",
                 i - from,
-                model.len()
+                model.len(),
+                t.elapsed()
             );
             return i;
         }
@@ -79,6 +81,7 @@ fn fill_until_full(
 
 /// Reads every key of `model` (and checks DBSIZE) exactly.
 fn check_model(r: &mut Raw, model: &BTreeMap<usize, Vec<u8>>, what: &str) {
+    let t = Instant::now();
     let keys: Vec<&usize> = model.keys().collect();
     for chunk in keys.chunks(64) {
         let cmds: Vec<Vec<Vec<u8>>> = chunk
@@ -96,24 +99,49 @@ fn check_model(r: &mut Raw, model: &BTreeMap<usize, Vec<u8>>, what: &str) {
         int(model.len() as i64),
         "{what}: DBSIZE"
     );
+    eprintln!(
+        "{what}: {} keys read back in {:?}",
+        model.len(),
+        t.elapsed()
+    );
 }
 
-/// Retries a SET for up to 10 s while the device answers no-space (reclaim runs on a timer).
-fn set_when_space_returns(r: &mut Raw, key: &[u8], value: &[u8]) -> Duration {
-    let t = Instant::now();
-    loop {
-        let reply = r.cmd_bytes(&[b"SET", key, value]);
-        if reply == ok() {
-            return t.elapsed();
+/// SETs `keys` (generation `gen`) in pipelined batches, retrying the ones refused with the
+/// no-space error until `deadline` (reclaim runs on a timer, and the first blocks to come back
+/// may refill the tombstone reserves first). Records them in `model`; returns how long the
+/// last retried one took to get in.
+fn set_all_retrying(
+    r: &mut Raw,
+    model: &mut BTreeMap<usize, Vec<u8>>,
+    keys: std::ops::Range<usize>,
+    gen: u64,
+    deadline: Instant,
+) -> Duration {
+    let started = Instant::now();
+    let mut waited = Duration::ZERO;
+    let all: Vec<usize> = keys.collect();
+    for chunk in all.chunks(64) {
+        let cmds: Vec<Vec<Vec<u8>>> = chunk
+            .iter()
+            .map(|&k| vec![b"SET".to_vec(), fill_key(k), fill_value(k, gen)])
+            .collect();
+        for (&k, reply) in chunk.iter().zip(pipeline(r, &cmds)) {
+            let mut reply = reply;
+            while is_no_space(&reply) {
+                assert!(
+                    Instant::now() < deadline,
+                    "SET {k}: no space came back in time; INFO storage:\n{}",
+                    r.cmd(&["INFO", "storage"]).text()
+                );
+                std::thread::sleep(Duration::from_millis(50));
+                reply = r.cmd_bytes(&[b"SET", &fill_key(k), &fill_value(k, gen)]);
+                waited = started.elapsed();
+            }
+            assert_eq!(reply, ok(), "SET {k} after freeing space");
+            model.insert(k, fill_value(k, gen));
         }
-        assert!(is_no_space(&reply), "SET after freeing space: {reply:?}");
-        assert!(
-            t.elapsed() < Duration::from_secs(10),
-            "no space came back within 10 s; INFO storage:\n{}",
-            r.cmd(&["INFO", "storage"]).text()
-        );
-        std::thread::sleep(Duration::from_millis(50));
     }
+    waited
 }
 
 fn storage_info(r: &mut Raw, field: &str) -> u64 {
@@ -183,9 +211,10 @@ fn full_device_refuses_writes_loses_nothing_and_recovers() {
             model.remove(k);
         }
     }
-    let waited = set_when_space_returns(&mut r, &fill_key(next), &fill_value(next, 2));
-    eprintln!("space came back after {waited:?}");
-    model.insert(next, fill_value(next, 2));
+    // Enough for at least one more block of new values.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let waited = set_all_retrying(&mut r, &mut model, next..next + 2049, 2, deadline);
+    eprintln!("space came back within {waited:?} after the deletes");
     // Blocks came back (reclaimed; they may refill the tombstone reserves first, so the
     // free count alone need not grow).
     let reclaimed_after = storage_info(&mut r, "storage_reclaimed_blocks");
@@ -193,17 +222,6 @@ fn full_device_refuses_writes_loses_nothing_and_recovers() {
         reclaimed_after > 0,
         "storage_reclaimed_blocks {reclaimed_when_full} when full, {reclaimed_after} after freeing"
     );
-    // Enough for at least one more block of new values.
-    let cmds: Vec<Vec<Vec<u8>>> = (next + 1..next + 2049)
-        .map(|k| vec![b"SET".to_vec(), fill_key(k), fill_value(k, 2)])
-        .collect();
-    for (chunk_no, chunk) in cmds.chunks(64).enumerate() {
-        for (j, reply) in pipeline(&mut r, chunk).into_iter().enumerate() {
-            let k = next + 1 + chunk_no * 64 + j;
-            assert_eq!(reply, ok(), "SET {k} after freeing space");
-            model.insert(k, fill_value(k, 2));
-        }
-    }
     check_model(&mut r, &model, "after freeing space");
 
     // Fill up again; FLUSHALL on a full device works and frees everything.
@@ -212,16 +230,9 @@ fn full_device_refuses_writes_loses_nothing_and_recovers() {
     assert_eq!(r.cmd(&["FLUSHALL"]), ok());
     model.clear();
     assert_eq!(r.cmd(&["DBSIZE"]), int(0));
-    let waited = set_when_space_returns(&mut r, &fill_key(next), &fill_value(next, 4));
-    eprintln!("space came back {waited:?} after FLUSHALL");
-    model.insert(next, fill_value(next, 4));
-    for k in next + 1..next + 100 {
-        assert_eq!(
-            r.cmd_bytes(&[b"SET", &fill_key(k), &fill_value(k, 4)]),
-            ok()
-        );
-        model.insert(k, fill_value(k, 4));
-    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let waited = set_all_retrying(&mut r, &mut model, next..next + 100, 4, deadline);
+    eprintln!("space came back within {waited:?} after FLUSHALL");
     // Deletes and overwrites after the flush are kept too.
     assert_eq!(r.cmd_bytes(&[b"DEL", &fill_key(next + 1)]), int(1));
     model.remove(&(next + 1));
