@@ -480,6 +480,9 @@ impl Keyspace {
     /// The value at `loc`, which the caller made resident; None (and an error for the
     /// reply) when it is not.
     fn value_at(&mut self, loc: PackedLoc) -> Option<Vec<u8>> {
+        if let Some(v) = self.read_buf.get(self.buf_key(loc)) {
+            return Some(v.as_ref().clone());
+        }
         if !self.resident(loc) {
             self.reads.missing_reads += 1;
             tracing::error!(
@@ -500,8 +503,7 @@ impl Keyspace {
         let mut out = Vec::new();
         for key in keys {
             let hash = hash_key(key);
-            self.expire_if_due(db, hash, key, now_ms);
-            let Some(loc) = self.dbs[db].table.get(hash, key).map(|e| e.loc()) else {
+            let Some(loc) = self.live_loc(db, hash, key, now_ms) else {
                 continue;
             };
             if !self.resident(loc) {
@@ -572,9 +574,24 @@ impl Keyspace {
         }
     }
 
+    /// The location of the live key's record (one table lookup; an expired key is removed).
+    #[inline]
+    fn live_loc(&mut self, db: usize, hash: u64, key: &[u8], now_ms: i64) -> Option<PackedLoc> {
+        let e = self.dbs[db].table.get(hash, key)?;
+        if e.expired(now_ms) {
+            self.remove_expired(db, hash, key);
+            return None;
+        }
+        Some(e.loc())
+    }
+
     fn live_entry(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
         let hash = hash_key(key);
-        self.expire_if_due(db, hash, key, now_ms);
+        let due = self.dbs[db].table.get(hash, key)?.expired(now_ms);
+        if due {
+            self.remove_expired(db, hash, key);
+            return None;
+        }
         self.dbs[db].table.get(hash, key)
     }
 
@@ -592,10 +609,15 @@ impl Keyspace {
 
     /// [`Keyspace::get`] without touching hit/miss counters (for writes that read).
     pub fn peek(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<Got> {
+        let hash = hash_key(key);
         let (loc, expire_at_ms) = {
-            let e = self.live_entry(db, key, now_ms)?;
+            let e = self.dbs[db].table.get(hash, key)?;
             (e.loc(), e.expire_at_ms())
         };
+        if expire_at_ms != 0 && expire_at_ms <= now_ms {
+            self.remove_expired(db, hash, key);
+            return None;
+        }
         let v = self.value_at(loc)?;
         Some(Got {
             value: Value::Str(v),
@@ -841,6 +863,11 @@ pub async fn fetch(
     log: Rc<Writer>,
     locs: Vec<Location>,
 ) -> Vec<(Location, Result<Vec<u8>, StoreError>)> {
+    if let [loc] = locs[..] {
+        // The common case (one key): no task to spawn.
+        let r = log.read(&loc).await.map(|rec| rec.value().to_vec());
+        return vec![(loc, r)];
+    }
     let tasks: Vec<_> = locs
         .into_iter()
         .map(|loc| {
