@@ -17,8 +17,9 @@ pub trait Keyed {
     fn hash(&self) -> u64;
 }
 
-/// Segments split when they reach this many entries.
-const SEGMENT_MAX: usize = 4096;
+/// Segments split when they reach this many entries: 7/8 of 8192 buckets, hashbrown's
+/// highest load, so a segment is full when it splits (at 4096 a segment split at half load).
+const SEGMENT_MAX: usize = 7168;
 
 /// Scan positions are rounded to this granule, leaving the low bits of a cursor free for the
 /// worker index.
@@ -195,6 +196,9 @@ impl<T: Keyed> SegTable<T> {
             let h = e.hash();
             moved.insert_unique(h, e, |e| e.hash());
         }
+        // Both halves sized to what they hold (the old one kept its full-size buckets).
+        old.table.shrink_to_fit(|e| e.hash());
+        moved.shrink_to_fit(|e| e.hash());
         let new_index = self.segments.len() as u32;
         self.segments.push(Segment {
             depth: new_depth,
