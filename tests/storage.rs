@@ -190,11 +190,29 @@ fn full_device_refuses_writes_loses_nothing_and_recovers() {
         "SET after restart on a full device: {reply:?}"
     );
 
-    // DEL works on a full device.
-    let few: Vec<usize> = model.keys().rev().take(3).copied().collect();
+    // DEL works on a full device (20 keys: both workers write tombstones).
+    let few: Vec<usize> = model.keys().rev().take(20).copied().collect();
     for k in few {
-        assert_eq!(r.cmd_bytes(&[b"DEL", &fill_key(k)]), int(1));
+        assert_eq!(r.cmd_bytes(&[b"DEL", &fill_key(k)]), int(1), "DEL {k}");
         assert_eq!(r.cmd_bytes(&[b"GET", &fill_key(k)]), Value::Null);
+        model.remove(&k);
+    }
+    // Still full (no whole block was freed), and still so after another kill -9; DEL keeps
+    // working after that restart too.
+    let reply = r.cmd_bytes(&[b"SET", b"one-more", &fill_value(0, 9)]);
+    assert!(is_no_space(&reply), "SET after a few DELs: {reply:?}");
+    std::thread::sleep(EVERYSEC_WAIT);
+    s.kill();
+    s.start_again();
+    let mut r = s.raw();
+    check_model(&mut r, &model, "full device with tombstones after kill -9");
+    let few: Vec<usize> = model.keys().rev().take(20).copied().collect();
+    for k in few {
+        assert_eq!(
+            r.cmd_bytes(&[b"DEL", &fill_key(k)]),
+            int(1),
+            "DEL {k} after a restart on a full device"
+        );
         model.remove(&k);
     }
     // Deleting the oldest three quarters of the keys makes whole blocks obsolete.
