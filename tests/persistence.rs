@@ -8,6 +8,7 @@
 mod common;
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -188,30 +189,81 @@ fn restart_keeps_keys_values_ttls_and_databases() {
 /// One writer's operation: SET key value, or DEL key (`None`).
 type Op = (String, Option<Vec<u8>>);
 
-/// Keys per writer thread.
-const KEYS_PER_WRITER: u64 = 200;
+/// How a run of kill -9 cycles goes.
+struct CrashRun {
+    /// Stop after this many cycles once `min_bytes` are acknowledged...
+    cycles: usize,
+    /// ...but go on (up to `max_cycles`) until the writers' acknowledged SETs add up to this.
+    min_bytes: u64,
+    max_cycles: usize,
+    data_size: &'static str,
+    keys_per_writer: u64,
+    /// Largest value (bytes).
+    max_value: u64,
+    /// How long the writers write before the kill (ms, uniform).
+    window_ms: (u64, u64),
+    /// Threads reading (and checking) random keys while the writers write.
+    readers: usize,
+    /// Whether a refused write (full device, reclaim behind) is expected now and then.
+    may_fill: bool,
+    progress: bool,
+}
 
-/// A value of a few bytes to ~20 KiB, every byte value possible.
-fn varied_value(rng: &mut Rng) -> Vec<u8> {
+const WRITERS: usize = 4;
+
+/// A value of a few bytes to `max` bytes, every byte value possible. From 16 bytes on it
+/// checks itself: its first 8 bytes are the seed of the rest.
+fn varied_value(rng: &mut Rng, max: u64) -> Vec<u8> {
     let len = match rng.range(0, 3) {
         0 => rng.range(3, 64),
-        1 => rng.range(64, 2048),
-        _ => rng.range(2048, 20 * 1024),
-    };
-    rng.bytes(len as usize)
+        1 => rng.range(64, 2048.min(max)),
+        _ => rng.range(2048.min(max - 1), max),
+    } as usize;
+    if len < 16 {
+        return rng.bytes(len);
+    }
+    let seed = rng.next_u64();
+    let mut v = seed.to_le_bytes().to_vec();
+    v.extend_from_slice(&Rng::new(seed).bytes(len - 8));
+    v
+}
+
+/// Whether a value read back is one `varied_value` could have made (short ones always are).
+fn value_is_intact(v: &[u8]) -> bool {
+    if v.len() < 16 {
+        return true;
+    }
+    let seed = u64::from_le_bytes(v[..8].try_into().unwrap());
+    Rng::new(seed).bytes(v.len() - 8) == v[8..]
+}
+
+fn is_no_space_error(e: &redis::RedisError) -> bool {
+    e.to_string().contains("no space left on the data devices")
+}
+
+struct WriterRun {
+    acked: Vec<Op>,
+    in_flight: Option<Op>,
+    acked_bytes: u64,
+    refused: u64,
 }
 
 /// Writes SET/DEL on its own keys until the connection fails; returns the acknowledged
 /// operations in order and the one in flight when the server died.
-fn writer(mut con: redis::Connection, t: usize, cycle: usize) -> (Vec<Op>, Option<Op>) {
+fn writer(mut con: redis::Connection, t: usize, cycle: usize, run: &CrashRun) -> WriterRun {
     let mut rng = Rng::new(((cycle as u64) << 16) | t as u64);
-    let mut acked = Vec::new();
-    for _ in 0..1_000_000 {
-        let key = format!("k{t}:{}", rng.range(0, KEYS_PER_WRITER));
+    let mut out = WriterRun {
+        acked: Vec::new(),
+        in_flight: None,
+        acked_bytes: 0,
+        refused: 0,
+    };
+    for _ in 0..10_000_000 {
+        let key = format!("k{t}:{}", rng.range(0, run.keys_per_writer));
         let value = if rng.range(0, 6) == 0 {
             None
         } else {
-            Some(varied_value(&mut rng))
+            Some(varied_value(&mut rng, run.max_value))
         };
         let res = match &value {
             Some(v) => redis::cmd("SET")
@@ -221,17 +273,57 @@ fn writer(mut con: redis::Connection, t: usize, cycle: usize) -> (Vec<Op>, Optio
             None => redis::cmd("DEL").arg(&key).query::<i64>(&mut con).map(drop),
         };
         match res {
-            Ok(()) => acked.push((key, value)),
+            Ok(()) => {
+                out.acked_bytes += value.as_ref().map_or(0, |v| v.len() as u64);
+                out.acked.push((key, value));
+            }
+            Err(e) if run.may_fill && is_no_space_error(&e) && value.is_some() => {
+                // Refused: changes nothing (the checks after the restart see to that).
+                out.refused += 1;
+                std::thread::sleep(Duration::from_millis(20));
+            }
             Err(e) if e.code().is_some() => {
-                panic!("writer {t}, cycle {cycle}: error reply {e}")
+                let op = if value.is_some() { "SET" } else { "DEL" };
+                panic!("writer {t}, cycle {cycle}: {op} {key}: error reply {e}")
             }
             Err(_) => {
                 // The server died: this operation may or may not have landed.
-                return (acked, Some((key, value)));
+                out.in_flight = Some((key, value));
+                return out;
             }
         }
     }
     panic!("writer {t}: the server was never killed");
+}
+
+/// GETs random keys until the connection fails; every value must be intact and no read may
+/// fail (a read racing an overwrite and the reclaim of the old block included).
+fn reader(mut con: redis::Connection, id: usize, cycle: usize, keys_per_writer: u64) -> u64 {
+    let mut rng = Rng::new(((cycle as u64) << 16) | (1000 + id as u64));
+    let mut reads = 0;
+    loop {
+        let key = format!(
+            "k{}:{}",
+            rng.range(0, WRITERS as u64),
+            rng.range(0, keys_per_writer)
+        );
+        match redis::cmd("GET")
+            .arg(&key)
+            .query::<Option<Vec<u8>>>(&mut con)
+        {
+            Ok(Some(v)) => assert!(
+                value_is_intact(&v),
+                "reader {id}, cycle {cycle}: {key} read back damaged ({} bytes)",
+                v.len()
+            ),
+            Ok(None) => {}
+            Err(e) if e.code().is_some() => {
+                panic!("reader {id}, cycle {cycle}: GET {key}: error reply {e}")
+            }
+            Err(_) => return reads,
+        }
+        reads += 1;
+    }
 }
 
 fn describe(v: &Option<Vec<u8>>) -> String {
@@ -241,11 +333,12 @@ fn describe(v: &Option<Vec<u8>>) -> String {
     }
 }
 
-/// Runs `cycles` kill -9 cycles of 4 writers against one server with `appendfsync always` and
-/// checks after every restart that exactly the acknowledged state came back.
-fn kill_9_cycles(cycles: usize, data_size: &str, progress: bool) {
+/// Runs kill -9 cycles of 4 writers (and `run.readers` readers) against one server with
+/// `appendfsync always` and checks after every restart that exactly the acknowledged state came
+/// back.
+fn kill_9_cycles(run: CrashRun) {
+    let run = Arc::new(run);
     let started = Instant::now();
-    let writers = 4;
     let mut s = Server::start(&[
         "--appendonly",
         "yes",
@@ -254,34 +347,50 @@ fn kill_9_cycles(cycles: usize, data_size: &str, progress: bool) {
         "--threads",
         "2",
         "--data-size",
-        data_size,
+        run.data_size,
     ]);
     // Every key of every writer -> its acknowledged state.
-    let mut model: BTreeMap<String, Option<Vec<u8>>> = (0..writers)
-        .flat_map(|t| (0..KEYS_PER_WRITER).map(move |i| (format!("k{t}:{i}"), None)))
+    let kpw = run.keys_per_writer;
+    let mut model: BTreeMap<String, Option<Vec<u8>>> = (0..WRITERS)
+        .flat_map(|t| (0..kpw).map(move |i| (format!("k{t}:{i}"), None)))
         .collect();
     let mut schedule = Rng::new(7);
-    let mut total_acked = 0;
-    for cycle in 0..cycles {
-        let threads: Vec<_> = (0..writers)
+    let (mut total_acked, mut total_bytes, mut total_refused, mut total_reads) = (0, 0, 0, 0);
+    let mut cycle = 0;
+    while cycle < run.cycles || (total_bytes < run.min_bytes && cycle < run.max_cycles) {
+        let writers: Vec<_> = (0..WRITERS)
             .map(|t| {
                 let con = s.client();
-                std::thread::spawn(move || writer(con, t, cycle))
+                let run = run.clone();
+                std::thread::spawn(move || writer(con, t, cycle, &run))
             })
             .collect();
-        std::thread::sleep(Duration::from_millis(schedule.range(80, 300)));
+        let readers: Vec<_> = (0..run.readers)
+            .map(|id| {
+                let con = s.client();
+                std::thread::spawn(move || reader(con, id, cycle, kpw))
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(
+            schedule.range(run.window_ms.0, run.window_ms.1),
+        ));
         s.kill(); // SIGKILL while the writers are writing
         let mut in_flight: HashMap<String, Option<Vec<u8>>> = HashMap::new();
         let mut acked = 0;
-        for th in threads {
-            let (ops, pending) = th.join().unwrap();
-            acked += ops.len();
-            for (k, v) in ops {
+        for th in writers {
+            let w = th.join().unwrap();
+            acked += w.acked.len();
+            total_bytes += w.acked_bytes;
+            total_refused += w.refused;
+            for (k, v) in w.acked {
                 model.insert(k, v);
             }
-            if let Some((k, v)) = pending {
+            if let Some((k, v)) = w.in_flight {
                 in_flight.insert(k, v);
             }
+        }
+        for th in readers {
+            total_reads += th.join().unwrap();
         }
         assert!(acked > 0, "cycle {cycle}: no write was acknowledged");
         total_acked += acked;
@@ -319,23 +428,66 @@ fn kill_9_cycles(cycles: usize, data_size: &str, progress: bool) {
         }
         let live = model.values().filter(|v| v.is_some()).count() as i64;
         assert_eq!(r.cmd(&["DBSIZE"]), int(live), "cycle {cycle}: DBSIZE");
-        if progress {
+        cycle += 1;
+        if run.progress {
             eprintln!(
-                "crash-loop: cycle {} ok ({acked} acknowledged writes, {live} keys, {:.1} s)",
-                cycle + 1,
+                "crash-loop: cycle {cycle} ok ({acked} acknowledged writes, {live} keys, {:.1} s)",
                 started.elapsed().as_secs_f64()
             );
         }
     }
     eprintln!(
-        "{cycles} kill -9 cycles, {total_acked} acknowledged operations, {:.1} s",
+        "{cycle} kill -9 cycles, {total_acked} acknowledged operations ({} MiB of values), \
+         {total_refused} refused, {total_reads} checked reads, {:.1} s",
+        total_bytes >> 20,
         started.elapsed().as_secs_f64()
     );
+    assert!(
+        total_bytes >= run.min_bytes,
+        "only {total_bytes} bytes acknowledged in {cycle} cycles"
+    );
+    if run.readers > 0 {
+        assert!(total_reads > 0, "no read was checked");
+    }
 }
 
 #[test]
 fn acknowledged_writes_survive_kill_9_with_appendfsync_always() {
-    kill_9_cycles(20, "512mb", false);
+    kill_9_cycles(CrashRun {
+        cycles: 20,
+        min_bytes: 0,
+        max_cycles: 20,
+        // Every restart leaves a partly used block behind (one per worker).
+        data_size: "512mb",
+        keys_per_writer: 200,
+        max_value: 20 * 1024,
+        window_ms: (80, 300),
+        readers: 0,
+        may_fill: false,
+        progress: false,
+    });
+}
+
+/// Overwrites and deletes on a small device: the writers write several times its size, so
+/// blocks are reclaimed and reused all along, across kill -9; readers racing the overwrites
+/// (and the reclaim of the blocks they read from) never see an error or damaged bytes.
+#[test]
+fn overwrites_wrap_a_small_device_across_kill_9() {
+    skip_if_redis!();
+    kill_9_cycles(CrashRun {
+        cycles: 4,
+        // Twice the device: impossible without reclaiming and reusing blocks.
+        min_bytes: 2 * 64 << 20,
+        max_cycles: 40,
+        data_size: "64mb",
+        keys_per_writer: 50,
+        max_value: 20 * 1024,
+        // Longer than the 1 s reclaim timer, so blocks are reclaimed within a run too.
+        window_ms: (1200, 2500),
+        readers: 1,
+        may_fill: true,
+        progress: false,
+    });
 }
 
 /// Driven by `scripts/crash-loop.sh`: CRASH_CYCLES (default 100) cycles on a data file of
@@ -348,7 +500,18 @@ fn crash_loop() {
         .map(|v| v.parse().expect("CRASH_CYCLES is a number"))
         .unwrap_or(100);
     let size = std::env::var("DATA_SIZE").unwrap_or_else(|_| "8gb".into());
-    kill_9_cycles(cycles, &size, true);
+    kill_9_cycles(CrashRun {
+        cycles,
+        min_bytes: 0,
+        max_cycles: cycles,
+        data_size: Box::leak(size.into_boxed_str()),
+        keys_per_writer: 200,
+        max_value: 20 * 1024,
+        window_ms: (80, 300),
+        readers: 1,
+        may_fill: false,
+        progress: true,
+    });
 }
 
 #[test]
