@@ -477,7 +477,7 @@ fn overwrites_wrap_a_small_device_across_kill_9() {
     kill_9_cycles(CrashRun {
         cycles: 4,
         // Twice the device: impossible without reclaiming and reusing blocks.
-        min_bytes: 2 * 64 << 20,
+        min_bytes: 2 * (64 << 20),
         max_cycles: 40,
         data_size: "64mb",
         keys_per_writer: 50,
