@@ -779,3 +779,133 @@ fn threads_change_between_runs() {
     s.start_again();
     check(&s, &expected, "2");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Commands on values that are only on the device.
+
+/// CRC16-XMODEM, as Redis Cluster's key slot (no hash tags in these keys).
+fn slot(key: &str) -> usize {
+    let mut crc: u16 = 0;
+    for &b in key.as_bytes() {
+        crc ^= (b as u16) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ 0x1021
+            } else {
+                crc << 1
+            };
+        }
+    }
+    (crc & 0x3fff) as usize
+}
+
+/// A key starting with `prefix` owned by worker `w` of 2.
+fn on_worker(prefix: &str, w: usize) -> String {
+    (0..)
+        .map(|i| format!("{prefix}{i}"))
+        .find(|k| slot(k) % 2 == w)
+        .unwrap()
+}
+
+#[test]
+fn commands_on_values_read_back_from_disk() {
+    assert_eq!(slot("foo"), 12182);
+    assert_eq!(slot("bar"), 5061);
+    let mut s = Server::start(&args(&["--appendfsync", "always", "--threads", "2"]));
+    let started = Instant::now();
+    let big = Rng::new(5).bytes(300_000);
+    // Pairs on different workers, so the multi-key commands gather values across workers.
+    let (lcs1, lcs2) = (on_worker("lcs-a", 0), on_worker("lcs-b", 1));
+    let (src, dst) = (on_worker("rename-src", 1), on_worker("rename-dst", 0));
+    let (csrc, cdst) = (on_worker("copy-src", 0), on_worker("copy-dst", 1));
+    let mut r = s.raw();
+    for (k, v) in [
+        ("append", "hello"),
+        ("incr", "41"),
+        ("float", "1.5"),
+        ("range", "Hello World"),
+        ("getset", "old"),
+        ("getdel", "bye"),
+        ("getex", "ex"),
+        ("expire", "exp-value"),
+        ("setget", "before"),
+        ("strlen", "12345"),
+        ("move", "to db 3"),
+        (&lcs1, "ohmytext"),
+        (&lcs2, "mynewtext"),
+        (&src, "moving"),
+        (&csrc, "copied"),
+    ] {
+        assert_eq!(r.cmd(&["SET", k, v]), ok());
+    }
+    assert_eq!(r.cmd(&["SET", "persist", "p", "EX", "1000"]), ok());
+    assert_eq!(r.cmd(&["SET", "keepttl", "kt", "EX", "1000"]), ok());
+    assert_eq!(r.cmd_bytes(&[b"SET", b"big", &big]), ok());
+    // Restart: from now on every value is read from the device.
+    s.stop_clean();
+    s.start_again();
+    let mut r = s.raw();
+    assert_eq!(r.cmd(&["APPEND", "append", " world"]), int(11));
+    assert_eq!(r.cmd(&["INCR", "incr"]), int(42));
+    assert_eq!(r.cmd(&["INCRBYFLOAT", "float", "1"]), bulk("2.5"));
+    assert_eq!(r.cmd(&["GETRANGE", "range", "0", "4"]), bulk("Hello"));
+    assert_eq!(r.cmd(&["SETRANGE", "range", "6", "Redis"]), int(11));
+    assert_eq!(r.cmd(&["GETSET", "getset", "new"]), bulk("old"));
+    assert_eq!(r.cmd(&["GETDEL", "getdel"]), bulk("bye"));
+    assert_eq!(r.cmd(&["GETEX", "getex", "EX", "500"]), bulk("ex"));
+    assert_eq!(r.cmd(&["EXPIRE", "expire", "600"]), int(1));
+    assert_eq!(r.cmd(&["PERSIST", "persist"]), int(1));
+    assert_eq!(r.cmd(&["LCS", &lcs1, &lcs2]), bulk("mytext"));
+    assert_eq!(r.cmd(&["RENAME", &src, &dst]), ok());
+    assert_eq!(r.cmd(&["COPY", &csrc, &cdst]), int(1));
+    assert_eq!(r.cmd(&["MOVE", "move", "3"]), int(1));
+    assert_eq!(r.cmd(&["SET", "setget", "after", "GET"]), bulk("before"));
+    assert_eq!(r.cmd(&["STRLEN", "strlen"]), int(5));
+    assert_eq!(r.cmd(&["SET", "keepttl", "kt2", "KEEPTTL"]), ok());
+    assert_eq!(
+        r.cmd(&["MGET", &lcs1, &lcs2, "incr", &cdst]),
+        bulks(&["ohmytext", "mynewtext", "42", "copied"])
+    );
+    assert_eq!(r.cmd(&["GET", "big"]), Value::Bulk(big.clone()));
+
+    // appendfsync always: kill -9 right after the replies loses nothing.
+    s.kill();
+    s.start_again();
+    let mut r = s.raw();
+    wait_loaded(&mut r);
+    let slack = started.elapsed().as_secs() as i64 + 2;
+    for (k, v) in [
+        ("append", Some("hello world")),
+        ("incr", Some("42")),
+        ("float", Some("2.5")),
+        ("range", Some("Hello Redis")),
+        ("getset", Some("new")),
+        ("getdel", None),
+        ("getex", Some("ex")),
+        ("expire", Some("exp-value")),
+        ("persist", Some("p")),
+        ("setget", Some("after")),
+        ("strlen", Some("12345")),
+        ("keepttl", Some("kt2")),
+        ("move", None),
+        (&lcs1, Some("ohmytext")),
+        (&lcs2, Some("mynewtext")),
+        (&src, None),
+        (&dst, Some("moving")),
+        (&csrc, Some("copied")),
+        (&cdst, Some("copied")),
+    ] {
+        let want = v.map(bulk).unwrap_or(Value::Null);
+        assert_eq!(r.cmd(&["GET", k]), want, "{k} after kill -9");
+    }
+    assert_eq!(r.cmd(&["GET", "big"]), Value::Bulk(big));
+    for (k, want) in [("getex", 500), ("expire", 600), ("keepttl", 1000)] {
+        let t = ttl(&mut r, k.as_bytes());
+        assert!((want - slack..=want).contains(&t), "TTL {k}: {t}");
+    }
+    assert_eq!(ttl(&mut r, b"persist"), -1);
+    assert_eq!(r.cmd(&["DBSIZE"]), int(17));
+    assert_eq!(r.cmd(&["SELECT", "3"]), ok());
+    assert_eq!(r.cmd(&["GET", "move"]), bulk("to db 3"));
+    assert_eq!(r.cmd(&["DBSIZE"]), int(1));
+}
