@@ -475,3 +475,96 @@ fn two_data_files_hold_more_than_one_and_come_back() {
     s.start_again();
     check_model(&mut s.raw(), &model, "two files after a refused start");
 }
+
+/// A value damaged while the server is stopped costs that key only: recovery goes on past
+/// the damaged record, every other key of the block (before and after it) comes back, and the
+/// victim is reported or gone, never back at its older version.
+#[test]
+fn corrupt_value_at_rest_costs_only_that_key() {
+    skip_if_redis!();
+    let mut s = Server::start(&[
+        "--appendonly",
+        "yes",
+        "--data-size",
+        "64mb",
+        "--appendfsync",
+        "always",
+        "--threads",
+        "1",
+    ]);
+    let marker = b"<<victim at rest 0d2f6b71>>";
+    let mut victim = marker.to_vec();
+    victim.extend_from_slice(&Rng::new(12).bytes(3000));
+    let mut r = s.raw();
+    let mut model = BTreeMap::new();
+    // 50 keys, the victim, 200 keys in the same block, then 10 MiB more so that the block is
+    // sealed.
+    let write =
+        |r: &mut Raw, model: &mut BTreeMap<usize, Vec<u8>>, keys: std::ops::Range<usize>| {
+            let all: Vec<usize> = keys.collect();
+            for chunk in all.chunks(64) {
+                let cmds: Vec<Vec<Vec<u8>>> = chunk
+                    .iter()
+                    .map(|&k| vec![b"SET".to_vec(), fill_key(k), fill_value(k, 1)])
+                    .collect();
+                for (&k, reply) in chunk.iter().zip(pipeline(r, &cmds)) {
+                    assert_eq!(reply, ok(), "SET {k}");
+                    model.insert(k, fill_value(k, 1));
+                }
+            }
+        };
+    // An older version of the victim, which must not come back in its place.
+    assert_eq!(r.cmd(&["SET", "victim", "superseded version"]), ok());
+    write(&mut r, &mut model, 0..50);
+    assert_eq!(r.cmd_bytes(&[b"SET", b"victim", &victim]), ok());
+    write(&mut r, &mut model, 50..250);
+    write(&mut r, &mut model, 250..2750);
+    s.stop_clean();
+
+    let path = s.data_file();
+    let hits = find_all(&path, marker);
+    assert_eq!(hits.len(), 1, "the victim's value is in the data file once");
+    {
+        let mut f = File::options().read(true).write(true).open(&path).unwrap();
+        let pos = hits[0] + marker.len() as u64 + 1000;
+        let mut b = [0u8];
+        f.seek(SeekFrom::Start(pos)).unwrap();
+        f.read_exact(&mut b).unwrap();
+        b[0] ^= 0x01;
+        f.seek(SeekFrom::Start(pos)).unwrap();
+        f.write_all(&b).unwrap();
+        f.sync_all().unwrap();
+    }
+    s.start_again();
+    let mut r = s.raw();
+    let victim_kept = match r.cmd(&["GET", "victim"]) {
+        Value::Error(e) if e.starts_with(CORRUPTION) => true,
+        Value::Null => false,
+        other => panic!("GET of a value damaged at rest: {other:?}"),
+    };
+    eprintln!(
+        "damaged at rest: the victim is {}",
+        if victim_kept { "reported" } else { "dropped" }
+    );
+    for chunk in model.keys().copied().collect::<Vec<_>>().chunks(64) {
+        let cmds: Vec<Vec<Vec<u8>>> = chunk
+            .iter()
+            .map(|&k| vec![b"GET".to_vec(), fill_key(k)])
+            .collect();
+        for (&k, got) in chunk.iter().zip(pipeline(&mut r, &cmds)) {
+            assert!(
+                got == Value::Bulk(model[&k].clone()),
+                "key {k} (written {} the damaged record) after restart: {got:?}",
+                if k < 50 { "before" } else { "after" }
+            );
+        }
+    }
+    assert_eq!(
+        r.cmd(&["DBSIZE"]),
+        int(model.len() as i64 + victim_kept as i64)
+    );
+    assert!(
+        s.log_contents().to_ascii_lowercase().contains("corrupt"),
+        "the damage is logged"
+    );
+}
