@@ -909,3 +909,85 @@ fn commands_on_values_read_back_from_disk() {
     assert_eq!(r.cmd(&["GET", "move"]), bulk("to db 3"));
     assert_eq!(r.cmd(&["DBSIZE"]), int(1));
 }
+
+#[test]
+fn flushes_and_deletes_survive_kill_9_with_appendfsync_always() {
+    let mut s = Server::start(&args(&["--appendfsync", "always", "--threads", "2"]));
+    let mut r = s.raw();
+    let fill = |r: &mut Raw, db: &str, n: usize, tag: &str| {
+        assert_eq!(r.cmd(&["SELECT", db]), ok());
+        let cmds: Vec<Vec<String>> = (0..n)
+            .map(|i| vec!["SET".into(), format!("key:{i}"), format!("{tag}:{i}")])
+            .collect();
+        for reply in pipeline(r, &cmds) {
+            assert_eq!(reply, ok());
+        }
+    };
+    let dbsizes = |r: &mut Raw| -> Vec<i64> {
+        (0..3)
+            .map(|db| {
+                assert_eq!(r.cmd(&["SELECT", &db.to_string()]), ok());
+                r.cmd(&["DBSIZE"]).int()
+            })
+            .collect()
+    };
+    fill(&mut r, "0", 500, "zero");
+    fill(&mut r, "1", 500, "one");
+    fill(&mut r, "2", 10, "two");
+    assert_eq!(r.cmd(&["SELECT", "1"]), ok());
+    assert_eq!(r.cmd(&["FLUSHDB"]), ok());
+    assert_eq!(r.cmd(&["SELECT", "0"]), ok());
+    let dels: Vec<Vec<String>> = (0..100)
+        .map(|i| vec!["DEL".into(), format!("key:{i}")])
+        .collect();
+    for reply in pipeline(&mut r, &dels) {
+        assert_eq!(reply, int(1));
+    }
+    assert_eq!(
+        r.cmd(&["EXPIRE", "key:100", "0"]),
+        int(1),
+        "expires at once"
+    );
+    assert_eq!(r.cmd(&["SET", "key:101", "short", "PX", "50"]), ok());
+    std::thread::sleep(Duration::from_millis(60));
+    assert_eq!(r.cmd(&["GET", "key:101"]), Value::Null);
+    s.kill();
+    s.start_again();
+    let mut r = s.raw();
+    wait_loaded(&mut r);
+    assert_eq!(dbsizes(&mut r), vec![398, 0, 10]);
+    assert_eq!(r.cmd(&["SELECT", "0"]), ok());
+    assert_eq!(
+        r.cmd(&["MGET", "key:0", "key:99", "key:100", "key:101", "key:102", "key:499"]),
+        arr(vec![
+            Value::Null,
+            Value::Null,
+            Value::Null,
+            Value::Null,
+            bulk("zero:102"),
+            bulk("zero:499")
+        ])
+    );
+    assert_eq!(r.cmd(&["SELECT", "2"]), ok());
+    assert_eq!(r.cmd(&["GET", "key:9"]), bulk("two:9"));
+
+    // FLUSHALL, one write, kill -9 at once: only that write is left.
+    assert_eq!(r.cmd(&["FLUSHALL"]), ok());
+    assert_eq!(r.cmd(&["SET", "after", "flushall"]), ok());
+    s.kill();
+    s.start_again();
+    let mut r = s.raw();
+    wait_loaded(&mut r);
+    assert_eq!(dbsizes(&mut r), vec![0, 0, 1]);
+    assert_eq!(r.cmd(&["SELECT", "2"]), ok());
+    assert_eq!(r.cmd(&["GET", "after"]), bulk("flushall"));
+    // Keys written again after the flush get their new values, not the flushed ones.
+    fill(&mut r, "0", 50, "again");
+    s.kill();
+    s.start_again();
+    let mut r = s.raw();
+    wait_loaded(&mut r);
+    assert_eq!(dbsizes(&mut r), vec![50, 0, 1]);
+    assert_eq!(r.cmd(&["SELECT", "0"]), ok());
+    assert_eq!(r.cmd(&["GET", "key:7"]), bulk("again:7"));
+}
