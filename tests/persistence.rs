@@ -428,6 +428,14 @@ fn kill_9_cycles(run: CrashRun) {
         }
         let live = model.values().filter(|v| v.is_some()).count() as i64;
         assert_eq!(r.cmd(&["DBSIZE"]), int(live), "cycle {cycle}: DBSIZE");
+        if !is_redis() {
+            // A command that found a value missing after the reads made it resident.
+            assert_eq!(
+                info_u64(&mut r, "storage", "storage_blocking_reads"),
+                Some(0),
+                "cycle {cycle}"
+            );
+        }
         cycle += 1;
         if run.progress {
             eprintln!(
