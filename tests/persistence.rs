@@ -323,6 +323,16 @@ fn reader(mut con: redis::Connection, id: usize, cycle: usize, keys_per_writer: 
             Err(_) => return reads,
         }
         reads += 1;
+        if reads % 500 == 0 && !is_redis() {
+            match redis::cmd("INFO").arg("storage").query::<String>(&mut con) {
+                Ok(info) => assert_eq!(
+                    info_field(&info, "storage_blocking_reads").as_deref(),
+                    Some("0"),
+                    "reader {id}, cycle {cycle}: a command found a value missing"
+                ),
+                Err(_) => return reads,
+            }
+        }
     }
 }
 
