@@ -636,3 +636,39 @@ fn info_storage_tracks_live_bytes_and_blocks() {
     assert_eq!(r.cmd(&["GET", &key(900)]), Value::Bulk(vec![b'v'; 1024]));
     assert_eq!(storage_info(&mut r, "storage_blocking_reads"), 0);
 }
+
+#[test]
+fn data_size_change_keeps_the_existing_store() {
+    skip_if_redis!();
+    let opts = |size: &'static str| ["--data-size", size, "--threads", "2", "--appendonly", "yes"];
+    let mut s = Server::start(&opts("64mb"));
+    let mut r = s.raw();
+    let mut model = BTreeMap::new();
+    let cmds: Vec<Vec<Vec<u8>>> = (0..500)
+        .map(|k| vec![b"SET".to_vec(), fill_key(k), fill_value(k, 1)])
+        .collect();
+    for (k, reply) in pipeline(&mut r, &cmds).into_iter().enumerate() {
+        assert_eq!(reply, ok());
+        model.insert(k, fill_value(k, 1));
+    }
+    let total = storage_info(&mut r, "storage_total_blocks");
+    drop(r);
+    s.stop_clean();
+    for size in ["32mb", "128mb", "64mb"] {
+        s.set_args(&opts(size));
+        s.start_again();
+        let mut r = s.raw();
+        check_model(
+            &mut r,
+            &model,
+            &format!("restarted with --data-size {size}"),
+        );
+        assert_eq!(
+            storage_info(&mut r, "storage_total_blocks"),
+            total,
+            "an existing store keeps its geometry"
+        );
+        drop(r);
+        s.stop_clean();
+    }
+}
