@@ -9,8 +9,8 @@
 
 use std::path::PathBuf;
 
-use skerry_store::format::RecordKind;
-use skerry_store::{AnyDevice, Durability, FileDevice, Store, StoreOptions};
+use skerry_store::format::{RecordKind, VALUE_TYPE_STRING};
+use skerry_store::{AnyDevice, Durability, FileDevice, Recovered, Store, StoreOptions};
 
 use crate::config::Config;
 use crate::keyspace::entry::{MAX_BLOCKS_PER_DEVICE, MAX_BLOCK_SIZE_BYTES, MAX_DEVICES};
@@ -88,7 +88,33 @@ pub fn open(cfg: &Config, workers: usize, databases: usize, now_ms: i64) -> Resu
         let mut per_worker: Vec<RecoveredIndex> =
             (0..workers).map(|_| RecoveredIndex::new(databases)).collect();
         let mut beyond_databases = 0u64;
-        let opened = Store::create_or_open(devices, &StoreOptions::default(), |r| {
+        let mut damaged = 0u64;
+        let opened = Store::create_or_open_reporting(devices, &StoreOptions::default(), |item| {
+            let r = match item {
+                Recovered::Record(r) => r,
+                Recovered::Damaged(d) => {
+                    // The key's newest record is damaged: the key answers an error rather
+                    // than falling back to an older version (unless a newer record follows).
+                    damaged += 1;
+                    let Some((db, key)) = d.key.and_then(split_record_key) else {
+                        tracing::error!(
+                            "damaged record at data device {} block {} offset {}: its key is unreadable",
+                            d.location.device, d.location.block, d.location.offset_bytes
+                        );
+                        return;
+                    };
+                    tracing::error!(
+                        "damaged record of key '{}' (db {db}) at data device {} block {} offset {}: reading the key answers an error",
+                        String::from_utf8_lossy(key).escape_debug(),
+                        d.location.device, d.location.block, d.location.offset_bytes
+                    );
+                    if db < databases {
+                        let w = crate::slot::owner(key, workers);
+                        per_worker[w].value(db, key, &d.location, VALUE_TYPE_STRING, 0);
+                    }
+                    return;
+                }
+            };
             let Some((db, key)) = split_record_key(r.key) else {
                 return;
             };
@@ -119,6 +145,9 @@ pub fn open(cfg: &Config, workers: usize, databases: usize, now_ms: i64) -> Resu
                     "data device {d}: {n} blocks of {bs} bytes; at most {MAX_BLOCKS_PER_DEVICE} blocks of at most {MAX_BLOCK_SIZE_BYTES} bytes are supported"
                 ));
             }
+        }
+        if damaged > 0 {
+            tracing::error!("{damaged} damaged records found by recovery (see above)");
         }
         if beyond_databases > 0 {
             tracing::warn!(

@@ -482,6 +482,15 @@ pub fn spawn_worker(
                             std::process::exit(1);
                         }
                     };
+                // Blocks whose records are all obsolete come back before the first write
+                // (a device that was full before the restart takes writes again at once).
+                match writer.reclaim().await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!("worker {id}: {n} obsolete blocks reclaimed"),
+                    Err(e) => {
+                        tracing::error!("worker {id}: reclaiming obsolete blocks failed: {e}")
+                    }
+                }
                 let shard = Rc::new(RefCell::new(Shard {
                     id,
                     keyspace: Keyspace::new(index, writer),

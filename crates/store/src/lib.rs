@@ -35,6 +35,8 @@ pub use aligned::{AlignedBuf, MIN_ALIGN_BYTES};
 pub use device::{AnyDevice, Device, FileDevice};
 pub use error::{Result, StoreError};
 pub use reader::RecordBytes;
-pub use recovery::{IndexEntry, RecoveredIndex, RecoveredRecord, Recovery, Truncation};
+pub use recovery::{
+    DamagedRecord, IndexEntry, Recovered, RecoveredIndex, RecoveredRecord, Recovery, Truncation,
+};
 pub use store::{AllocatedBlock, BlockId, Location, Store, StoreOptions, StoreStats};
 pub use writer::{Durability, Writer, WriterStats};

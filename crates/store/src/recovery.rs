@@ -74,6 +74,28 @@ pub struct RecoveredRecord<'a> {
     pub location: Location,
 }
 
+/// A record that failed its checks but is followed by valid records in its block (damage,
+/// not a torn tail), with the key its header claims (untrusted: the damage may be in the
+/// key). Delivered in place, between the valid records around it, by
+/// [`Store::create_or_open_reporting`](crate::Store::create_or_open_reporting), so a caller
+/// can make the key answer an error instead of silently falling back to an older version.
+#[derive(Clone, Copy, Debug)]
+pub struct DamagedRecord<'a> {
+    /// The key the damaged header claims, if its length fits the record.
+    pub key: Option<&'a [u8]>,
+    /// Where the damaged record is (its claimed length).
+    pub location: Location,
+}
+
+/// What recovery hands the caller, in delivery order.
+#[derive(Clone, Copy, Debug)]
+pub enum Recovered<'r, 'a> {
+    /// A valid record.
+    Record(&'r RecoveredRecord<'a>),
+    /// A damaged record followed by valid ones.
+    Damaged(&'r DamagedRecord<'a>),
+}
+
 /// Where a block's valid records end before its scanned area does.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Truncation {
@@ -136,22 +158,55 @@ fn claimed_len(buf: &[u8]) -> Option<usize> {
     Some(encoded_record_len(key_len as usize, value_len as usize))
 }
 
+/// One item of a scanned record area.
+enum AreaItem<'a> {
+    Valid(crate::format::RecordRef<'a>),
+    /// A corrupt record with a plausible length, followed by valid records: its
+    /// claimed length and key.
+    Damaged {
+        len_bytes: usize,
+        key: Option<&'a [u8]>,
+    },
+}
+
+/// The key a corrupt record's header claims, if it fits in `len` bytes.
+fn claimed_key(buf: &[u8], len: usize) -> Option<&[u8]> {
+    let header = buf.get(..RECORD_HEADER_BYTES)?;
+    let key_len = u32::from_le_bytes(header[24..28].try_into().ok()?) as usize;
+    (RECORD_HEADER_BYTES + key_len <= len)
+        .then(|| buf.get(RECORD_HEADER_BYTES..RECORD_HEADER_BYTES + key_len))
+        .flatten()
+}
+
 /// Scans `area` (a record area of block `block_seq`), calling `f(offset,
-/// record)` for each valid record, skipping corrupt records whose length is
-/// plausible.
+/// item)` for each valid record and for each corrupt record whose length is
+/// plausible and that valid records follow (corrupt records at the end, a torn
+/// tail, are not passed on).
 fn scan_area<'a>(
     area: &'a [u8],
     block_seq: u64,
-    mut f: impl FnMut(usize, crate::format::RecordRef<'a>),
+    mut f: impl FnMut(usize, AreaItem<'a>),
 ) -> AreaScan {
     let mut base = 0usize;
     let mut valid_end = 0usize;
     let mut skipped: Vec<usize> = Vec::new();
+    // Damaged records not yet followed by a valid one: (offset, claimed length).
+    let mut pending: Vec<(usize, usize)> = Vec::new();
     let stop_reason;
     loop {
         let mut it = RecordIter::new(&area[base..], block_seq);
         for (offset, record) in &mut it {
-            f(base + offset, record);
+            for (at, len) in pending.drain(..) {
+                let key = claimed_key(&area[at..], len);
+                f(
+                    at,
+                    AreaItem::Damaged {
+                        len_bytes: len,
+                        key,
+                    },
+                );
+            }
+            f(base + offset, AreaItem::Valid(record));
             valid_end = base + offset + record.encoded_len_bytes;
         }
         let at = base + it.offset_bytes();
@@ -164,6 +219,7 @@ fn scan_area<'a>(
                 match claimed_len(&area[at..]) {
                     Some(len) if at + len < area.len() => {
                         skipped.push(at);
+                        pending.push((at, len));
                         base = at + len;
                     }
                     _ => {
@@ -298,7 +354,7 @@ pub(crate) async fn scan(
     devices: &[AnyDevice],
     infos: &[DeviceInfo],
     blocks: &[Vec<BlockMeta>],
-    mut on_record: impl FnMut(&RecoveredRecord<'_>),
+    mut on_record: impl FnMut(Recovered<'_, '_>),
 ) -> Result<Recovery> {
     let start = Instant::now();
     let mut rec = Recovery::default();
@@ -426,8 +482,10 @@ pub(crate) async fn scan(
             scan_area(
                 &r.buf[BLOCK_HEADER_BYTES..],
                 data[i].header.block_seq,
-                |_, rr| {
-                    first.get_or_insert(rr.meta.mutation_seq);
+                |_, item| {
+                    if let AreaItem::Valid(rr) = item {
+                        first.get_or_insert(rr.meta.mutation_seq);
+                    }
                 },
             );
             // No valid record: nothing is delivered, the place does not matter.
@@ -491,7 +549,7 @@ fn deliver_block(
     block: &DataBlock,
     buf: &[u8],
     meta: &BlockMeta,
-    on_record: &mut impl FnMut(&RecoveredRecord<'_>),
+    on_record: &mut impl FnMut(Recovered<'_, '_>),
 ) {
     let (d, b) = (block.id.device, block.id.block);
     let header = &block.header;
@@ -501,7 +559,22 @@ fn deliver_block(
     };
     let area = &buf[BLOCK_HEADER_BYTES..area_end];
     let mut tombstones = false;
-    let scan = scan_area(area, header.block_seq, |offset, r| {
+    let scan = scan_area(area, header.block_seq, |offset, item| {
+        let r = match item {
+            AreaItem::Valid(r) => r,
+            AreaItem::Damaged { len_bytes, key } => {
+                on_record(Recovered::Damaged(&DamagedRecord {
+                    key,
+                    location: Location {
+                        device: d,
+                        block: b,
+                        offset_bytes: (BLOCK_HEADER_BYTES + offset) as u32,
+                        len_bytes: len_bytes as u32,
+                    },
+                }));
+                return;
+            }
+        };
         let location = Location {
             device: d,
             block: b,
@@ -511,12 +584,12 @@ fn deliver_block(
         rec.records += 1;
         rec.max_mutation_seq = rec.max_mutation_seq.max(r.meta.mutation_seq);
         tombstones |= r.meta.kind == RecordKind::Tombstone;
-        on_record(&RecoveredRecord {
+        on_record(Recovered::Record(&RecoveredRecord {
             meta: r.meta,
             key: r.key,
             value: r.value,
             location,
-        });
+        }));
     });
     if tombstones {
         meta.tombstones.store(true, Ordering::Relaxed);

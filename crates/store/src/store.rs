@@ -22,7 +22,7 @@ use crate::format::{
     format_device, read_superblock, FormatParams, Superblock, SuperblockError, BLOCK_HEADER_BYTES,
     DEFAULT_BLOCK_SIZE_BYTES, SUPERBLOCK_SLOT_BYTES,
 };
-use crate::recovery::{self, RecoveredRecord, Recovery};
+use crate::recovery::{self, Recovered, RecoveredRecord, Recovery};
 use crate::{AlignedBuf, FileDevice};
 
 /// Options used when formatting fresh devices (ignored for formatted ones).
@@ -193,7 +193,23 @@ impl Store {
     pub async fn create_or_open(
         devices: Vec<AnyDevice>,
         options: &StoreOptions,
-        on_record: impl FnMut(&RecoveredRecord<'_>),
+        mut on_record: impl FnMut(&RecoveredRecord<'_>),
+    ) -> Result<(Store, Recovery)> {
+        Self::create_or_open_reporting(devices, options, |r| {
+            if let Recovered::Record(r) = r {
+                on_record(r)
+            }
+        })
+        .await
+    }
+
+    /// [`Store::create_or_open`] that also reports damaged records (corrupt
+    /// records followed by valid ones in their block, see
+    /// [`DamagedRecord`](crate::recovery::DamagedRecord)) in delivery order.
+    pub async fn create_or_open_reporting(
+        devices: Vec<AnyDevice>,
+        options: &StoreOptions,
+        on_record: impl FnMut(Recovered<'_, '_>),
     ) -> Result<(Store, Recovery)> {
         if devices.is_empty() || devices.len() > usize::from(u16::MAX) {
             return Err(StoreError::Config(format!(

@@ -14,6 +14,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use skerry_store::device::{CrashSpec, Fault, FaultOp, RamControl, RamDevice};
 use skerry_store::format::{RecordKind, RecordMeta, RESERVED_BYTES, VALUE_TYPE_STRING};
+use skerry_store::Recovered;
 use skerry_store::{
     Durability, Location, RecoveredIndex, Recovery, Store, StoreError, StoreOptions, Writer,
 };
@@ -345,5 +346,52 @@ fn bit_flip_is_corrupt_on_read_and_skipped_by_recovery() {
         for i in (0..10).filter(|&i| i != 4) {
             assert_eq!(index.get(&key(i)).unwrap().location, locs[i as usize]);
         }
+    });
+}
+
+/// `create_or_open_reporting` hands over a damaged record (followed by valid
+/// ones) in its place, with the key its header claims; a damaged last record
+/// (a torn tail) is not reported.
+#[test]
+fn damaged_records_are_reported_in_place_torn_tails_are_not() {
+    let dev = fresh_device();
+    let ctl = dev.control();
+    run(async {
+        let (store, _, _) = open(&ctl).await;
+        let w = Writer::open(store.clone(), 0, Durability::Always, 0)
+            .await
+            .unwrap();
+        let locs: Vec<Location> = (0..6u32)
+            .map(|i| {
+                w.append(meta(u64::from(i) + 1), &key(i), &[i as u8; 300])
+                    .unwrap()
+            })
+            .collect();
+        w.sync().await.unwrap();
+        drop(w);
+        // Damage the values of record 2 (middle) and record 5 (the last one).
+        for victim in [locs[2], locs[5]] {
+            let at =
+                store.block_offset_bytes(victim.block_id()) + u64::from(victim.offset_bytes) + 100;
+            ctl.flip_bit(at, 1);
+        }
+        let mut seen: Vec<(String, Vec<u8>, Location)> = Vec::new();
+        Store::create_or_open_reporting(vec![ctl.device().into()], &opts(), |item| match item {
+            Recovered::Record(r) => seen.push(("record".into(), r.key.to_vec(), r.location)),
+            Recovered::Damaged(d) => seen.push((
+                "damaged".into(),
+                d.key.expect("key intact").to_vec(),
+                d.location,
+            )),
+        })
+        .await
+        .unwrap();
+        let expected: Vec<(String, Vec<u8>, Location)> = (0..5u32)
+            .map(|i| {
+                let kind = if i == 2 { "damaged" } else { "record" };
+                (kind.to_string(), key(i), locs[i as usize])
+            })
+            .collect();
+        assert_eq!(seen, expected);
     });
 }
