@@ -4,9 +4,16 @@
 //! and trust its [`IoBuf`] / [`IoBufMut`] / [`SetLen`] implementations for
 //! pointers and lengths, so this module is written and tested as unsafe code.
 //!
-//! The whole allocation is zero-initialised when it is made (`alloc_zeroed`),
-//! so every byte of the capacity is always initialised: the length is only a
-//! logical marker and can be changed safely with [`AlignedBuf::set_len_bytes`].
+//! The whole allocation is zero-initialised when it is made (`alloc_zeroed`, or
+//! a fresh anonymous mapping), so every byte of the capacity is always
+//! initialised: the length is only a logical marker and can be changed safely
+//! with [`AlignedBuf::set_len_bytes`].
+//!
+//! Buffers of [`MMAP_MIN_BYTES`] or more (block staging images, recovery's
+//! block reads) are their own anonymous mappings, so their memory goes back to
+//! the OS when they are dropped instead of staying in the allocator's heap:
+//! without this a burst of writes (sealed images waiting for their sync) left
+//! hundreds of MiB of RSS behind.
 
 use std::alloc::{self, Layout};
 use std::fmt;
@@ -18,6 +25,18 @@ use compio::buf::{IoBuf, IoBufMut, SetLen};
 
 /// Smallest alignment an [`AlignedBuf`] accepts (one 512-byte sector).
 pub const MIN_ALIGN_BYTES: usize = 512;
+
+/// Buffers at least this large are anonymous mappings (see the module doc).
+pub const MMAP_MIN_BYTES: usize = 1 << 20;
+
+/// Page size assumed for mappings: their alignment (mmap returns page-aligned
+/// memory); a larger requested alignment falls back to the allocator.
+const PAGE_BYTES: usize = 4096;
+
+#[inline]
+fn is_mapped(capacity_bytes: usize, align_bytes: usize) -> bool {
+    capacity_bytes >= MMAP_MIN_BYTES && align_bytes <= PAGE_BYTES
+}
 
 /// A fixed-capacity heap buffer aligned to a power of two (at least 512 bytes),
 /// usable as the owned buffer of compio `O_DIRECT` reads and writes.
@@ -58,11 +77,32 @@ impl AlignedBuf {
         );
         let layout = Layout::from_size_align(capacity_bytes, align_bytes)
             .expect("capacity too large for the alignment");
-        // SAFETY: `layout` has a non-zero size (checked above).
-        let raw = unsafe { alloc::alloc_zeroed(layout) };
+        let raw = if is_mapped(capacity_bytes, align_bytes) {
+            // SAFETY: an anonymous private mapping of a non-zero length with no
+            // address hint has no preconditions; the kernel zero-fills it and
+            // returns page-aligned memory (or MAP_FAILED, handled below).
+            let p = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    capacity_bytes,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            };
+            if p == libc::MAP_FAILED {
+                alloc::handle_alloc_error(layout)
+            }
+            p.cast::<u8>()
+        } else {
+            // SAFETY: `layout` has a non-zero size (checked above).
+            unsafe { alloc::alloc_zeroed(layout) }
+        };
         let Some(ptr) = NonNull::new(raw) else {
             alloc::handle_alloc_error(layout)
         };
+        debug_assert!(ptr.as_ptr().addr().is_multiple_of(align_bytes));
         Self {
             ptr,
             len_bytes: 0,
@@ -161,6 +201,13 @@ impl AlignedBuf {
 
 impl Drop for AlignedBuf {
     fn drop(&mut self) {
+        if is_mapped(self.capacity_bytes, self.align_bytes) {
+            // SAFETY: `new` mapped exactly `capacity_bytes` at `ptr` (the same
+            // `is_mapped` decision) and it is unmapped only here, once.
+            let rc = unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.capacity_bytes) };
+            debug_assert_eq!(rc, 0, "munmap of a staging buffer failed");
+            return;
+        }
         // SAFETY: the allocation was made in `new` with exactly this layout
         // (validated there) and is freed only here, once.
         unsafe {

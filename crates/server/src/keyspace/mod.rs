@@ -199,7 +199,13 @@ pub struct Keyspace {
     wrote: bool,
     /// Heap bytes of long keys.
     heap_key_bytes: usize,
+    /// An early sync (too many full blocks waiting for durability) is running.
+    early_sync: Rc<std::cell::Cell<bool>>,
 }
+
+/// Full blocks' staging images waiting for their sync beyond this start a sync at once
+/// (rather than at the next second), which bounds the writer's memory under a write burst.
+const SEALED_STAGED_MAX_BYTES: u64 = 32 << 20;
 
 /// Encodes a record key: database number (LEB128) then the user key.
 pub fn record_key(db: usize, key: &[u8]) -> smallvec::SmallVec<[u8; 48]> {
@@ -337,6 +343,7 @@ impl Keyspace {
             error: None,
             wrote: false,
             heap_key_bytes: index.heap_key_bytes,
+            early_sync: Rc::default(),
         };
         // Keys that expired while the server was down: a tombstone each, so an older
         // version can never come back once their records' blocks are reclaimed.
@@ -415,6 +422,10 @@ impl Keyspace {
         match self.log.append(meta, &rk, value) {
             Ok(loc) => {
                 self.wrote = true;
+                if loc.offset_bytes == skerry_store::format::BLOCK_HEADER_BYTES as u32 {
+                    // A block was just opened (so one may have been sealed).
+                    self.sync_if_backlogged();
+                }
                 Some(PackedLoc::pack(&loc))
             }
             Err(e) => {
@@ -451,6 +462,22 @@ impl Keyspace {
                 false
             }
         }
+    }
+
+    /// Starts a sync when sealed staging images pile up (see [`SEALED_STAGED_MAX_BYTES`]).
+    fn sync_if_backlogged(&self) {
+        if self.early_sync.get() || self.log.sealed_staged_bytes() <= SEALED_STAGED_MAX_BYTES {
+            return;
+        }
+        self.early_sync.set(true);
+        let (log, flag) = (self.log.clone(), self.early_sync.clone());
+        compio::runtime::spawn(async move {
+            if let Err(e) = log.commit().await {
+                tracing::error!("data file sync failed: {e}");
+            }
+            flag.set(false);
+        })
+        .detach();
     }
 
     // ----- values -----
