@@ -16,7 +16,7 @@
 //!   ([`StoreStats`]).
 //! * [`Writer`]: one per worker; appends, flushes, group commit, reads,
 //!   releases of obsolete records, reclaim of dead blocks, a tombstone
-//!   reserve block.
+//!   reserve block, adoption of a recovered open block.
 //!
 //! See `docs/storage-engine.md`.
 
@@ -36,7 +36,8 @@ pub use device::{AnyDevice, Device, FileDevice};
 pub use error::{Result, StoreError};
 pub use reader::RecordBytes;
 pub use recovery::{
-    DamagedRecord, IndexEntry, Recovered, RecoveredIndex, RecoveredRecord, Recovery, Truncation,
+    DamagedRecord, IndexEntry, Recovered, RecoveredIndex, RecoveredOpenBlock, RecoveredRecord,
+    Recovery, Truncation,
 };
 pub use store::{AllocatedBlock, BlockId, Location, Store, StoreOptions, StoreStats};
 pub use writer::{Durability, Writer, WriterStats};

@@ -107,6 +107,27 @@ pub struct Truncation {
     pub reason: String,
 }
 
+/// A data block found open by recovery: where its valid records end and what
+/// they hold. [`Writer::adopt`](crate::Writer::adopt) continues appending at
+/// `valid_end_bytes`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecoveredOpenBlock {
+    /// The block.
+    pub id: BlockId,
+    /// The worker that wrote it (`owner_worker` of its header).
+    pub owner_worker: u16,
+    /// Offset from the block start where its valid records end (the end of
+    /// the last valid record; [`BLOCK_HEADER_BYTES`] when it has none): where
+    /// appends continue.
+    pub valid_end_bytes: u32,
+    /// Lowest mutation sequence of its valid records (0 if none).
+    pub first_mutation_seq: u64,
+    /// Highest mutation sequence of its valid records (0 if none).
+    pub last_mutation_seq: u64,
+    /// Its valid records include a tombstone.
+    pub has_tombstones: bool,
+}
+
 /// What recovery found.
 #[derive(Clone, Debug, Default)]
 pub struct Recovery {
@@ -120,8 +141,11 @@ pub struct Recovery {
     pub blocks_scanned: u64,
     /// Blocks in use (valid data or checkpoint header).
     pub used_blocks: u64,
-    /// Used blocks whose header says open.
-    pub open_blocks: u64,
+    /// Data blocks whose header says open (the block each writer was
+    /// appending to when the previous run stopped, empty ones included), in
+    /// delivery order; a [`Writer`](crate::Writer) may continue one with
+    /// [`Writer::adopt`](crate::Writer::adopt).
+    pub open_blocks: Vec<RecoveredOpenBlock>,
     /// Data blocks holding at least one valid tombstone record.
     pub tombstone_blocks: u64,
     /// Corrupt records skipped (followed by valid records in their block).
@@ -137,9 +161,9 @@ pub struct Recovery {
 }
 
 /// The result of scanning one block's record area.
-struct AreaScan {
+pub(crate) struct AreaScan {
     /// End of the last valid record (from the area start).
-    valid_end: usize,
+    pub(crate) valid_end: usize,
     /// Corrupt records skipped before `valid_end`.
     corrupt: u64,
     /// Why the scan stopped after `valid_end`, when not a clean end.
@@ -159,7 +183,7 @@ fn claimed_len(buf: &[u8]) -> Option<usize> {
 }
 
 /// One item of a scanned record area.
-enum AreaItem<'a> {
+pub(crate) enum AreaItem<'a> {
     Valid(crate::format::RecordRef<'a>),
     /// A corrupt record with a plausible length, followed by valid records: its
     /// claimed length and key.
@@ -182,7 +206,7 @@ fn claimed_key(buf: &[u8], len: usize) -> Option<&[u8]> {
 /// item)` for each valid record and for each corrupt record whose length is
 /// plausible and that valid records follow (corrupt records at the end, a torn
 /// tail, are not passed on).
-fn scan_area<'a>(
+pub(crate) fn scan_area<'a>(
     area: &'a [u8],
     block_seq: u64,
     mut f: impl FnMut(usize, AreaItem<'a>),
@@ -428,9 +452,6 @@ pub(crate) async fn scan(
                 continue;
             }
             meta.state.store(block_state::RECOVERED, Ordering::Relaxed);
-            if header.state == BlockState::Open {
-                rec.open_blocks += 1;
-            }
             data.push(DataBlock {
                 id,
                 header,
@@ -559,6 +580,7 @@ fn deliver_block(
     };
     let area = &buf[BLOCK_HEADER_BYTES..area_end];
     let mut tombstones = false;
+    let (mut first_seq, mut last_seq, mut valid) = (u64::MAX, 0u64, false);
     let scan = scan_area(area, header.block_seq, |offset, item| {
         let r = match item {
             AreaItem::Valid(r) => r,
@@ -584,6 +606,9 @@ fn deliver_block(
         rec.records += 1;
         rec.max_mutation_seq = rec.max_mutation_seq.max(r.meta.mutation_seq);
         tombstones |= r.meta.kind == RecordKind::Tombstone;
+        first_seq = first_seq.min(r.meta.mutation_seq);
+        last_seq = last_seq.max(r.meta.mutation_seq);
+        valid = true;
         on_record(Recovered::Record(&RecoveredRecord {
             meta: r.meta,
             key: r.key,
@@ -594,6 +619,16 @@ fn deliver_block(
     if tombstones {
         meta.tombstones.store(true, Ordering::Relaxed);
         rec.tombstone_blocks += 1;
+    }
+    if header.state == BlockState::Open {
+        rec.open_blocks.push(RecoveredOpenBlock {
+            id: block.id,
+            owner_worker: header.owner_worker,
+            valid_end_bytes: (BLOCK_HEADER_BYTES + scan.valid_end) as u32,
+            first_mutation_seq: if valid { first_seq } else { 0 },
+            last_mutation_seq: last_seq,
+            has_tombstones: tombstones,
+        });
     }
     if scan.corrupt > 0 {
         tracing::error!(

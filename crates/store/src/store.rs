@@ -10,6 +10,7 @@
 //! per block, e.g. 8 MiB of writes). Device handles are per worker:
 //! [`Store::open_devices`].
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -22,7 +23,7 @@ use crate::format::{
     format_device, read_superblock, FormatParams, Superblock, SuperblockError, BLOCK_HEADER_BYTES,
     DEFAULT_BLOCK_SIZE_BYTES, SUPERBLOCK_SLOT_BYTES,
 };
-use crate::recovery::{self, Recovered, RecoveredRecord, Recovery};
+use crate::recovery::{self, Recovered, RecoveredOpenBlock, RecoveredRecord, Recovery};
 use crate::{AlignedBuf, FileDevice};
 
 /// Options used when formatting fresh devices (ignored for formatted ones).
@@ -78,13 +79,14 @@ pub(crate) mod block_state {
     /// Taken out of the free list as a writer's tombstone reserve; holds no
     /// data and no block sequence yet.
     pub(crate) const RESERVED: u8 = 1;
-    /// Allocated to a writer: its open block, or sealed with staged bytes not
-    /// yet durable. Never reclaimed.
+    /// Allocated to a writer (or adopted by one, see
+    /// [`Writer::adopt`](crate::Writer::adopt)): its open block, or sealed
+    /// with staged bytes not yet durable. Never reclaimed.
     pub(crate) const WRITING: u8 = 2;
     /// Sealed (or abandoned by its writer) and every byte durable: reclaimed
     /// once dead.
     pub(crate) const SEALED: u8 = 3;
-    /// Found by recovery (sealed or open; never appended to again):
+    /// Found by recovery (sealed, or open and not adopted by a writer):
     /// reclaimable once dead, after [`Store::recovery_done`](super::Store::recovery_done).
     pub(crate) const RECOVERED: u8 = 4;
     /// Claimed by one reclaimer (its header is being zeroed).
@@ -136,6 +138,9 @@ struct Inner {
     /// Blocks in the free lists, updated under the allocator lock and read
     /// without it (a writer without a reserve checks it on every append).
     free_count: AtomicU64,
+    /// Recovered open blocks not adopted by a writer yet
+    /// ([`Writer::adopt`](crate::Writer::adopt)).
+    adoptable: Mutex<HashMap<BlockId, RecoveredOpenBlock>>,
 }
 
 /// Space counters of the whole store ([`Store::stats`]).
@@ -312,6 +317,7 @@ impl Store {
                 recovery_done: AtomicBool::new(false),
                 reclaimed_blocks: AtomicU64::new(0),
                 free_count: AtomicU64::new(0),
+                adoptable: Mutex::new(recovery.open_blocks.iter().map(|b| (b.id, *b)).collect()),
                 allocator: Mutex::new(Allocator {
                     free,
                     reserved: 0,
@@ -758,6 +764,63 @@ impl Store {
             .swap(block_state::SEALED, Ordering::SeqCst);
         assert_eq!(was, block_state::RECLAIMING, "block {id:?} was not claimed");
         self.hint_reclaim();
+    }
+
+    /// Claims recovered open block `id` for a writer adopting it: atomically
+    /// moves it from [`block_state::RECOVERED`] to [`block_state::WRITING`]
+    /// (so no reclaimer takes it), once. `None` when `id` is not a recovered
+    /// open block, was adopted already, or was reclaimed (or is being).
+    pub(crate) fn claim_open_block(&self, id: BlockId) -> Option<RecoveredOpenBlock> {
+        let mut adoptable = self
+            .inner
+            .adoptable
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let info = adoptable.remove(&id)?;
+        // Out of the map either way: a block leaves RECOVERED only for good
+        // (reclaimed, freed, or adopted).
+        self.meta(id)
+            .state
+            .compare_exchange(
+                block_state::RECOVERED,
+                block_state::WRITING,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            )
+            .ok()?;
+        Some(info)
+    }
+
+    /// An adoption claimed with [`Store::claim_open_block`] did not complete
+    /// (I/O error, cancelled): the block is a recovered block again.
+    pub(crate) fn unclaim_open_block(&self, info: RecoveredOpenBlock) {
+        let was = self
+            .meta(info.id)
+            .state
+            .swap(block_state::RECOVERED, Ordering::SeqCst);
+        assert_eq!(
+            was,
+            block_state::WRITING,
+            "block {:?} was not claimed",
+            info.id
+        );
+        self.inner
+            .adoptable
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(info.id, info);
+        self.hint_reclaim();
+    }
+
+    /// True when block `id` is a recovered open block that no writer adopted
+    /// (and that was not reclaimed).
+    pub fn is_adoptable(&self, id: BlockId) -> bool {
+        self.inner
+            .adoptable
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains_key(&id)
+            && self.meta(id).state.load(Ordering::SeqCst) == block_state::RECOVERED
     }
 
     /// Opens a new handle of every device for the calling worker thread (in

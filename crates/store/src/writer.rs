@@ -37,8 +37,9 @@ use crate::device::{AnyDevice, Device};
 use crate::error::{Result, StoreError};
 use crate::format::{
     encode_record, encoded_record_len, BlockHeader, BlockKind, BlockState, RecordKind, RecordMeta,
-    BLOCK_HEADER_BYTES,
+    BLOCK_HEADER_BYTES, RECORD_HEADER_BYTES,
 };
+use crate::recovery::{scan_area, RecoveredOpenBlock};
 use crate::store::{io_err, AllocatedBlock, BlockId, Location, Store};
 use crate::AlignedBuf;
 
@@ -177,6 +178,8 @@ pub struct WriterStats {
     pub reclaimed_blocks: u64,
     /// Times the tombstone reserve was put to use (the device was full).
     pub reserve_uses: u64,
+    /// Recovered open blocks adopted ([`Writer::adopt`]).
+    pub adopted_blocks: u64,
 }
 
 /// The per-worker writer (and reader: [`Writer::read`]).
@@ -259,6 +262,193 @@ impl Writer {
     ) -> Result<Self> {
         let devices = store.open_devices().await?;
         Ok(Self::new(store, worker, devices, durability, after_seq))
+    }
+
+    /// Continues recovered open block `id` (one of
+    /// [`Recovery::open_blocks`](crate::Recovery::open_blocks)) as this
+    /// writer's open block, so the block the previous run was appending to is
+    /// not left partly used (and, on a full device, the space left in it takes
+    /// tombstones again). Call it before the first append (the writer must
+    /// have no open block), after [`Store::add_live`] of the records the
+    /// index keeps and [`Store::recovery_done`].
+    ///
+    /// Returns `Ok(false)` and does nothing when `id` is not adoptable: not a
+    /// recovered open block, adopted already (by any writer), reclaimed (or
+    /// being reclaimed), or this writer already has an open block.
+    ///
+    /// What it does: claims the block in the [`Store`] (atomically, so no
+    /// reclaim takes it and no other writer adopts it), reads it whole (one
+    /// aligned read; the records before `valid_end_bytes` must be the ones
+    /// recovery found, else it is given back and `Ok(false)` is returned),
+    /// then zeroes everything past `valid_end_bytes`, in the image and on the
+    /// device, durably, before anything is appended there: first the
+    /// sector(s) holding the record header at `valid_end_bytes` (write +
+    /// fdatasync), so that from then on every scan stops there, then the rest
+    /// up to the last non-zero byte (write + fdatasync). Bytes beyond a torn
+    /// point may hold records of the block's own block sequence with valid
+    /// CRCs (durable out of order): recovery ignores them only because the
+    /// scan stops at the torn point, and a new record appended over part of
+    /// that area would move the stop past them. Then appends continue at
+    /// `valid_end_bytes` with the block's own block sequence; its header stays
+    /// *open* until it is sealed (sealing writes the sequence range of the
+    /// old and new records); live bytes and the tombstone flag are
+    /// unchanged (the caller already counted the live records). The block
+    /// takes values only while this writer holds a tombstone reserve (like a
+    /// block opened from the reserve), so on a full device its room is kept
+    /// for deletes. A crash at any point leaves a block that recovers to the
+    /// same records as before, plus the synced appends.
+    ///
+    /// # The caller guarantees key ownership
+    ///
+    /// Recovery delivers blocks sorted by their first mutation sequence and
+    /// the last record of a key wins; reclaim's log-tail rule needs the older
+    /// versions of a key to live in blocks with a block sequence at most that
+    /// of the block holding the tombstone that superseded them. An adopted
+    /// block holds records of the old run followed by records of this run,
+    /// sorted (and with a block sequence) among the old run's blocks. That is
+    /// correct only if **every key this writer appends in this run belongs to
+    /// it alone** (one writer per key, as always) **and no other recovered
+    /// block holding a record (valid or damaged) of any of those keys is
+    /// delivered after the adopted block by recovery or has a higher block
+    /// sequence** than it. The server also requires every record already in
+    /// the block to be of a key this worker owns and the block's
+    /// `owner_worker` to be this worker. With an unchanged key routing, the
+    /// block a worker was appending to satisfies this (its keys' other
+    /// records are in its earlier blocks and in earlier runs' blocks), except
+    /// after a torn seal left two of its blocks open: only the later one
+    /// does. The store cannot check key routing: it does not know which keys
+    /// a writer owns.
+    pub async fn adopt(&self, id: BlockId) -> Result<bool> {
+        if self.state.borrow().open.is_some() {
+            return Ok(false);
+        }
+        let Some(info) = self.store.claim_open_block(id) else {
+            return Ok(false);
+        };
+        let mut claim = AdoptClaim {
+            store: &self.store,
+            info: Some(info),
+        };
+        let _io = self.begin_io().await;
+        let Some(block) = self.prepare_adopted(&info).await? else {
+            return Ok(false);
+        };
+        let mut st = self.state.borrow_mut();
+        if st.open.is_some() {
+            return Ok(false); // an append opened a block meanwhile
+        }
+        claim.info = None;
+        if info.valid_end_bytes as usize > BLOCK_HEADER_BYTES {
+            st.last_seq = st.last_seq.max(info.last_mutation_seq);
+            if self.next_seq.get() <= info.last_mutation_seq {
+                self.next_seq.set(info.last_mutation_seq + 1);
+            }
+        }
+        st.open = Some(block);
+        st.stats.adopted_blocks += 1;
+        tracing::info!(
+            worker = self.worker,
+            device = id.device,
+            block = id.block,
+            valid_end_bytes = info.valid_end_bytes,
+            "adopted the recovered open block"
+        );
+        Ok(true)
+    }
+
+    /// Reads a claimed recovered open block, checks it, zeroes its tail on
+    /// the device and returns its staging image (`None`: not what recovery
+    /// found, not adopted).
+    async fn prepare_adopted(&self, info: &RecoveredOpenBlock) -> Result<Option<StagedBlock>> {
+        let id = info.id;
+        let dev = &self.devices[usize::from(id.device)];
+        let block_size = self.store.block_size_bytes(id.device) as usize;
+        let align = self.store.align_bytes(id.device);
+        let block_offset = self.store.block_offset_bytes(id);
+        let block_seq = self.store.block_seq(id);
+        let valid_end = info.valid_end_bytes as usize;
+        let BufResult(res, mut buf) = dev
+            .read_at(AlignedBuf::zeroed(block_size, align), block_offset)
+            .await;
+        res.map_err(|e| io_err(id.device, block_offset, e))?;
+        let header = BlockHeader::decode(&buf[..BLOCK_HEADER_BYTES]);
+        let rescan = scan_area(&buf[BLOCK_HEADER_BYTES..], block_seq, |_, _| {}).valid_end
+            + BLOCK_HEADER_BYTES;
+        let header_ok = matches!(header, Ok(Some(h)) if h.kind == BlockKind::Data
+            && h.state == BlockState::Open && h.block_seq == block_seq);
+        if !header_ok || rescan != valid_end || valid_end > block_size {
+            tracing::error!(
+                device = id.device,
+                block = id.block,
+                valid_end_bytes = valid_end,
+                rescanned_end_bytes = rescan,
+                header_ok,
+                "recovered open block changed on the device since recovery; not adopted"
+            );
+            return Ok(None);
+        }
+        // Zero the tail: first the record header slot at `valid_end` (then
+        // every scan stops there, whatever the rest holds), then the rest.
+        if let Some(last) = buf[valid_end..].iter().rposition(|&b| b != 0) {
+            let slot_end = (valid_end + RECORD_HEADER_BYTES).min(block_size);
+            let slot_dirty = buf[valid_end..slot_end].iter().any(|&b| b != 0);
+            let end = (valid_end + last + 1).next_multiple_of(align);
+            buf[valid_end..].fill(0);
+            // The valid prefix of the first sector is rewritten unchanged.
+            let mut from = valid_end / align * align;
+            if slot_dirty {
+                let slot_sectors_end = slot_end.next_multiple_of(align);
+                self.write_and_sync(id, &buf[from..slot_sectors_end], block_offset + from as u64)
+                    .await?;
+                from = slot_sectors_end;
+            }
+            if end > from {
+                self.write_and_sync(id, &buf[from..end], block_offset + from as u64)
+                    .await?;
+            }
+        }
+        Ok(Some(StagedBlock {
+            alloc: AllocatedBlock { id, block_seq },
+            buf,
+            used_bytes: valid_end,
+            flushed_bytes: valid_end,
+            synced_bytes: valid_end,
+            sealed: false,
+            header_dirty: false,
+            header_synced: false,
+            min_seq: if valid_end > BLOCK_HEADER_BYTES {
+                info.first_mutation_seq
+            } else {
+                u64::MAX
+            },
+            max_seq: info.last_mutation_seq,
+            tombstones_only: true,
+            header_durable: true,
+        }))
+    }
+
+    /// One aligned write of `bytes` at `offset_bytes` of `id`'s device, then
+    /// fdatasync of that device.
+    async fn write_and_sync(&self, id: BlockId, bytes: &[u8], offset_bytes: u64) -> Result<()> {
+        let d = usize::from(id.device);
+        let mut out = AlignedBuf::new(bytes.len(), self.store.align_bytes(id.device));
+        out.extend_from_slice(bytes);
+        let len_bytes = out.len_bytes() as u64;
+        let BufResult(res, _) = self.devices[d].write_at(out, offset_bytes).await;
+        if let Err(e) = res {
+            tracing::error!(device = id.device, offset_bytes, error = %e, "zeroing an adopted block's tail failed");
+            return Err(io_err(id.device, offset_bytes, e));
+        }
+        {
+            let mut st = self.state.borrow_mut();
+            st.stats.writes += 1;
+            st.stats.written_bytes += len_bytes;
+        }
+        if let Err(e) = self.devices[d].sync().await {
+            tracing::error!(device = id.device, error = %e, "data device sync failed (adopt)");
+            return Err(io_err(id.device, 0, e));
+        }
+        Ok(())
     }
 
     /// The store this writer belongs to.
@@ -824,6 +1014,21 @@ impl Drop for Writer {
             if b.synced_bytes == b.used_bytes {
                 self.store.block_durable(b.alloc.id);
             }
+        }
+    }
+}
+
+/// A recovered open block claimed by [`Writer::adopt`]; given back (a
+/// recovered block again) unless the adoption completes.
+struct AdoptClaim<'a> {
+    store: &'a Store,
+    info: Option<RecoveredOpenBlock>,
+}
+
+impl Drop for AdoptClaim<'_> {
+    fn drop(&mut self) {
+        if let Some(info) = self.info.take() {
+            self.store.unclaim_open_block(info);
         }
     }
 }
