@@ -29,8 +29,10 @@
 //! seeded CRC makes a wrong guess fail) and counted in
 //! [`Recovery::corrupt_records`]. Where the valid records of a block end
 //! before the scanned area does (a torn tail, damage), the block is reported
-//! in [`Recovery::truncations`]. Recovery never writes: blocks found open are
-//! not appended to again, so a later scan stops at the same place.
+//! in [`Recovery::truncations`]. Recovery never writes. Blocks found open are
+//! listed in [`Recovery::open_blocks`]; a writer may continue one with
+//! [`Writer::adopt`](crate::Writer::adopt), which zeroes everything past its
+//! valid records first (see `docs/storage-engine.md`, Recovery).
 
 use std::collections::{HashMap, VecDeque};
 use std::future::{poll_fn, Future};
