@@ -260,7 +260,8 @@ pub fn main_from_args<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
     let persisted: Vec<_> = opened
         .per_worker
         .into_iter()
-        .map(|index| (opened.store.clone(), opened.max_seq, index))
+        .zip(opened.adoptable)
+        .map(|(index, adopt)| (opened.store.clone(), opened.max_seq, index, adopt))
         .collect();
     let mut handles = Vec::new();
     for (id, ((rx, ls), p)) in receivers

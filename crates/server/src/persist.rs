@@ -10,7 +10,9 @@
 use std::path::PathBuf;
 
 use skerry_store::format::{RecordKind, VALUE_TYPE_STRING};
-use skerry_store::{AnyDevice, Durability, FileDevice, Recovered, Store, StoreOptions};
+use skerry_store::{
+    AnyDevice, BlockId, Durability, FileDevice, Recovered, RecoveredOpenBlock, Store, StoreOptions,
+};
 
 use crate::config::Config;
 use crate::keyspace::entry::{MAX_BLOCKS_PER_DEVICE, MAX_BLOCK_SIZE_BYTES, MAX_DEVICES};
@@ -24,6 +26,86 @@ pub struct Opened {
     pub max_seq: u64,
     /// Recovered index, per owning worker.
     pub per_worker: Vec<RecoveredIndex>,
+    /// Per worker, the recovered open blocks it may continue
+    /// (`skerry_store::Writer::adopt`; see [`Routing::adoptable`]).
+    pub adoptable: Vec<Vec<BlockId>>,
+}
+
+/// Which workers the records of each recovered block route to, per block in delivery order
+/// (a block's records are delivered together).
+#[derive(Default)]
+struct Routing {
+    blocks: Vec<BlockRoutes>,
+}
+
+struct BlockRoutes {
+    id: BlockId,
+    /// Workers owning the key of at least one record (sorted, deduplicated).
+    workers: Vec<usize>,
+    /// A record whose key cannot be read or parsed.
+    unroutable: bool,
+}
+
+impl Routing {
+    /// A record of block `id` routes to `worker` (`None`: its key is unreadable).
+    fn note(&mut self, id: BlockId, worker: Option<usize>) {
+        if self.blocks.last().map(|b| b.id) != Some(id) {
+            self.blocks.push(BlockRoutes {
+                id,
+                workers: Vec::new(),
+                unroutable: false,
+            });
+        }
+        let b = self.blocks.last_mut().expect("just pushed");
+        match worker {
+            Some(w) => {
+                if let Err(i) = b.workers.binary_search(&w) {
+                    b.workers.insert(i, w);
+                }
+            }
+            None => b.unroutable = true,
+        }
+    }
+
+    /// Per worker, the recovered open blocks it may adopt. `Writer::adopt` is correct only if
+    /// no other recovered block holding a record of a key the adopting worker writes from now
+    /// on is delivered after the adopted block or has a higher block sequence (see
+    /// `docs/storage-engine.md`, Recovery, Adopted blocks). Checked here for every key that
+    /// routes to the worker; on top of that (to keep it simple), the block's `owner_worker` is
+    /// the worker and each of its records routes to it.
+    fn adoptable(
+        &self,
+        store: &Store,
+        open: &[RecoveredOpenBlock],
+        workers: usize,
+    ) -> Vec<Vec<BlockId>> {
+        let mut out = vec![Vec::new(); workers];
+        for b in open {
+            let w = usize::from(b.owner_worker);
+            if w >= workers {
+                continue;
+            }
+            let pos = self.blocks.iter().position(|r| r.id == b.id);
+            if let Some(p) = pos {
+                let r = &self.blocks[p];
+                if r.unroutable || r.workers != [w] {
+                    continue;
+                }
+            }
+            // An empty block (no record delivered) sorts after every recovered block once it
+            // holds new records: only the block sequences matter then.
+            let seq = store.block_seq(b.id);
+            let newest = self.blocks.iter().enumerate().all(|(i, r)| {
+                Some(i) == pos
+                    || r.workers.binary_search(&w).is_err()
+                    || (pos.is_none_or(|p| i < p) && store.block_seq(r.id) < seq)
+            });
+            if newest {
+                out[w].push(b.id);
+            }
+        }
+        out
+    }
 }
 
 /// The durability policy named by `appendfsync`.
@@ -89,6 +171,7 @@ pub fn open(cfg: &Config, workers: usize, databases: usize, now_ms: i64) -> Resu
             (0..workers).map(|_| RecoveredIndex::new(databases)).collect();
         let mut beyond_databases = 0u64;
         let mut damaged = 0u64;
+        let mut routing = Routing::default();
         let opened = Store::create_or_open_reporting(devices, &StoreOptions::default(), |item| {
             let r = match item {
                 Recovered::Record(r) => r,
@@ -97,6 +180,7 @@ pub fn open(cfg: &Config, workers: usize, databases: usize, now_ms: i64) -> Resu
                     // than falling back to an older version (unless a newer record follows).
                     damaged += 1;
                     let Some((db, key)) = d.key.and_then(split_record_key) else {
+                        routing.note(d.location.block_id(), None);
                         tracing::error!(
                             "damaged record at data device {} block {} offset {}: its key is unreadable",
                             d.location.device, d.location.block, d.location.offset_bytes
@@ -108,21 +192,24 @@ pub fn open(cfg: &Config, workers: usize, databases: usize, now_ms: i64) -> Resu
                         String::from_utf8_lossy(key).escape_debug(),
                         d.location.device, d.location.block, d.location.offset_bytes
                     );
+                    let w = crate::slot::owner(key, workers);
+                    routing.note(d.location.block_id(), Some(w));
                     if db < databases {
-                        let w = crate::slot::owner(key, workers);
                         per_worker[w].value(db, key, &d.location, VALUE_TYPE_STRING, 0);
                     }
                     return;
                 }
             };
             let Some((db, key)) = split_record_key(r.key) else {
+                routing.note(r.location.block_id(), None);
                 return;
             };
+            let w = crate::slot::owner(key, workers);
+            routing.note(r.location.block_id(), Some(w));
             if db >= databases {
                 beyond_databases += 1;
                 return;
             }
-            let w = crate::slot::owner(key, workers);
             match r.meta.kind {
                 RecordKind::Value => per_worker[w].value(
                     db,
@@ -176,10 +263,12 @@ pub fn open(cfg: &Config, workers: usize, databases: usize, now_ms: i64) -> Resu
                 t.reason
             );
         }
+        let adoptable = routing.adoptable(&store, &recovery.open_blocks, workers);
         Ok(Opened {
             store,
             max_seq: recovery.max_mutation_seq,
             per_worker,
+            adoptable,
         })
     })
 }

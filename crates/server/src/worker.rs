@@ -449,7 +449,12 @@ pub fn spawn_worker(
     shared: Arc<Shared>,
     inbox: flume::Receiver<Envelope>,
     listeners: Vec<std::net::TcpListener>,
-    persisted: (skerry_store::Store, u64, crate::keyspace::RecoveredIndex),
+    persisted: (
+        skerry_store::Store,
+        u64,
+        crate::keyspace::RecoveredIndex,
+        Vec<skerry_store::BlockId>,
+    ),
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
     std::thread::Builder::new()
         .name(format!("skerry-w{id}"))
@@ -471,7 +476,7 @@ pub fn spawn_worker(
                     std::process::exit(1);
                 }
             };
-            let (store, max_seq, index) = persisted;
+            let (store, max_seq, index, adoptable) = persisted;
             rt.block_on(async move {
                 let durability = crate::persist::durability(&shared.config);
                 let writer =
@@ -482,6 +487,26 @@ pub fn spawn_worker(
                             std::process::exit(1);
                         }
                     };
+                // Continue the block this worker was appending to when the previous run
+                // stopped (persist::open checked that only this worker's keys are in the way).
+                for &b in &adoptable {
+                    match writer.adopt(b).await {
+                        Ok(true) => {
+                            tracing::info!(
+                                "worker {id}: continuing data device {} block {} (open when the previous run stopped)",
+                                b.device,
+                                b.block
+                            );
+                            break;
+                        }
+                        Ok(false) => {}
+                        Err(e) => tracing::error!(
+                            "worker {id}: continuing data device {} block {} failed: {e}",
+                            b.device,
+                            b.block
+                        ),
+                    }
+                }
                 // Blocks whose records are all obsolete come back before the first write
                 // (a device that was full before the restart takes writes again at once).
                 match writer.reclaim().await {
