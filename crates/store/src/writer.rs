@@ -113,6 +113,11 @@ struct StagedBlock {
     tombstones_only: bool,
     /// The store was told that the block's header is durable.
     header_durable: bool,
+    /// Records before this offset are read from the device, not from the
+    /// image: those of an adopted block that recovery found there (durable;
+    /// at-rest damage is reported as for any recovered record).
+    /// [`BLOCK_HEADER_BYTES`] for a block this writer allocated.
+    staged_from: usize,
 }
 
 impl StagedBlock {
@@ -295,8 +300,10 @@ impl Writer {
     /// unchanged (the caller already counted the live records). The block
     /// takes values only while this writer holds a tombstone reserve (like a
     /// block opened from the reserve), so on a full device its room is kept
-    /// for deletes. A crash at any point leaves a block that recovers to the
-    /// same records as before, plus the synced appends.
+    /// for deletes. Reads of the records it held when adopted still go to the
+    /// device (they are durable), not to the staging image. A crash at any
+    /// point leaves a block that recovers to the same records as before, plus
+    /// the synced appends.
     ///
     /// # The caller guarantees key ownership
     ///
@@ -424,6 +431,7 @@ impl Writer {
             max_seq: info.last_mutation_seq,
             tombstones_only: true,
             header_durable: true,
+            staged_from: valid_end,
         }))
     }
 
@@ -738,6 +746,7 @@ impl Writer {
             max_seq: 0,
             tombstones_only: false,
             header_durable: false,
+            staged_from: BLOCK_HEADER_BYTES,
         }
     }
 
@@ -765,7 +774,9 @@ impl Writer {
     }
 
     /// Copies the record at `location` out of the staging images, if this
-    /// writer still holds it (not yet durable, or in the open block).
+    /// writer still holds it (not yet durable, or in the open block; not the
+    /// records an adopted block held when it was adopted: those are read
+    /// from the device).
     pub fn staged(&self, location: &Location) -> Option<crate::RecordBytes> {
         let st = self.state.borrow();
         let id = location.block_id();
@@ -776,7 +787,7 @@ impl Writer {
             .find(|b| b.alloc.id == id)?;
         let start = location.offset_bytes as usize;
         let end = start + location.len_bytes as usize;
-        if start < BLOCK_HEADER_BYTES || end > block.used_bytes {
+        if start < block.staged_from || end > block.used_bytes {
             return None;
         }
         crate::RecordBytes::decode(

@@ -153,7 +153,9 @@ fn adopt_after_a_clean_stop_continues_the_block() {
         assert!(w.adopt(id).await.unwrap());
         assert!(!o.store.is_adoptable(id));
         assert_eq!(w.stats().adopted_blocks, 1);
-        // Recovered records are still readable (from the adopted image).
+        // Recovered records are still readable, from the device (not the
+        // adopted image: damage at rest is reported as before).
+        assert!(w.staged(&locs[2]).is_none());
         let r = w.read(&locs[2]).await.unwrap();
         assert_eq!(r.value(), val(2, 1000).as_slice());
         let first = w.append(value(w.next_seq()), b"b0", &val(10, 700)).unwrap();
@@ -162,6 +164,7 @@ fn adopt_after_a_clean_stop_continues_the_block() {
             first.offset_bytes, end,
             "appends continue at the recovered end"
         );
+        assert!(w.staged(&first).is_some());
         for i in 1..5u8 {
             let k = format!("b{i}");
             let l = w
