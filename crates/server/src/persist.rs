@@ -272,3 +272,104 @@ pub fn open(cfg: &Config, workers: usize, databases: usize, now_ms: i64) -> Resu
         })
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use skerry_store::device::RamDevice;
+    use skerry_store::format::{RecordMeta, RESERVED_BYTES};
+    use skerry_store::Writer;
+
+    /// A store whose three open blocks were written by workers 0, 1, 2 (in that order, so
+    /// their block sequences increase), reopened.
+    fn three_open_blocks() -> (Store, Vec<RecoveredOpenBlock>) {
+        let opts = StoreOptions {
+            block_size_bytes: 64 << 10,
+        };
+        let dev = RamDevice::new(RESERVED_BYTES + 10 * (64 << 10), 512);
+        let ctl = dev.control();
+        let rt = compio::runtime::Runtime::new().unwrap();
+        rt.block_on(async {
+            let (store, _) = Store::create_or_open(vec![dev.into()], &opts, |_| {})
+                .await
+                .unwrap();
+            for w in 0..3u16 {
+                let writer = Writer::open(store.clone(), w, Durability::Always, 0)
+                    .await
+                    .unwrap();
+                let meta = RecordMeta {
+                    kind: RecordKind::Value,
+                    value_type: VALUE_TYPE_STRING,
+                    flags: 0,
+                    mutation_seq: writer.next_seq(),
+                    expiry_ms: 0,
+                };
+                writer.append(meta, b"\0k", b"v").unwrap();
+                writer.sync().await.unwrap();
+            }
+            let (store, rec) = Store::create_or_open(vec![ctl.device().into()], &opts, |_| {})
+                .await
+                .unwrap();
+            let mut open = rec.open_blocks;
+            open.sort_by_key(|b| b.owner_worker);
+            assert_eq!(open.len(), 3);
+            assert!(store.block_seq(open[0].id) < store.block_seq(open[1].id));
+            assert!(store.block_seq(open[1].id) < store.block_seq(open[2].id));
+            (store, open)
+        })
+    }
+
+    fn routing(notes: &[(BlockId, Option<usize>)]) -> Routing {
+        let mut r = Routing::default();
+        for &(id, w) in notes {
+            r.note(id, w);
+        }
+        r
+    }
+
+    #[test]
+    fn adoptable_only_when_no_later_or_newer_block_holds_the_workers_keys() {
+        let (store, open) = three_open_blocks();
+        let [b0, b1, b2] = [open[0].id, open[1].id, open[2].id];
+        // Unchanged routing: every worker continues its block.
+        let r = routing(&[(b0, Some(0)), (b1, Some(1)), (b2, Some(2))]);
+        assert_eq!(
+            r.adoptable(&store, &open, 3),
+            vec![vec![b0], vec![b1], vec![b2]]
+        );
+        // A block owned by a worker beyond the current count is not adopted.
+        let r = routing(&[(b0, Some(0)), (b1, Some(1)), (b2, Some(1))]);
+        assert_eq!(r.adoptable(&store, &open, 2), vec![vec![b0], vec![]]);
+        // A key of worker 0 in a block delivered after b0 (the worker count changed): b0
+        // would sort before that older record; b1 holds two workers' keys.
+        let r = routing(&[(b0, Some(0)), (b1, Some(1)), (b1, Some(0)), (b2, Some(2))]);
+        assert_eq!(
+            r.adoptable(&store, &open, 3),
+            vec![vec![], vec![], vec![b2]]
+        );
+        // Delivered before b0 but with a higher block sequence: a tombstone in b0 could be
+        // reclaimed before that older record.
+        let r = routing(&[(b2, Some(0)), (b0, Some(0)), (b1, Some(1))]);
+        assert_eq!(
+            r.adoptable(&store, &open, 3),
+            vec![vec![], vec![b1], vec![]]
+        );
+        // An unreadable key in b0.
+        let r = routing(&[(b0, Some(0)), (b0, None), (b1, Some(1)), (b2, Some(2))]);
+        assert_eq!(
+            r.adoptable(&store, &open, 3),
+            vec![vec![], vec![b1], vec![b2]]
+        );
+        // An empty b0 (no record delivered): only the block sequences matter.
+        let r = routing(&[(b1, Some(1)), (b2, Some(2))]);
+        assert_eq!(
+            r.adoptable(&store, &open, 3),
+            vec![vec![b0], vec![b1], vec![b2]]
+        );
+        let r = routing(&[(b1, Some(1)), (b2, Some(0))]);
+        assert_eq!(
+            r.adoptable(&store, &open, 3),
+            vec![vec![], vec![b1], vec![]]
+        );
+    }
+}
