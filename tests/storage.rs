@@ -672,3 +672,35 @@ fn data_size_change_keeps_the_existing_store() {
         s.stop_clean();
     }
 }
+
+/// A second server on a data file already in use refuses to start (an exclusive lock), and
+/// the first one keeps serving its data.
+#[test]
+fn a_data_file_in_use_is_refused() {
+    skip_if_redis!();
+    let s = Server::start(&["--data-size", "64mb"]);
+    let mut r = s.raw();
+    assert_eq!(r.cmd(&["SET", "k", "v"]), ok());
+    let path = s.data_file().to_string_lossy().into_owned();
+    let (status, log) = Server::run_expect_exit(
+        Opts {
+            args: vec![
+                "--data-file".into(),
+                path,
+                "--data-size".into(),
+                "64mb".into(),
+            ],
+            ..Opts::default()
+        },
+        Duration::from_secs(10),
+    );
+    assert!(
+        !status.success(),
+        "second server on the same data file started"
+    );
+    assert!(
+        log.contains("is in use by another process"),
+        "log of the refused start:\n{log}"
+    );
+    assert_eq!(r.cmd(&["GET", "k"]), bulk("v"));
+}

@@ -122,6 +122,34 @@ pub fn durability_of(name: &str) -> Durability {
     }
 }
 
+/// Takes an exclusive `flock` on `path` for the life of the process, so a second server
+/// started on the same data file refuses to start instead of writing over the first one's
+/// log. (The lock's file handle is kept open on purpose until the process exits.)
+fn lock_for_life(path: &std::path::Path) -> Result<(), String> {
+    use std::os::fd::AsRawFd;
+    let file = std::fs::File::open(path).map_err(|e| {
+        format!(
+            "cannot open the data file {} to lock it: {e}",
+            path.display()
+        )
+    })?;
+    // SAFETY: flock on a file descriptor this function owns; no memory is involved.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            format!(
+                "the data file {} is in use by another process (another server on it?)",
+                path.display()
+            )
+        } else {
+            format!("cannot lock the data file {}: {e}", path.display())
+        });
+    }
+    std::mem::forget(file);
+    Ok(())
+}
+
 /// The data files: every `data-file` given (space-separated), or `<dir>/skerry.data`.
 pub fn data_paths(cfg: &Config) -> Vec<PathBuf> {
     let f = cfg.get("data-file");
@@ -165,6 +193,7 @@ pub fn open(cfg: &Config, workers: usize, databases: usize, now_ms: i64) -> Resu
             let device = FileDevice::open_or_create(path, size_bytes)
                 .await
                 .map_err(|e| format!("cannot open the data file {}: {e}", path.display()))?;
+            lock_for_life(path)?;
             devices.push(device.into());
         }
         let mut per_worker: Vec<RecoveredIndex> =
