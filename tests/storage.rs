@@ -704,3 +704,38 @@ fn a_data_file_in_use_is_refused() {
     );
     assert_eq!(r.cmd(&["GET", "k"]), bulk("v"));
 }
+
+/// A command whose values together exceed the worker's read buffer (8 MiB) still gets all of
+/// them, on the connection's own worker and through a forwarded batch (values read back
+/// from the device after a restart).
+#[test]
+fn values_larger_than_the_read_buffer_are_all_served() {
+    skip_if_redis!();
+    let mut s = Server::start(&["--data-size", "256mb", "--threads", "2"]);
+    let keys: Vec<String> = (0..12).map(|i| format!("{{big}}:{i}")).collect();
+    let value = |i: usize| vec![b'a' + i as u8; 1 << 20];
+    let mut con = s.client();
+    for (i, k) in keys.iter().enumerate() {
+        let _: () = redis::cmd("SET")
+            .arg(k)
+            .arg(value(i))
+            .query(&mut con)
+            .unwrap();
+    }
+    drop(con);
+    s.stop_clean();
+    s.start_again();
+    // Connections are spread round-robin over the two workers: one of these two runs MGET
+    // locally, the other forwards it to the keys' worker.
+    for _ in 0..2 {
+        let mut con = s.client();
+        con.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let got: Vec<Vec<u8>> = redis::cmd("MGET").arg(&keys).query(&mut con).unwrap();
+        assert_eq!(got.len(), 12);
+        for (i, v) in got.iter().enumerate() {
+            assert!(*v == value(i), "value {i} differs");
+        }
+        let n: usize = redis::cmd("STRLEN").arg(&keys[11]).query(&mut con).unwrap();
+        assert_eq!(n, 1 << 20);
+    }
+}

@@ -129,6 +129,8 @@ struct Batch {
     reply: Reply,
     now_ms: i64,
     tx: flume::Sender<Vec<u8>>,
+    /// Read-buffer mark of the command waiting for its values (see `Keyspace::read_mark`).
+    mark: Option<u64>,
 }
 
 /// Runs the rest of `b` on the owner. A command whose values are not resident suspends the
@@ -145,7 +147,9 @@ fn run_batch(s: &mut Shard, mut b: Batch) {
                 start = e as usize;
             }
             let missing = if commands::reads_values(idx, &argv) {
-                s.keyspace.missing(db, &key_args(idx, &argv), b.now_ms)
+                let mark = *b.mark.get_or_insert_with(|| s.keyspace.read_mark());
+                s.keyspace
+                    .missing(db, &key_args(idx, &argv), b.now_ms, mark)
             } else {
                 Vec::new()
             };
@@ -153,6 +157,7 @@ fn run_batch(s: &mut Shard, mut b: Batch) {
                 exec_keyed(s, idx, db, b.now_ms, &mut b.reply, &argv);
                 b.start = start;
                 b.next += 1;
+                b.mark = None;
             }
             missing
         };
@@ -163,11 +168,13 @@ fn run_batch(s: &mut Shard, mut b: Batch) {
                 wait_local_unheld().await;
                 let shard = local_shard();
                 let mut s = shard.borrow_mut();
-                if let Err(e) = s.keyspace.fill(got) {
+                let mark = b.mark.unwrap_or(0);
+                if let Err(e) = s.keyspace.fill(got, mark) {
                     let (idx, _, ref ends) = b.p.cmds[b.next];
                     b.start = ends.last().map_or(b.start, |&e| e as usize);
                     exec_failed(&mut s, idx, &mut b.reply, &e);
                     b.next += 1;
+                    b.mark = None;
                 }
                 run_batch(&mut s, b);
             })
@@ -330,11 +337,18 @@ impl Conn {
                     let shard = local_shard();
                     if commands::reads_values(idx, argv) {
                         let keys = key_args(idx, argv);
+                        let read_mark = Some(shard.borrow().keyspace.read_mark());
                         loop {
                             if shard.borrow().hold.is_some() {
                                 wait_local_unheld().await;
                             }
-                            match crate::keyspace::make_resident(self.db, &keys, self.now_ms).await
+                            match crate::keyspace::make_resident(
+                                self.db,
+                                &keys,
+                                self.now_ms,
+                                read_mark,
+                            )
+                            .await
                             {
                                 Ok(false) => break,
                                 // It waited: a transaction may hold the worker now.
@@ -493,6 +507,7 @@ impl Conn {
                 },
                 now_ms,
                 tx,
+                mark: None,
             };
             run_batch(s, b);
         });

@@ -361,7 +361,7 @@ impl Txn {
             f: impl FnOnce(&mut Shard) -> R,
         ) -> Result<R, String> {
             let refs: Vec<&[u8]> = keys.iter().map(|k| k.as_slice()).collect();
-            crate::keyspace::make_resident(db, &refs, now_ms).await?;
+            crate::keyspace::make_resident(db, &refs, now_ms, None).await?;
             let shard = local_shard();
             let mut s = shard.borrow_mut();
             Ok(f(&mut s))

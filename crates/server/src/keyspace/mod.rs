@@ -144,13 +144,17 @@ pub struct ReadStats {
 
 /// Values read from the devices (or decoded from staging) for the commands about to run,
 /// keyed by packed location and the block's sequence (a reused block has a new sequence,
-/// so a stale copy is never found). Oldest entries are evicted past a byte budget, only
-/// before a new batch is inserted, so a batch never evicts its own values.
+/// so a stale copy is never found). Oldest entries are evicted past a byte budget, but
+/// never those inserted since the caller's mark ([`Keyspace::read_mark`]): a command whose
+/// values exceed the budget still finds all of them.
 #[derive(Default)]
 struct ReadBuf {
     map: HashMap<(u64, u64), Rc<Vec<u8>>>,
-    order: VecDeque<(u64, u64)>,
+    /// Keys in insertion order, with their insertion number.
+    order: VecDeque<((u64, u64), u64)>,
     bytes: usize,
+    /// Insertion number of the next entry.
+    next: u64,
 }
 
 const READ_BUF_BUDGET_BYTES: usize = 8 << 20;
@@ -161,11 +165,14 @@ impl ReadBuf {
         self.map.get(&k)
     }
 
-    fn make_room(&mut self) {
+    /// Evicts the oldest entries past the budget, keeping those inserted at or after `mark`.
+    fn make_room(&mut self, mark: u64) {
         while self.bytes > READ_BUF_BUDGET_BYTES || self.order.len() > READ_BUF_MAX_ENTRIES {
-            let Some(k) = self.order.pop_front() else {
-                break;
-            };
+            match self.order.front() {
+                Some(&(_, n)) if n < mark => {}
+                _ => break,
+            }
+            let (k, _) = self.order.pop_front().expect("front");
             if let Some(v) = self.map.remove(&k) {
                 self.bytes -= v.len();
             }
@@ -177,7 +184,8 @@ impl ReadBuf {
             return;
         }
         self.bytes += v.len();
-        self.order.push_back(k);
+        self.order.push_back((k, self.next));
+        self.next += 1;
         self.map.insert(k, Rc::new(v));
     }
 }
@@ -523,10 +531,16 @@ impl Keyspace {
         Some(v.as_ref().clone())
     }
 
+    /// The read buffer's mark: values made resident after it are not evicted by calls
+    /// passing it (take it once per command, before its first [`Keyspace::missing`]).
+    pub fn read_mark(&self) -> u64 {
+        self.read_buf.next
+    }
+
     /// Locations of the values of `keys` (in `db`) that are not resident; expired keys are
-    /// removed on the way.
-    pub fn missing(&mut self, db: usize, keys: &[&[u8]], now_ms: i64) -> Vec<Location> {
-        self.read_buf.make_room();
+    /// removed on the way. Older values than `mark` may be evicted from the read buffer.
+    pub fn missing(&mut self, db: usize, keys: &[&[u8]], now_ms: i64, mark: u64) -> Vec<Location> {
+        self.read_buf.make_room(mark);
         let mut out = Vec::new();
         for key in keys {
             let hash = hash_key(key);
@@ -545,12 +559,14 @@ impl Keyspace {
         out
     }
 
-    /// Puts values read by [`fetch`] into the read buffer. Err with the reply message when
-    /// a read failed.
+    /// Puts values read by [`fetch`] into the read buffer (evicting values older than
+    /// `mark` past the budget first). Err with the reply message when a read failed.
     pub fn fill(
         &mut self,
         got: Vec<(Location, Result<Vec<u8>, StoreError>)>,
+        mark: u64,
     ) -> Result<(), String> {
+        self.read_buf.make_room(mark);
         let mut first_err = None;
         for (loc, r) in got {
             match r {
@@ -918,14 +934,22 @@ pub async fn fetch(
 /// Makes the values of `keys` in `db` resident in `ks`'s read buffer: loops until nothing
 /// is missing. When it returns `Ok`, a synchronous handler run before the next await finds
 /// every value; `Ok(true)` when it had to wait (the caller re-checks what may have changed
-/// meanwhile, such as a transaction's hold). `Err` holds the reply message of a failed read.
-pub async fn make_resident(db: usize, keys: &[&[u8]], now_ms: i64) -> Result<bool, String> {
+/// meanwhile, such as a transaction's hold, and calls again with the same `mark`, the
+/// read buffer's mark taken before the first call, so that values it made resident are not
+/// evicted by the next call). `Err` holds the reply message of a failed read.
+pub async fn make_resident(
+    db: usize,
+    keys: &[&[u8]],
+    now_ms: i64,
+    mark: Option<u64>,
+) -> Result<bool, String> {
     let shard: Rc<RefCell<crate::worker::Shard>> = crate::worker::local_shard();
+    let mark = mark.unwrap_or_else(|| shard.borrow().keyspace.read_mark());
     let mut waited = false;
     loop {
         let (missing, log) = {
             let mut s = shard.borrow_mut();
-            let missing = s.keyspace.missing(db, keys, now_ms);
+            let missing = s.keyspace.missing(db, keys, now_ms, mark);
             (missing, s.keyspace.log().clone())
         };
         if missing.is_empty() {
@@ -933,7 +957,7 @@ pub async fn make_resident(db: usize, keys: &[&[u8]], now_ms: i64) -> Result<boo
         }
         waited = true;
         let got = fetch(log, missing).await;
-        shard.borrow_mut().keyspace.fill(got)?;
+        shard.borrow_mut().keyspace.fill(got, mark)?;
     }
 }
 
