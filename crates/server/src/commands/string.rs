@@ -41,12 +41,13 @@ fn max_len(x: &Exec) -> u64 {
 
 /// GET key
 pub fn get(x: &mut Exec, a: &[&[u8]]) {
-    let found = x.ks.get(x.db, a[1], x.now_ms).map(|g| g.value);
-    match found {
-        None => x.reply.null(),
-        Some(Value::Str(s)) => skerry_resp::bulk(&mut x.reply.buf, &s),
-        #[allow(unreachable_patterns)]
-        Some(_) => x.reply.error(WRONGTYPE),
+    // Strings are the only type so far; WRONGTYPE comes with the other types.
+    let reply = &mut *x.reply;
+    let found = x.ks.with_value(x.db, a[1], x.now_ms, |v| {
+        skerry_resp::bulk(&mut reply.buf, v)
+    });
+    if found.is_none() {
+        reply.null();
     }
 }
 

@@ -149,7 +149,7 @@ pub struct ReadStats {
 /// values exceed the budget still finds all of them.
 #[derive(Default)]
 struct ReadBuf {
-    map: HashMap<(u64, u64), Rc<Vec<u8>>>,
+    map: HashMap<(u64, u64), Rc<Vec<u8>>, foldhash::fast::FixedState>,
     /// Keys in insertion order, with their insertion number.
     order: VecDeque<((u64, u64), u64)>,
     bytes: usize,
@@ -648,6 +648,37 @@ impl Keyspace {
             self.stats.misses += 1;
         }
         found
+    }
+
+    /// Calls `f` with the live key's value in place (no copy; for GET), counting a hit or a
+    /// miss. None when the key is missing or its value could not be read (the error is
+    /// kept for the reply).
+    pub fn with_value<R>(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        now_ms: i64,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Option<R> {
+        let hash = hash_key(key);
+        let Some(loc) = self.live_loc(db, hash, key, now_ms) else {
+            self.stats.misses += 1;
+            return None;
+        };
+        let k = self.buf_key(loc);
+        if self.read_buf.get(k).is_none() && !self.resident(loc) {
+            self.stats.misses += 1;
+            self.reads.missing_reads += 1;
+            tracing::error!(
+                "value at {:?} needed but not resident (not prefetched)",
+                loc.unpack()
+            );
+            self.fail("internal error: value not resident, please report".into());
+            return None;
+        }
+        self.stats.hits += 1;
+        let v = self.read_buf.get(k).expect("resident");
+        Some(f(v))
     }
 
     /// [`Keyspace::get`] without touching hit/miss counters (for writes that read).
