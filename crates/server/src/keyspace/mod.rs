@@ -13,6 +13,7 @@
 //! value it needs without waiting (see `docs/decisions/0004-values-out-of-ram.md`).
 
 pub mod entry;
+mod seg_alloc;
 pub mod table;
 
 use std::cell::RefCell;

@@ -9,6 +9,8 @@
 
 use hashbrown::HashTable;
 
+use super::seg_alloc::SegAlloc;
+
 /// Entries hold their own key; the hash is [`hash_key`] of it (cached or recomputed).
 pub trait Keyed {
     /// The entry's key.
@@ -38,7 +40,7 @@ pub fn hash_key(key: &[u8]) -> u64 {
 struct Segment<T> {
     /// Number of leading hash bits shared by every entry of this segment.
     depth: u32,
-    table: HashTable<T>,
+    table: HashTable<T, SegAlloc>,
 }
 
 /// The segmented table.
@@ -73,7 +75,7 @@ impl<T: Keyed> SegTable<T> {
             global_depth: 0,
             segments: vec![Segment {
                 depth: 0,
-                table: HashTable::new(),
+                table: HashTable::new_in(SegAlloc),
             }],
             len: 0,
         }
@@ -191,7 +193,7 @@ impl<T: Keyed> SegTable<T> {
         let bit = 1u64 << (64 - new_depth);
         let old = &mut self.segments[s];
         old.depth = new_depth;
-        let mut moved = HashTable::with_capacity(old.table.len() / 2 + 16);
+        let mut moved = HashTable::with_capacity_in(old.table.len() / 2 + 16, SegAlloc);
         for e in old.table.extract_if(|e| e.hash() & bit != 0) {
             let h = e.hash();
             moved.insert_unique(h, e, |e| e.hash());
