@@ -52,6 +52,7 @@ FILL_N=${FILL_N:-$((KEYSPACE * (QUICK == 1 ? 1 : 3)))}  # unmeasured SETs before
 SKERRY_BIN=${SKERRY_BIN:-$ROOT/target/release/skerry}
 SKERRY_THREADS=${SKERRY_THREADS:-1}
 SKERRY_ARGS=${SKERRY_ARGS:-}
+SKERRY_DATA_SIZE=${SKERRY_DATA_SIZE:-}   # --data-size; default: 60% of the free space in DATA_DIR
 REDIS_BIN=${REDIS_BIN:-}
 REDIS_ARGS=${REDIS_ARGS:-}
 DATA_DIR=${DATA_DIR:-$ROOT/bench/tmp/net}   # server --dir (Skerry keeps values there: use an SSD)
@@ -66,7 +67,9 @@ Environment (defaults): BENCH_SECONDS=10 target seconds per point (calibrated on
 point of each test), BENCH_N (fixed -n, no calibration), REPEATS=5, QUICK=1 (2 s points,
 1 repeat, smaller fill), SERVERS="skerry redis", SERVER_CPU=0, CLIENT_CPU=1, CLIENTS=50,
 DATA_SIZE=1024, KEYSPACE=1000000, TESTS="set get", PIPELINES="1 16", FILL_N=3*KEYSPACE,
-SKERRY_BIN, SKERRY_THREADS=1, SKERRY_ARGS, REDIS_BIN, REDIS_ARGS, DATA_DIR=bench/tmp/net
+SKERRY_BIN, SKERRY_THREADS=1, SKERRY_ARGS, SKERRY_DATA_SIZE (Skerry --data-size; default 60% of
+the free space in DATA_DIR: every SET is written to the data file and nothing is reclaimed
+until defrag), REDIS_BIN, REDIS_ARGS, DATA_DIR=bench/tmp/net
 (removed at exit unless KEEP_DATA=1), OUT=bench/results/<date>-net.
 EOF
 }
@@ -92,13 +95,15 @@ for t in "${TEST_LIST[@]}"; do [[ $t == set || $t == get ]] || die "unknown test
 
 # ---------------------------------------------------------------- dependencies
 APT_UPDATED=0
-need_cmd() { # COMMAND DEBIAN_PACKAGE
-    command -v "$1" >/dev/null 2>&1 && return 0
-    [[ $EUID -eq 0 ]] || die "'$1' not found; install Debian package '$2'"
-    if [[ $APT_UPDATED == 0 ]]; then apt-get update -qq >&2 || die "apt-get update failed"; APT_UPDATED=1; fi
-    log "installing $2"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >&2 || die "apt-get install $2 failed"
-}
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
+
+# Skerry keeps every SET in its data file and reclaims only whole dead blocks (no defrag
+# yet), so the overwrite points need room: by default 60% of the free space.
+if [[ -z $SKERRY_DATA_SIZE ]]; then
+    mkdir -p "$DATA_DIR"
+    SKERRY_DATA_SIZE=$(($(df -Pk "$DATA_DIR" | awk 'NR == 2 { print $4 }') * 6 / 10 / 1024 / 1024))gb
+fi
 need_cmd redis-benchmark redis-tools
 need_cmd redis-cli redis-tools
 need_cmd taskset util-linux
@@ -120,44 +125,6 @@ if [[ " ${SERVER_LIST[*]} " == *" skerry "* ]]; then
     fi
 fi
 
-# ---------------------------------------------------------------- helpers
-port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-free_port() {
-    local p i
-    for ((i = 0; i < 200; i++)); do
-        p=$((17000 + RANDOM % 4000))
-        port_in_use "$p" || { echo "$p"; return 0; }
-    done
-    die "no free TCP port found"
-}
-resp_ping() {
-    (
-        exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
-        printf '*1\r\n$4\r\nPING\r\n' >&3
-        IFS= read -r -t 2 reply <&3 || exit 1
-        [[ $reply == +PONG* ]]
-    ) 2>/dev/null
-}
-now() { date +%s.%N; }
-# cpu_ticks PID: utime+stime of the process (all threads), in clock ticks.
-cpu_ticks() {
-    local line rest f
-    read -r line <"/proc/$1/stat" || return 1
-    rest=${line##*) }       # the comm field may contain spaces: skip past its last ')'
-    read -r -a f <<<"$rest" # f[0] is field 3 (state); utime = field 14, stime = field 15
-    echo $((f[11] + f[12]))
-}
-calc() { awk "BEGIN { printf \"%s\", $1 }"; }
-# cpu_sample CPU: "busy total steal" jiffies of one CPU from /proc/stat.
-cpu_sample() { awk -v c="cpu$1" '$1 == c { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t, $9; exit }' /proc/stat; }
-# cpu_busy_pct CPU SECONDS: how busy a CPU is (other load) over a short sample.
-cpu_busy_pct() {
-    local b0 t0 b1 t1
-    read -r b0 t0 _ <<<"$(cpu_sample "$1")"
-    sleep "$2"
-    read -r b1 t1 _ <<<"$(cpu_sample "$1")"
-    calc "($t1 > $t0) ? 100 * ($b1 - $b0) / ($t1 - $t0) : 0"
-}
 
 declare -A PID PORT
 cleanup() {
@@ -190,7 +157,7 @@ printf 'server\ttest\tpipeline\trep\trequests\twall_s\trps\tserver_cpu_s\tops_pe
     echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
     echo "host: $(uname -srm), $NCPU CPUs, $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
     echo "memory: $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
-    [[ " ${SERVER_LIST[*]} " == *" skerry "* ]] && echo "skerry: $(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo '?')$(cd "$ROOT" && git diff --quiet HEAD -- crates src Cargo.toml Cargo.lock 2>/dev/null || echo ' (+local changes)') $SKERRY_BIN --threads $SKERRY_THREADS $SKERRY_ARGS"
+    [[ " ${SERVER_LIST[*]} " == *" skerry "* ]] && echo "skerry: $(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo '?')$(cd "$ROOT" && git diff --quiet HEAD -- crates src Cargo.toml Cargo.lock 2>/dev/null || echo ' (+local changes)') $SKERRY_BIN --threads $SKERRY_THREADS --data-size $SKERRY_DATA_SIZE $SKERRY_ARGS"
     [[ -n $REDIS_BIN ]] && echo "redis: $("$REDIS_BIN" --version) --save \"\" --appendonly no $REDIS_ARGS"
     echo "client: $(redis-benchmark --version 2>/dev/null || echo redis-benchmark)"
     echo "params: servers=[$SERVERS] server_cpu=$SERVER_CPU client_cpu=$CLIENT_CPU clients=$CLIENTS data_size=$DATA_SIZE keyspace=$KEYSPACE tests=[$TESTS] pipelines=[$PIPELINES] repeats=$REPEATS target_seconds=$BENCH_SECONDS fixed_n=${BENCH_N:-calibrated} fill_n=$FILL_N"
@@ -219,7 +186,7 @@ start_server() { # NAME
     case $s in
         skerry)
             # shellcheck disable=SC2206  # SKERRY_ARGS is word-split on purpose
-            cmd=("$SKERRY_BIN" --port "$port" --bind 127.0.0.1 --threads "$SKERRY_THREADS" --dir "$dir" $SKERRY_ARGS) ;;
+            cmd=("$SKERRY_BIN" --port "$port" --bind 127.0.0.1 --threads "$SKERRY_THREADS" --dir "$dir" --data-size "$SKERRY_DATA_SIZE" $SKERRY_ARGS) ;;
         redis)
             # shellcheck disable=SC2206
             cmd=("$REDIS_BIN" --port "$port" --bind 127.0.0.1 --save "" --appendonly no --daemonize no --dir "$dir" $REDIS_ARGS) ;;

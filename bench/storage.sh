@@ -110,13 +110,8 @@ done
 
 # ---------------------------------------------------------------- dependencies
 APT_UPDATED=0
-need_cmd() { # COMMAND DEBIAN_PACKAGE
-    command -v "$1" >/dev/null 2>&1 && return 0
-    [[ $EUID -eq 0 ]] || die "'$1' not found; install Debian package '$2'"
-    if [[ $APT_UPDATED == 0 ]]; then apt-get update -qq >&2 || die "apt-get update failed"; APT_UPDATED=1; fi
-    log "installing $2"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >&2 || die "apt-get install $2 failed"
-}
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
 need_cmd taskset util-linux
 need_cmd redis-cli redis-tools
 [[ $SKIP_FIO == 1 ]] || need_cmd fio fio
@@ -151,44 +146,6 @@ if [[ -n $MEMCAP_MIB ]]; then
     [[ $EUID -eq 0 ]] || die "memcap needs root"
 fi
 
-# ---------------------------------------------------------------- helpers
-port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-free_port() {
-    local p i
-    for ((i = 0; i < 200; i++)); do
-        p=$((17000 + RANDOM % 4000))
-        port_in_use "$p" || { echo "$p"; return 0; }
-    done
-    die "no free TCP port found"
-}
-resp_ping() {
-    (
-        exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
-        printf '*1\r\n$4\r\nPING\r\n' >&3
-        IFS= read -r -t 2 reply <&3 || exit 1
-        [[ $reply == +PONG* ]]
-    ) 2>/dev/null
-}
-now() { date +%s.%N; }
-# cpu_ticks PID: utime+stime of the process (all threads), in clock ticks.
-cpu_ticks() {
-    local line rest f
-    read -r line <"/proc/$1/stat" || return 1
-    rest=${line##*) }       # the comm field may contain spaces: skip past its last ')'
-    read -r -a f <<<"$rest" # f[0] is field 3 (state); utime = field 14, stime = field 15
-    echo $((f[11] + f[12]))
-}
-rss_bytes() { awk '/^VmRSS:/ { print $2 * 1024; exit }' "/proc/$1/status" 2>/dev/null || echo 0; }
-calc() { awk "BEGIN { printf \"%s\", $1 }"; }
-# cpu_sample CPU: "busy total steal" jiffies of one CPU from /proc/stat.
-cpu_sample() { awk -v c="cpu$1" '$1 == c { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t, $9; exit }' /proc/stat; }
-cpu_busy_pct() { # CPU SECONDS
-    local b0 t0 b1 t1
-    read -r b0 t0 _ <<<"$(cpu_sample "$1")"
-    sleep "$2"
-    read -r b1 t1 _ <<<"$(cpu_sample "$1")"
-    calc "($t1 > $t0) ? 100 * ($b1 - $b0) / ($t1 - $t0) : 0"
-}
 # json_num FILE KEY: a number (or null) field of skerry-bench's one-line JSON.
 json_num() { grep -o "\"$2\":[-0-9.enul]*" "$1" | head -n 1 | cut -d: -f2; }
 human_bytes() { awk -v b="$1" 'BEGIN { split("B KiB MiB GiB TiB", u); i = 1; while (b >= 1024 && i < 5) { b /= 1024; i++ } printf "%.1f %s", b, u[i] }'; }

@@ -1,0 +1,47 @@
+# Helpers shared by the benchmark scripts (sourced by bench/net.sh and bench/storage.sh).
+# The sourcing script defines log, die and APT_UPDATED=0 first.
+
+need_cmd() { # COMMAND DEBIAN_PACKAGE
+    command -v "$1" >/dev/null 2>&1 && return 0
+    [[ $EUID -eq 0 ]] || die "'$1' not found; install Debian package '$2'"
+    if [[ $APT_UPDATED == 0 ]]; then apt-get update -qq >&2 || die "apt-get update failed"; APT_UPDATED=1; fi
+    log "installing $2"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >&2 || die "apt-get install $2 failed"
+}
+port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+free_port() {
+    local p i
+    for ((i = 0; i < 200; i++)); do
+        p=$((17000 + RANDOM % 4000))
+        port_in_use "$p" || { echo "$p"; return 0; }
+    done
+    die "no free TCP port found"
+}
+resp_ping() {
+    (
+        exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+        printf '*1\r\n$4\r\nPING\r\n' >&3
+        IFS= read -r -t 2 reply <&3 || exit 1
+        [[ $reply == +PONG* ]]
+    ) 2>/dev/null
+}
+now() { date +%s.%N; }
+# cpu_ticks PID: utime+stime of the process (all threads), in clock ticks.
+cpu_ticks() {
+    local line rest f
+    read -r line <"/proc/$1/stat" || return 1
+    rest=${line##*) }       # the comm field may contain spaces: skip past its last ')'
+    read -r -a f <<<"$rest" # f[0] is field 3 (state); utime = field 14, stime = field 15
+    echo $((f[11] + f[12]))
+}
+calc() { awk "BEGIN { printf \"%s\", $1 }"; }
+# cpu_sample CPU: "busy total steal" jiffies of one CPU from /proc/stat.
+cpu_sample() { awk -v c="cpu$1" '$1 == c { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t, $9; exit }' /proc/stat; }
+cpu_busy_pct() { # CPU SECONDS
+    local b0 t0 b1 t1
+    read -r b0 t0 _ <<<"$(cpu_sample "$1")"
+    sleep "$2"
+    read -r b1 t1 _ <<<"$(cpu_sample "$1")"
+    calc "($t1 > $t0) ? 100 * ($b1 - $b0) / ($t1 - $t0) : 0"
+}
+rss_bytes() { awk '/^VmRSS:/ { print $2 * 1024; exit }' "/proc/$1/status" 2>/dev/null || echo 0; }
