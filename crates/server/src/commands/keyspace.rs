@@ -44,19 +44,9 @@ fn rename_common(x: &mut Exec, a: &[&[u8]], nx: bool) {
         x.reply.int(0);
         return;
     }
-    let Some(Got {
-        value: Value::Str(v),
-        expire_at_ms,
-    }) = x.ks.peek(x.db, a[1], x.now_ms)
-    else {
-        return; // the value could not be read: the error is the reply
-    };
-    // The new key is written first: on a full device nothing is lost.
-    if !x
-        .ks
-        .put(x.db, a[2], &v, Expiry::of_entry_ms(expire_at_ms), x.now_ms)
-        || !x.ks.delete(x.db, a[1], x.now_ms)
-    {
+    // The new key is written first: on a full device nothing is lost. On failure the kept
+    // error is the reply.
+    if !x.ks.copy_value(x.db, a[1], x.db, a[2], x.now_ms) || !x.ks.delete(x.db, a[1], x.now_ms) {
         return;
     }
     if nx {
@@ -218,20 +208,7 @@ pub fn copy(x: &mut Exec, a: &[&[u8]]) {
         x.reply.int(0);
         return;
     }
-    let Some(Got {
-        value: Value::Str(v),
-        expire_at_ms,
-    }) = x.ks.peek(x.db, a[1], x.now_ms)
-    else {
-        return;
-    };
-    if x.ks.put(
-        dst_db,
-        a[2],
-        &v,
-        Expiry::of_entry_ms(expire_at_ms),
-        x.now_ms,
-    ) {
+    if x.ks.copy_value(x.db, a[1], dst_db, a[2], x.now_ms) {
         x.reply.int(1);
     }
 }
@@ -303,21 +280,7 @@ pub fn move_(x: &mut Exec, a: &[&[u8]]) {
         x.reply.int(0);
         return;
     }
-    let Some(Got {
-        value: Value::Str(v),
-        expire_at_ms,
-    }) = x.ks.peek(x.db, a[1], x.now_ms)
-    else {
-        return;
-    };
-    if x.ks.put(
-        dst_db,
-        a[1],
-        &v,
-        Expiry::of_entry_ms(expire_at_ms),
-        x.now_ms,
-    ) && x.ks.delete(x.db, a[1], x.now_ms)
-    {
+    if x.ks.copy_value(x.db, a[1], dst_db, a[1], x.now_ms) && x.ks.delete(x.db, a[1], x.now_ms) {
         x.reply.int(1);
     }
 }

@@ -180,14 +180,17 @@ impl ReadBuf {
         }
     }
 
-    fn insert(&mut self, k: (u64, u64), v: Vec<u8>) {
-        if self.map.contains_key(&k) {
-            return;
+    /// Inserts `v` under `k` (keeping an existing entry) and returns the entry.
+    fn insert(&mut self, k: (u64, u64), v: Vec<u8>) -> Rc<Vec<u8>> {
+        if let Some(old) = self.map.get(&k) {
+            return old.clone();
         }
         self.bytes += v.len();
         self.order.push_back((k, self.next));
         self.next += 1;
-        self.map.insert(k, Rc::new(v));
+        let v = Rc::new(v);
+        self.map.insert(k, v.clone());
+        v
     }
 }
 
@@ -496,40 +499,31 @@ impl Keyspace {
         (loc.bits(), self.log.store().block_seq(l.block_id()))
     }
 
-    /// True when the value at `loc` can be served without waiting (decoding it from the
-    /// writer's staging images into the read buffer if it is there).
-    fn resident(&mut self, loc: PackedLoc) -> bool {
+    /// The value at `loc` if it can be served without waiting: from the read buffer, or
+    /// decoded from the writer's staging images (and then kept in the read buffer).
+    fn resident(&mut self, loc: PackedLoc) -> Option<Rc<Vec<u8>>> {
         let k = self.buf_key(loc);
-        if self.read_buf.get(k).is_some() {
-            return true;
+        if let Some(v) = self.read_buf.get(k) {
+            return Some(v.clone());
         }
-        match self.log.staged(&loc.unpack()) {
-            Some(r) => {
-                self.read_buf.insert(k, r.value().to_vec());
-                self.reads.staged_reads += 1;
-                true
-            }
-            None => false,
-        }
+        let r = self.log.staged(&loc.unpack())?;
+        self.reads.staged_reads += 1;
+        Some(self.read_buf.insert(k, r.value().to_vec()))
     }
 
     /// The value at `loc`, which the caller made resident; None (and an error for the
     /// reply) when it is not.
-    fn value_at(&mut self, loc: PackedLoc) -> Option<Vec<u8>> {
-        if let Some(v) = self.read_buf.get(self.buf_key(loc)) {
-            return Some(v.as_ref().clone());
-        }
-        if !self.resident(loc) {
+    fn resident_value(&mut self, loc: PackedLoc) -> Option<Rc<Vec<u8>>> {
+        let v = self.resident(loc);
+        if v.is_none() {
             self.reads.missing_reads += 1;
             tracing::error!(
                 "value at {:?} needed but not resident (not prefetched)",
                 loc.unpack()
             );
             self.fail("internal error: value not resident, please report".into());
-            return None;
         }
-        let v = self.read_buf.get(self.buf_key(loc)).expect("resident");
-        Some(v.as_ref().clone())
+        v
     }
 
     /// The read buffer's mark: values made resident after it are not evicted by calls
@@ -545,10 +539,10 @@ impl Keyspace {
         let mut out = Vec::new();
         for key in keys {
             let hash = hash_key(key);
-            let Some(loc) = self.live_loc(db, hash, key, now_ms) else {
+            let Some((loc, _)) = self.live_loc(db, hash, key, now_ms) else {
                 continue;
             };
-            if !self.resident(loc) {
+            if self.resident(loc).is_none() {
                 let l = loc.unpack();
                 if !out.contains(&l) {
                     out.push(l);
@@ -618,15 +612,22 @@ impl Keyspace {
         }
     }
 
-    /// The location of the live key's record (one table lookup; an expired key is removed).
+    /// The location of the live key's record and its expiry (one table lookup; an expired
+    /// key is removed).
     #[inline]
-    fn live_loc(&mut self, db: usize, hash: u64, key: &[u8], now_ms: i64) -> Option<PackedLoc> {
+    fn live_loc(
+        &mut self,
+        db: usize,
+        hash: u64,
+        key: &[u8],
+        now_ms: i64,
+    ) -> Option<(PackedLoc, i64)> {
         let e = self.dbs[db].table.get(hash, key)?;
         if e.expired(now_ms) {
             self.remove_expired(db, hash, key);
             return None;
         }
-        Some(e.loc())
+        Some((e.loc(), e.expire_at_ms()))
     }
 
     fn live_entry(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
@@ -661,41 +662,23 @@ impl Keyspace {
         now_ms: i64,
         f: impl FnOnce(&[u8]) -> R,
     ) -> Option<R> {
-        let hash = hash_key(key);
-        let Some(loc) = self.live_loc(db, hash, key, now_ms) else {
+        let found = self
+            .live_loc(db, hash_key(key), key, now_ms)
+            .and_then(|(loc, _)| self.resident_value(loc));
+        let Some(v) = found else {
             self.stats.misses += 1;
             return None;
         };
-        let k = self.buf_key(loc);
-        if self.read_buf.get(k).is_none() && !self.resident(loc) {
-            self.stats.misses += 1;
-            self.reads.missing_reads += 1;
-            tracing::error!(
-                "value at {:?} needed but not resident (not prefetched)",
-                loc.unpack()
-            );
-            self.fail("internal error: value not resident, please report".into());
-            return None;
-        }
         self.stats.hits += 1;
-        let v = self.read_buf.get(k).expect("resident");
-        Some(f(v))
+        Some(f(&v))
     }
 
     /// [`Keyspace::get`] without touching hit/miss counters (for writes that read).
     pub fn peek(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<Got> {
-        let hash = hash_key(key);
-        let (loc, expire_at_ms) = {
-            let e = self.dbs[db].table.get(hash, key)?;
-            (e.loc(), e.expire_at_ms())
-        };
-        if expire_at_ms != 0 && expire_at_ms <= now_ms {
-            self.remove_expired(db, hash, key);
-            return None;
-        }
-        let v = self.value_at(loc)?;
+        let (loc, expire_at_ms) = self.live_loc(db, hash_key(key), key, now_ms)?;
+        let v = self.resident_value(loc)?;
         Some(Got {
-            value: Value::Str(v),
+            value: Value::Str(v.as_ref().clone()),
             expire_at_ms,
         })
     }
@@ -787,6 +770,27 @@ impl Keyspace {
         self.heap_key_bytes -= e.heap_bytes();
         self.log.release(e.loc().unpack());
         true
+    }
+
+    /// Writes the live value and expiry of `key` (in `db`) under `dst` in `dst_db`, for
+    /// COPY, RENAME and MOVE; the value must be resident. False when `key` is missing or the
+    /// read or the write failed (the error is kept for the reply).
+    pub fn copy_value(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        dst_db: usize,
+        dst: &[u8],
+        now_ms: i64,
+    ) -> bool {
+        let Some(Got {
+            value: Value::Str(v),
+            expire_at_ms,
+        }) = self.peek(db, key, now_ms)
+        else {
+            return false;
+        };
+        self.put(dst_db, dst, &v, Expiry::of_entry_ms(expire_at_ms), now_ms)
     }
 
     /// Sets or clears the expiry of an existing key (rewriting its record, so its value
