@@ -8,45 +8,12 @@ mod common;
 use std::collections::HashMap;
 
 use common::run;
+use common::small::{opts, ram, tombstone, value, BLOCK_BYTES};
 use skerry_store::device::{CrashSpec, RamControl, RamDevice, SECTOR_BYTES};
-use skerry_store::format::{
-    RecordKind, RecordMeta, BLOCK_HEADER_BYTES, RESERVED_BYTES, VALUE_TYPE_STRING,
-};
+use skerry_store::format::{RecordKind, BLOCK_HEADER_BYTES, RESERVED_BYTES};
 use skerry_store::{
-    BlockId, Durability, Location, RecoveredIndex, Recovery, Store, StoreError, StoreOptions,
-    Writer,
+    BlockId, Durability, Location, RecoveredIndex, Recovery, Store, StoreError, Writer,
 };
-
-const KIB: u64 = 1 << 10;
-const BLOCK_BYTES: u64 = 64 * KIB;
-
-fn opts() -> StoreOptions {
-    StoreOptions {
-        block_size_bytes: BLOCK_BYTES,
-    }
-}
-
-fn ram(blocks: u64) -> RamDevice {
-    RamDevice::new(RESERVED_BYTES + blocks * BLOCK_BYTES, 512)
-}
-
-fn meta(kind: RecordKind, seq: u64) -> RecordMeta {
-    RecordMeta {
-        kind,
-        value_type: VALUE_TYPE_STRING,
-        flags: 0,
-        mutation_seq: seq,
-        expiry_ms: 0,
-    }
-}
-
-fn value(seq: u64) -> RecordMeta {
-    meta(RecordKind::Value, seq)
-}
-
-fn tombstone(seq: u64) -> RecordMeta {
-    meta(RecordKind::Tombstone, seq)
-}
 
 fn val(tag: u8, len: usize) -> Vec<u8> {
     (0..len).map(|i| tag ^ (i as u8)).collect()

@@ -6,48 +6,16 @@ mod common;
 
 use std::collections::{HashMap, HashSet};
 
+use common::small::{opts, ram, tombstone, value};
 use common::{read, run, temp_dir};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use skerry_store::device::{CrashSpec, Fault, FaultOp, RamControl, RamDevice};
-use skerry_store::format::{
-    RecordKind, RecordMeta, BLOCK_HEADER_BYTES, RESERVED_BYTES, VALUE_TYPE_STRING,
-};
+use skerry_store::device::{CrashSpec, Fault, FaultOp, RamControl};
+use skerry_store::format::{RecordKind, BLOCK_HEADER_BYTES, RESERVED_BYTES};
 use skerry_store::{
     AnyDevice, BlockId, Durability, FileDevice, Location, RecoveredIndex, RecoveredRecord,
     Recovery, Store, StoreError, StoreOptions, Writer,
 };
-
-const KIB: u64 = 1 << 10;
-const BLOCK_BYTES: u64 = 64 * KIB;
-
-fn opts() -> StoreOptions {
-    StoreOptions {
-        block_size_bytes: BLOCK_BYTES,
-    }
-}
-
-fn ram(blocks: u64) -> RamDevice {
-    RamDevice::new(RESERVED_BYTES + blocks * BLOCK_BYTES, 512)
-}
-
-fn meta(kind: RecordKind, seq: u64) -> RecordMeta {
-    RecordMeta {
-        kind,
-        value_type: VALUE_TYPE_STRING,
-        flags: 0,
-        mutation_seq: seq,
-        expiry_ms: 0,
-    }
-}
-
-fn value(seq: u64) -> RecordMeta {
-    meta(RecordKind::Value, seq)
-}
-
-fn tombstone(seq: u64) -> RecordMeta {
-    meta(RecordKind::Tombstone, seq)
-}
 
 fn key(k: u32) -> Vec<u8> {
     format!("key-{k}").into_bytes()

@@ -92,3 +92,45 @@ pub async fn write<D: Device>(device: &D, offset: u64, len: usize, byte: u8) {
     let compio::BufResult(res, _) = device.write_at(filled(device, len, byte), offset).await;
     assert_eq!(res.expect("write"), len);
 }
+
+/// Small stores on the RAM device (64 KiB blocks), shared by the space and adoption tests.
+pub mod small {
+    use skerry_store::device::RamDevice;
+    use skerry_store::format::{RecordKind, RecordMeta, RESERVED_BYTES, VALUE_TYPE_STRING};
+    use skerry_store::StoreOptions;
+
+    /// Block size of these stores.
+    pub const BLOCK_BYTES: u64 = 64 << 10;
+
+    /// Options formatting a store with [`BLOCK_BYTES`] blocks.
+    pub fn opts() -> StoreOptions {
+        StoreOptions {
+            block_size_bytes: BLOCK_BYTES,
+        }
+    }
+
+    /// A fresh RAM device with room for `blocks` blocks.
+    pub fn ram(blocks: u64) -> RamDevice {
+        RamDevice::new(RESERVED_BYTES + blocks * BLOCK_BYTES, 512)
+    }
+
+    fn meta(kind: RecordKind, seq: u64) -> RecordMeta {
+        RecordMeta {
+            kind,
+            value_type: VALUE_TYPE_STRING,
+            flags: 0,
+            mutation_seq: seq,
+            expiry_ms: 0,
+        }
+    }
+
+    /// A value record header with mutation sequence `seq`.
+    pub fn value(seq: u64) -> RecordMeta {
+        meta(RecordKind::Value, seq)
+    }
+
+    /// A tombstone record header with mutation sequence `seq`.
+    pub fn tombstone(seq: u64) -> RecordMeta {
+        meta(RecordKind::Tombstone, seq)
+    }
+}
