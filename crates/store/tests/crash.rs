@@ -300,27 +300,40 @@ fn meta(seq: u64) -> RecordMeta {
     }
 }
 
+/// Appends records `key(i)` = 300 bytes of `i` for `i` in `0..n` with
+/// sequences `i + 1` through a new writer and syncs them.
+async fn write_synced(store: &Store, n: u32) -> (Writer, Vec<Location>) {
+    let w = Writer::open(store.clone(), 0, Durability::Always, 0)
+        .await
+        .unwrap();
+    let locs = (0..n)
+        .map(|i| {
+            w.append(meta(u64::from(i) + 1), &key(i), &[i as u8; 300])
+                .unwrap()
+        })
+        .collect();
+    w.sync().await.unwrap();
+    (w, locs)
+}
+
+/// Flips bit `bit` of the byte 100 bytes into the record at `loc` (inside its
+/// value), on the device.
+fn flip_in_value(ctl: &RamControl, store: &Store, loc: Location, bit: u8) {
+    let at = store.block_offset_bytes(loc.block_id()) + u64::from(loc.offset_bytes) + 100;
+    ctl.flip_bit(at, bit);
+}
+
 #[test]
 fn bit_flip_is_corrupt_on_read_and_skipped_by_recovery() {
     let dev = fresh_device();
     let ctl = dev.control();
     run(async {
         let (store, _, _) = open(&ctl).await;
-        let w = Writer::open(store.clone(), 0, Durability::Always, 0)
-            .await
-            .unwrap();
-        let locs: Vec<Location> = (0..10u32)
-            .map(|i| {
-                w.append(meta(u64::from(i) + 1), &key(i), &[i as u8; 300])
-                    .unwrap()
-            })
-            .collect();
-        w.sync().await.unwrap();
+        let (w, locs) = write_synced(&store, 10).await;
         // Flip one bit in the value of record 4 (on the device; the writer
         // still holds the open block's image, so read through a new writer).
         let victim = locs[4];
-        let at = store.block_offset_bytes(victim.block_id()) + u64::from(victim.offset_bytes) + 100;
-        ctl.flip_bit(at, 3);
+        flip_in_value(&ctl, &store, victim, 3);
         let r = Writer::open(store.clone(), 1, Durability::Always, 0)
             .await
             .unwrap();
@@ -358,22 +371,11 @@ fn damaged_records_are_reported_in_place_torn_tails_are_not() {
     let ctl = dev.control();
     run(async {
         let (store, _, _) = open(&ctl).await;
-        let w = Writer::open(store.clone(), 0, Durability::Always, 0)
-            .await
-            .unwrap();
-        let locs: Vec<Location> = (0..6u32)
-            .map(|i| {
-                w.append(meta(u64::from(i) + 1), &key(i), &[i as u8; 300])
-                    .unwrap()
-            })
-            .collect();
-        w.sync().await.unwrap();
+        let (w, locs) = write_synced(&store, 6).await;
         drop(w);
         // Damage the values of record 2 (middle) and record 5 (the last one).
         for victim in [locs[2], locs[5]] {
-            let at =
-                store.block_offset_bytes(victim.block_id()) + u64::from(victim.offset_bytes) + 100;
-            ctl.flip_bit(at, 1);
+            flip_in_value(&ctl, &store, victim, 1);
         }
         let mut seen: Vec<(String, Vec<u8>, Location)> = Vec::new();
         Store::create_or_open_reporting(vec![ctl.device().into()], &opts(), |item| match item {
