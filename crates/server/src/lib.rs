@@ -14,6 +14,7 @@ pub mod persist;
 pub mod reply;
 pub mod slot;
 pub mod worker;
+pub use worker::set_allocator_collect;
 
 use std::ffi::OsString;
 use std::net::{SocketAddr, TcpListener};

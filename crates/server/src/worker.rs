@@ -547,6 +547,18 @@ pub fn spawn_worker(
 
 /// Periodic per-worker housekeeping, every 100 ms: active expiry (at most a quarter of the
 /// worker's time, as Redis's slow expire cycle) and the idle client timeout.
+/// The allocator's "give unused memory back" call, set by the binary (see
+/// [`set_allocator_collect`]).
+static ALLOCATOR_COLLECT: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
+
+/// Registers the allocator's collect call: each worker makes it once a second, so memory
+/// freed by a finished burst (index segments rebuilt while growing, connection buffers)
+/// goes back to the OS even when no further allocation would trigger the allocator's own
+/// delayed purge. A second registration is ignored.
+pub fn set_allocator_collect(f: fn()) {
+    let _ = ALLOCATOR_COLLECT.set(f);
+}
+
 async fn cron(shared: Arc<Shared>, _id: usize) {
     const TICK: Duration = Duration::from_millis(100);
     const EXPIRE_BUDGET: Duration = Duration::from_millis(25);
@@ -559,6 +571,9 @@ async fn cron(shared: Arc<Shared>, _id: usize) {
         // Flush staged records every tick; once a second sync (everysec) and reclaim
         // blocks whose records are all obsolete.
         let r = if ticks.is_multiple_of(10) {
+            if let Some(collect) = ALLOCATOR_COLLECT.get() {
+                collect();
+            }
             log.tick().await
         } else {
             log.flush().await

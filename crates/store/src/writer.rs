@@ -146,6 +146,8 @@ struct State {
     spare: Vec<AlignedBuf>,
     /// Records appended since the writer started.
     appends: u64,
+    /// `appends` at the previous [`Writer::tick`].
+    appends_at_last_tick: u64,
     /// Records appended and durable.
     durable_appends: u64,
     /// Devices written since their last sync.
@@ -245,6 +247,7 @@ impl Writer {
                 sealed: Vec::new(),
                 spare: Vec::new(),
                 appends: 0,
+                appends_at_last_tick: 0,
                 durable_appends: 0,
                 unsynced_devices: vec![false; n],
                 reserve,
@@ -854,6 +857,15 @@ impl Writer {
             Durability::EverySec => self.commit().await?,
             Durability::No | Durability::Always => self.flush().await?,
         }
+        {
+            // An idle writer gives its spare block image back to the OS (8 MiB a worker);
+            // a busy one keeps it to start its next block without page faults.
+            let mut st = self.state.borrow_mut();
+            if st.appends == st.appends_at_last_tick {
+                st.spare.clear();
+            }
+            st.appends_at_last_tick = st.appends;
+        }
         self.reclaim().await.map(|_| ())
     }
 
@@ -895,7 +907,7 @@ impl Writer {
                 self.store.block_durable(done.alloc.id);
                 let used = done.used_bytes;
                 done.buf[..used].fill(0);
-                if st.spare.len() < 2 {
+                if st.spare.is_empty() {
                     st.spare.push(done.buf);
                 }
             } else {

@@ -113,6 +113,15 @@ impl Entry {
         e
     }
 
+    /// An entry that owns nothing (an unused table slot): an empty inline key.
+    pub const fn vacant() -> Entry {
+        Entry {
+            key: [0; 16],
+            loc: PackedLoc(0),
+            meta: 0,
+        }
+    }
+
     #[inline]
     fn is_heap(&self) -> bool {
         self.key[15] == HEAP

@@ -105,6 +105,10 @@ impl Keyed for Entry {
     fn hash(&self) -> u64 {
         hash_key(Entry::key(self))
     }
+    #[inline]
+    fn vacant() -> Self {
+        Entry::vacant()
+    }
 }
 
 /// The keys of one database.

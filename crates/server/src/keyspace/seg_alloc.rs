@@ -2,7 +2,7 @@
 //! own anonymous mapping, returned to the OS when the table is freed; smaller ones come
 //! from the global allocator.
 //!
-//! Why: a segment's table doubles as it fills and is replaced when the segment splits, so
+//! Why: a segment's table is rebuilt as it fills and replaced when the segment splits, so
 //! the index frees a table of every size it grows through. mimalloc keeps such freed
 //! blocks; at 10,000,000 keys that was ~200 MB of RSS over the tables' 554 MB (measured
 //! with `storage_index_bytes` and VmRSS; the same inserts under glibc, which maps blocks
