@@ -26,6 +26,7 @@ mod aligned;
 pub mod device;
 mod error;
 pub mod format;
+mod latency;
 mod reader;
 pub mod recovery;
 mod store;
@@ -34,6 +35,7 @@ mod writer;
 pub use aligned::{AlignedBuf, MIN_ALIGN_BYTES};
 pub use device::{AnyDevice, Device, FileDevice};
 pub use error::{Result, StoreError};
+pub use latency::{IoLatency, LatencyHistogram, LATENCY_BUCKETS};
 pub use reader::RecordBytes;
 pub use recovery::{
     DamagedRecord, IndexEntry, Recovered, RecoveredIndex, RecoveredOpenBlock, RecoveredRecord,
