@@ -191,6 +191,23 @@ fn respond(stream: &mut TcpStream, status: &str, content_type: &str, body: &[u8]
     let _ = stream.flush();
 }
 
+/// Closes after an error answer without losing it: stops writing, then reads and drops
+/// what the client still sends (up to 1 MiB or one second), so that closing with unread
+/// input (which sends a reset) does not destroy the answer in flight.
+fn linger_close(stream: &mut TcpStream) {
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
+    let deadline = std::time::Instant::now() + Duration::from_secs(1);
+    let mut chunk = [0u8; 8192];
+    let mut drained = 0usize;
+    while drained < (1 << 20) && std::time::Instant::now() < deadline {
+        match stream.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => drained += n,
+        }
+    }
+}
+
 /// Serves one connection: one request, then close.
 fn serve(mut stream: TcpStream, shared: &Shared) {
     let _ = stream.set_read_timeout(Some(READ_TIMEOUT));
@@ -198,13 +215,16 @@ fn serve(mut stream: TcpStream, shared: &Shared) {
     let _ = stream.set_nodelay(true);
     let text = "text/plain; charset=utf-8";
     match read_head(&mut stream) {
-        Err(()) => respond(
-            &mut stream,
-            "431 Request Header Fields Too Large",
-            text,
-            b"Request header fields too large\n",
-            false,
-        ),
+        Err(()) => {
+            respond(
+                &mut stream,
+                "431 Request Header Fields Too Large",
+                text,
+                b"Request header fields too large\n",
+                false,
+            );
+            linger_close(&mut stream);
+        }
         Ok(None) => {}
         Ok(Some(head)) => match parse_head(&head) {
             Request::Metrics { head } => match gather_all(shared) {
