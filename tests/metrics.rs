@@ -776,3 +776,19 @@ fn a_metrics_port_in_use_stops_startup() {
     assert!(!status.success());
     assert!(log.contains("metrics listening socket"), "log: {log}");
 }
+
+#[test]
+fn the_config_file_sets_the_metrics_port() {
+    skip_if_redis!();
+    let mport = free_port();
+    let s = Server::start_with_config(
+        &format!("metrics-port {mport}\ndata-size 64mb\n"),
+        false,
+        &[],
+    );
+    let mut con = s.client();
+    let _: () = redis::cmd("SET").arg("a").arg("b").query(&mut con).unwrap();
+    let m = scrape(mport);
+    assert_eq!(m.get("skerry_commands_total", &[("cmd", "set")]), 1.0);
+    assert_eq!(m.get("skerry_keys", &[("db", "0")]), 1.0);
+}

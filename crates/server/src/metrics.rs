@@ -310,6 +310,7 @@ fn labels_text(labels: &[(&str, &str)]) -> String {
 
 impl Out {
     fn family(&mut self, name: &str, kind: &str, help: &str) {
+        let help = help.replace('\\', "\\\\").replace('\n', "\\n");
         let _ = write!(self.0, "# HELP {name} {help}\n# TYPE {name} {kind}\n");
     }
 

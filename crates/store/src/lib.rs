@@ -14,6 +14,8 @@
 //! * [`Store`]: opens/formats the devices, runs [`recovery`], shares the block
 //!   allocator and the per-block live-byte accounting between workers
 //!   ([`StoreStats`]).
+//! * [`LatencyHistogram`] / [`IoLatency`]: each writer's device read, write
+//!   and fdatasync latencies (INFO storage, `/metrics`).
 //! * [`Writer`]: one per worker; appends, flushes, group commit, reads,
 //!   releases of obsolete records, reclaim of dead blocks, a tombstone
 //!   reserve block, adoption of a recovered open block.

@@ -823,7 +823,7 @@ pub(crate) fn storage_figures(shared: &crate::worker::Shared, w: &[WorkerInfo]) 
         num(
             "staged_reads",
             Counter,
-            "Values decoded from the staging buffers (not yet durable).",
+            "Values decoded from the writer's block images (records not yet read back from the device).",
             sum(&|s| s.reads.staged_reads),
         ),
         num(
