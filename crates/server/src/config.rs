@@ -109,6 +109,8 @@ pub static PARAMS: &[Param] = &[
     ),
     // Skerry: worker threads (0 = one per CPU).
     p("threads", Kind::Int { min: 0, max: 1024 }, "0", false),
+    // Skerry: port of the Prometheus `/metrics` HTTP endpoint (0 = disabled).
+    p("metrics-port", Kind::Int { min: 0, max: 65535 }, "0", false),
     p(
         "tcp-backlog",
         Kind::Int {

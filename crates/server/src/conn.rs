@@ -214,13 +214,15 @@ fn record(
         Some(name) => st.subcommands.entry(name).or_default(),
         None => &mut st.commands[idx],
     };
+    let ns = started.elapsed().as_nanos() as u64;
     c.calls += 1;
-    c.usec += started.elapsed().as_micros() as u64;
+    c.usec += ns / 1000;
     st.total_commands += 1;
     if reply.first() == Some(&b'-') {
         c.failed += 1;
         st.record_error(reply);
     }
+    st.record_latency(idx, sub, ns);
 }
 
 impl Conn {

@@ -10,6 +10,7 @@ pub mod conn;
 pub mod glob;
 pub mod keyspace;
 pub mod longdouble;
+pub mod metrics;
 pub mod persist;
 pub mod reply;
 pub mod slot;
@@ -34,7 +35,8 @@ const USAGE: &str = "Usage: skerry [/path/to/skerry.conf] [--<config-name> <valu
        skerry --help
 
 Every Redis configuration name can be given as a flag (--port 7000, --requirepass secret,
---save \"\"). Skerry's own: --threads N (worker threads; default: one per CPU).";
+--save \"\"). Skerry's own: --threads N (worker threads; default: one per CPU),
+--metrics-port PORT (Prometheus /metrics over HTTP; default 0: off).";
 
 /// Parses the command line (config file first, then `--name value...` pairs, as Redis does:
 /// a value runs until the next `--`).
@@ -277,6 +279,13 @@ pub fn main_from_args<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
                 tracing::error!("cannot start worker {id}: {e}");
                 return 1;
             }
+        }
+    }
+    let metrics_port = shared.config.get_i64("metrics-port") as u16;
+    if metrics_port != 0 {
+        if let Err(e) = metrics::start(&shared, metrics_port) {
+            tracing::error!("{e}");
+            return 1;
         }
     }
     tracing::info!(

@@ -79,6 +79,11 @@ pub struct Stats {
     pub commands: Vec<CommandStats>,
     /// Per subcommand (`config|get`), as Redis reports container commands.
     pub subcommands: HashMap<&'static str, CommandStats>,
+    /// Latency histogram per command table index (allocated on the first call; INFO
+    /// latencystats, `/metrics`).
+    pub command_latency: Vec<Option<Box<skerry_store::LatencyHistogram>>>,
+    /// Latency histogram per subcommand.
+    pub subcommand_latency: HashMap<&'static str, Box<skerry_store::LatencyHistogram>>,
     /// Error replies by their first word.
     pub errors: HashMap<String, u64>,
     /// Commands processed.
@@ -99,6 +104,7 @@ impl Stats {
     fn new() -> Self {
         Stats {
             commands: vec![CommandStats::default(); COMMANDS.len()],
+            command_latency: (0..COMMANDS.len()).map(|_| None).collect(),
             ..Default::default()
         }
     }
@@ -113,6 +119,16 @@ impl Stats {
             .unwrap_or(body.len());
         let word = String::from_utf8_lossy(&body[..end]).into_owned();
         *self.errors.entry(word).or_insert(0) += 1;
+    }
+
+    /// Counts one call's duration in the latency histogram of command `idx` (or of its
+    /// subcommand `sub`).
+    pub fn record_latency(&mut self, idx: usize, sub: Option<&'static str>, ns: u64) {
+        let h = match sub {
+            Some(name) => self.subcommand_latency.entry(name).or_default(),
+            None => self.command_latency[idx].get_or_insert_with(Default::default),
+        };
+        h.record_ns(ns);
     }
 
     /// Clears every counter (CONFIG RESETSTAT).

@@ -14,6 +14,8 @@
 //! * [`Store`]: opens/formats the devices, runs [`recovery`], shares the block
 //!   allocator and the per-block live-byte accounting between workers
 //!   ([`StoreStats`]).
+//! * [`LatencyHistogram`] / [`IoLatency`]: each writer's device read, write
+//!   and fdatasync latencies (INFO storage, `/metrics`).
 //! * [`Writer`]: one per worker; appends, flushes, group commit, reads,
 //!   releases of obsolete records, reclaim of dead blocks, a tombstone
 //!   reserve block, adoption of a recovered open block.
@@ -26,6 +28,7 @@ mod aligned;
 pub mod device;
 mod error;
 pub mod format;
+mod latency;
 mod reader;
 pub mod recovery;
 mod store;
@@ -34,6 +37,7 @@ mod writer;
 pub use aligned::{AlignedBuf, MIN_ALIGN_BYTES};
 pub use device::{AnyDevice, Device, FileDevice};
 pub use error::{Result, StoreError};
+pub use latency::{IoLatency, LatencyHistogram, LATENCY_BUCKETS};
 pub use reader::RecordBytes;
 pub use recovery::{
     DamagedRecord, IndexEntry, Recovered, RecoveredIndex, RecoveredOpenBlock, RecoveredRecord,

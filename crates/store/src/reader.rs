@@ -96,7 +96,9 @@ impl Writer {
         let read_end = end_bytes.next_multiple_of(align);
         let buf = AlignedBuf::zeroed((read_end - read_start) as usize, align as usize);
         let device = &self.devices()[usize::from(location.device)];
+        let started = quanta::Instant::now();
         let BufResult(res, buf) = device.read_at(buf, read_start).await;
+        self.record_read(started.elapsed().as_nanos() as u64, read_end - read_start);
         res.map_err(|e| StoreError::Io {
             device: location.device,
             offset_bytes: read_start,

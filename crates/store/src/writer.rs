@@ -41,7 +41,7 @@ use crate::format::{
 };
 use crate::recovery::{scan_area, RecoveredOpenBlock};
 use crate::store::{io_err, AllocatedBlock, BlockId, Location, Store};
-use crate::AlignedBuf;
+use crate::{AlignedBuf, IoLatency};
 
 /// When appended records are made durable (`appendfsync`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -199,6 +199,8 @@ pub struct Writer {
     next_seq: Cell<u64>,
     io_busy: Cell<bool>,
     io_done: Notify,
+    /// Device I/O latencies (never borrowed across an await).
+    io_latency: RefCell<IoLatency>,
 }
 
 impl std::fmt::Debug for Writer {
@@ -258,6 +260,7 @@ impl Writer {
             next_seq: Cell::new(after_seq + 1),
             io_busy: Cell::new(false),
             io_done: Notify::default(),
+            io_latency: RefCell::new(IoLatency::default()),
         }
     }
 
@@ -502,6 +505,18 @@ impl Writer {
             pending_releases: st.pending_releases.len() as u64,
             ..st.stats
         }
+    }
+
+    /// Latencies of this writer's device reads, writes and fdatasyncs.
+    pub fn io_latency(&self) -> IoLatency {
+        self.io_latency.borrow().clone()
+    }
+
+    /// Counts one device read of `len_bytes` that took `ns` nanoseconds.
+    pub(crate) fn record_read(&self, ns: u64, len_bytes: u64) {
+        let mut l = self.io_latency.borrow_mut();
+        l.read.record_ns(ns);
+        l.read_bytes += len_bytes;
     }
 
     /// Records appended so far.
@@ -879,7 +894,13 @@ impl Writer {
                 .collect()
         };
         for d in to_sync {
-            if let Err(e) = self.devices[d].sync().await {
+            let started = quanta::Instant::now();
+            let res = self.devices[d].sync().await;
+            self.io_latency
+                .borrow_mut()
+                .fdatasync
+                .record_ns(started.elapsed().as_nanos() as u64);
+            if let Err(e) = res {
                 tracing::error!(device = d, error = %e, "data device sync failed");
                 self.reset_after_error();
                 return Err(io_err(d as u16, 0, e));
@@ -943,6 +964,8 @@ impl Writer {
     /// The caller holds the I/O guard.
     async fn write_out(&self) -> Result<u64> {
         let (jobs, covered) = self.plan_writes();
+        // One clock read per completed write: each write starts when the previous one ended.
+        let mut started = quanta::Instant::now();
         for job in jobs {
             let WriteJob {
                 block,
@@ -956,6 +979,12 @@ impl Writer {
             let BufResult(res, _) = self.devices[usize::from(device)]
                 .write_at(buf, offset_bytes)
                 .await;
+            let ended = quanta::Instant::now();
+            self.io_latency
+                .borrow_mut()
+                .write
+                .record_ns(ended.duration_since(started).as_nanos() as u64);
+            started = ended;
             if let Err(e) = res {
                 tracing::error!(device, offset_bytes, error = %e, "data device write failed");
                 self.reset_after_error();

@@ -503,3 +503,56 @@ fn crc32c_of(data: &[u8]) -> u32 {
     }
     !crc
 }
+
+#[test]
+fn io_latency_counts_every_device_read_write_and_fdatasync() {
+    let dev = ram(4);
+    run(async {
+        let (store, _index, rec) = open(&dev).await;
+        let w = Writer::open(store, 0, Durability::EverySec, rec.max_mutation_seq)
+            .await
+            .unwrap();
+        let mut locs = Vec::new();
+        // About 2.5 blocks of records: two sealed blocks and an open one.
+        for i in 0..400u32 {
+            let seq = w.next_seq();
+            let loc = w
+                .append(meta(seq), format!("key{i}").as_bytes(), &[7u8; 400])
+                .unwrap();
+            locs.push(loc);
+        }
+        // Staged reads touch no device.
+        for loc in &locs {
+            w.read(loc).await.unwrap();
+        }
+        let io = w.io_latency();
+        assert_eq!(io.read.count(), 0);
+        assert_eq!(io.write.count(), 0);
+        assert_eq!(io.fdatasync.count(), 0);
+        w.sync().await.unwrap();
+        w.sync().await.unwrap(); // nothing new: no write, no fdatasync
+        let st = w.stats();
+        let io = w.io_latency();
+        assert!(st.writes >= 3, "writes {}", st.writes);
+        assert_eq!(io.write.count(), st.writes);
+        assert_eq!(io.fdatasync.count(), 1, "one device, one sync round");
+        assert_eq!(st.syncs, 1);
+        // The sealed, durable blocks are read from the device now; the open block's
+        // records still come from its image.
+        let open_block = locs.last().unwrap().block_id();
+        let on_device = locs.iter().filter(|l| l.block_id() != open_block).count() as u64;
+        assert!(on_device > 0);
+        for loc in &locs {
+            w.read(loc).await.unwrap();
+        }
+        let io = w.io_latency();
+        assert_eq!(io.read.count(), on_device);
+        assert!(io.read_bytes >= on_device * 512);
+        assert!(io.read.max_ns() >= io.read.quantile_ns(0.5));
+        // Merging two writers' figures adds them.
+        let mut both = io.clone();
+        both.merge(&io);
+        assert_eq!(both.read.count(), 2 * on_device);
+        assert_eq!(both.read_bytes, 2 * io.read_bytes);
+    });
+}

@@ -499,34 +499,38 @@ pub async fn config(c: &mut Conn, a: &[&[u8]]) {
 // ---------------------------------------------------------------------------------------
 // INFO
 
-/// What INFO gathers from one worker.
-struct WorkerInfo {
-    commands: Vec<super::CommandStats>,
-    subcommands: Vec<(&'static str, super::CommandStats)>,
-    errors: Vec<(String, u64)>,
-    total_commands: u64,
-    total_error_replies: u64,
-    net_in: u64,
-    net_out: u64,
-    out_limit_kills: u64,
-    query_limit_kills: u64,
-    hits: u64,
-    misses: u64,
-    expired: u64,
+/// What INFO (and `/metrics`, see [`crate::metrics`]) gathers from one worker.
+pub(crate) struct WorkerInfo {
+    pub(crate) commands: Vec<super::CommandStats>,
+    pub(crate) subcommands: Vec<(&'static str, super::CommandStats)>,
+    /// Latency histograms by command or subcommand name (those called at least once).
+    pub(crate) latency: Vec<(&'static str, Box<skerry_store::LatencyHistogram>)>,
+    pub(crate) errors: Vec<(String, u64)>,
+    pub(crate) total_commands: u64,
+    pub(crate) total_error_replies: u64,
+    pub(crate) net_in: u64,
+    pub(crate) net_out: u64,
+    pub(crate) out_limit_kills: u64,
+    pub(crate) query_limit_kills: u64,
+    pub(crate) hits: u64,
+    pub(crate) misses: u64,
+    pub(crate) expired: u64,
     /// Per database: keys, volatile keys, average TTL.
-    dbs: Vec<(usize, usize, i64)>,
-    clients: usize,
-    storage: StorageInfo,
+    pub(crate) dbs: Vec<(usize, usize, i64)>,
+    pub(crate) clients: usize,
+    pub(crate) storage: StorageInfo,
 }
 
 /// One worker's storage figures (INFO storage).
-struct StorageInfo {
-    writer: skerry_store::WriterStats,
-    reads: crate::keyspace::ReadStats,
-    index_bytes: usize,
-    read_buffer_bytes: usize,
-    store: skerry_store::StoreStats,
-    durability: skerry_store::Durability,
+pub(crate) struct StorageInfo {
+    pub(crate) writer: skerry_store::WriterStats,
+    pub(crate) reads: crate::keyspace::ReadStats,
+    pub(crate) index_bytes: usize,
+    pub(crate) read_buffer_bytes: usize,
+    pub(crate) store: skerry_store::StoreStats,
+    pub(crate) durability: skerry_store::Durability,
+    /// Device read, write and fdatasync latencies of the worker's writer.
+    pub(crate) io: skerry_store::IoLatency,
 }
 
 impl StorageInfo {
@@ -539,11 +543,346 @@ impl StorageInfo {
             read_buffer_bytes: ks.read_buffer_bytes(),
             store: log.store().stats(),
             durability: log.durability(),
+            io: log.io_latency(),
         }
     }
 }
 
-fn rss_bytes() -> u64 {
+/// Gathers one worker's figures (runs on the worker, see [`crate::worker::run_on_all`]).
+pub(crate) fn gather(s: &mut crate::worker::Shard) -> WorkerInfo {
+    let mut errors: Vec<(String, u64)> = s
+        .stats
+        .errors
+        .iter()
+        .map(|(k, v)| (k.clone(), *v))
+        .collect();
+    errors.sort();
+    let now = unix_ms();
+    let latency = s
+        .stats
+        .command_latency
+        .iter()
+        .enumerate()
+        .filter_map(|(i, h)| h.as_ref().map(|h| (COMMANDS[i].name, h.clone())))
+        .chain(
+            s.stats
+                .subcommand_latency
+                .iter()
+                .map(|(name, h)| (*name, h.clone())),
+        )
+        .collect();
+    WorkerInfo {
+        commands: s.stats.commands.clone(),
+        subcommands: s.stats.subcommands.iter().map(|(k, v)| (*k, *v)).collect(),
+        latency,
+        errors,
+        total_commands: s.stats.total_commands,
+        total_error_replies: s.stats.total_error_replies,
+        net_in: s.stats.net_input_bytes,
+        net_out: s.stats.net_output_bytes,
+        out_limit_kills: s.stats.client_output_limit_disconnections,
+        query_limit_kills: s.stats.client_query_limit_disconnections,
+        hits: s.keyspace.stats.hits,
+        misses: s.keyspace.stats.misses,
+        expired: s.keyspace.stats.expired,
+        dbs: (0..s.keyspace.databases())
+            .map(|db| {
+                (
+                    s.keyspace.len(db),
+                    s.keyspace.volatile_len(db),
+                    s.keyspace.avg_ttl_ms(db, now),
+                )
+            })
+            .collect(),
+        clients: s.clients.len(),
+        storage: StorageInfo::of(&s.keyspace),
+    }
+}
+
+/// Per command and subcommand name, the call counters summed over workers (INFO
+/// commandstats, `/metrics`), in name order.
+pub(crate) fn command_totals(
+    w: &[WorkerInfo],
+) -> std::collections::BTreeMap<&'static str, super::CommandStats> {
+    let mut all: std::collections::BTreeMap<&'static str, super::CommandStats> = Default::default();
+    for x in w {
+        for (i, st) in x.commands.iter().enumerate() {
+            add_stats(all.entry(COMMANDS[i].name).or_default(), st);
+        }
+        for (name, st) in &x.subcommands {
+            add_stats(all.entry(name).or_default(), st);
+        }
+    }
+    all
+}
+
+/// Per command and subcommand name, the latency histograms merged over workers.
+pub(crate) fn command_latency(
+    w: &[WorkerInfo],
+) -> std::collections::BTreeMap<&'static str, skerry_store::LatencyHistogram> {
+    let mut all: std::collections::BTreeMap<&'static str, skerry_store::LatencyHistogram> =
+        Default::default();
+    for x in w {
+        for (name, h) in &x.latency {
+            all.entry(name).or_default().merge(h);
+        }
+    }
+    all
+}
+
+/// A storage figure's value.
+pub(crate) enum FigureValue {
+    /// A number (every figure `/metrics` exports).
+    Num(u64),
+    /// Text, INFO only (paths, policy names).
+    Text(String),
+}
+
+/// How a numeric storage figure behaves: a Prometheus counter only grows (until restart or
+/// reset); a gauge goes up and down.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FigureKind {
+    /// Only grows.
+    Counter,
+    /// Goes up and down.
+    Gauge,
+}
+
+/// One storage figure: INFO storage prints it as `storage_<name>:<value>`, `/metrics` as
+/// `skerry_storage_<name>` (counters with `_total`).
+pub(crate) struct Figure {
+    /// Name without the `storage_` prefix; carries the unit (`_bytes`, `_blocks`).
+    pub(crate) name: &'static str,
+    /// Counter or gauge.
+    pub(crate) kind: FigureKind,
+    /// One line for `# HELP` (and docs/observability.md).
+    pub(crate) help: &'static str,
+    /// The value.
+    pub(crate) value: FigureValue,
+}
+
+/// The device latencies of every worker, merged.
+pub(crate) fn merged_io(w: &[WorkerInfo]) -> skerry_store::IoLatency {
+    let mut io = skerry_store::IoLatency::default();
+    for x in w {
+        io.merge(&x.storage.io);
+    }
+    io
+}
+
+/// Every storage figure, in INFO order: the data devices, blocks and live bytes
+/// (store-wide), and the write and read paths summed over workers. This is the one place to
+/// add a storage figure (defrag, tombstones, the value cache): INFO storage and `/metrics`
+/// both print this list. The latency percentiles and histograms are added by their
+/// renderers from [`merged_io`].
+pub(crate) fn storage_figures(shared: &crate::worker::Shared, w: &[WorkerInfo]) -> Vec<Figure> {
+    use FigureKind::{Counter, Gauge};
+    let sum = |f: &dyn Fn(&StorageInfo) -> u64| -> u64 { w.iter().map(|x| f(&x.storage)).sum() };
+    let Some(first) = w.first() else {
+        return Vec::new();
+    };
+    let st = &first.storage.store;
+    let paths = crate::persist::data_paths(&shared.config);
+    let policy = match first.storage.durability {
+        skerry_store::Durability::Always => "always",
+        skerry_store::Durability::EverySec => "everysec",
+        skerry_store::Durability::No => "no",
+    };
+    let io = merged_io(w);
+    let num = |name, kind, help, v: u64| Figure {
+        name,
+        kind,
+        help,
+        value: FigureValue::Num(v),
+    };
+    let text = |name, help, v: String| Figure {
+        name,
+        kind: Gauge,
+        help,
+        value: FigureValue::Text(v),
+    };
+    vec![
+        num(
+            "devices",
+            Gauge,
+            "Data devices (files or block devices).",
+            paths.len() as u64,
+        ),
+        text(
+            "data_files",
+            "Paths of the data devices.",
+            paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
+        num(
+            "capacity_bytes",
+            Gauge,
+            "Bytes of all blocks of all data devices.",
+            st.total_blocks * st.block_size_bytes,
+        ),
+        num(
+            "block_size_bytes",
+            Gauge,
+            "Size of one block.",
+            st.block_size_bytes,
+        ),
+        num(
+            "total_blocks",
+            Gauge,
+            "Blocks over all devices.",
+            st.total_blocks,
+        ),
+        num(
+            "used_blocks",
+            Gauge,
+            "Blocks holding data or being written.",
+            st.used_blocks,
+        ),
+        num(
+            "free_blocks",
+            Gauge,
+            "Blocks free to allocate.",
+            st.free_blocks,
+        ),
+        num(
+            "reserved_blocks",
+            Gauge,
+            "Free blocks held back as the workers' tombstone reserves.",
+            st.reserved_blocks,
+        ),
+        num(
+            "tombstone_blocks",
+            Gauge,
+            "Used blocks holding at least one tombstone.",
+            st.tombstone_blocks,
+        ),
+        num(
+            "reclaimable_blocks",
+            Gauge,
+            "Used blocks whose records are all obsolete, waiting to be reclaimed.",
+            st.pending_reclaim_blocks,
+        ),
+        num(
+            "reclaimed_blocks",
+            Counter,
+            "Blocks freed by reclaim since start.",
+            st.reclaimed_blocks,
+        ),
+        num(
+            "live_bytes",
+            Gauge,
+            "Encoded bytes of the live records over all blocks.",
+            st.live_bytes,
+        ),
+        text("appendfsync", "The durability policy.", policy.to_string()),
+        num(
+            "records_appended",
+            Counter,
+            "Records appended to the log.",
+            sum(&|s| s.writer.appends),
+        ),
+        num(
+            "records_durable",
+            Counter,
+            "Records appended and durable.",
+            sum(&|s| s.writer.durable_appends),
+        ),
+        num(
+            "device_writes",
+            Counter,
+            "Device writes of staged records.",
+            sum(&|s| s.writer.writes),
+        ),
+        num(
+            "device_written_bytes",
+            Counter,
+            "Bytes written to the devices (partial sectors rewritten count again).",
+            sum(&|s| s.writer.written_bytes),
+        ),
+        num(
+            "fdatasyncs",
+            Counter,
+            "Flush + fdatasync rounds (group commits).",
+            sum(&|s| s.writer.syncs),
+        ),
+        num(
+            "blocks_opened",
+            Counter,
+            "Blocks opened for appending.",
+            sum(&|s| s.writer.blocks_opened),
+        ),
+        num(
+            "value_reads",
+            Counter,
+            "Values read from the devices for commands.",
+            sum(&|s| s.reads.device_reads),
+        ),
+        num(
+            "staged_reads",
+            Counter,
+            "Values decoded from the writer's block images (records not yet read back from the device).",
+            sum(&|s| s.reads.staged_reads),
+        ),
+        num(
+            "read_buffer_hits",
+            Counter,
+            "Values found in the read buffer (read for an earlier command).",
+            sum(&|s| s.reads.buffer_hits),
+        ),
+        num(
+            "failed_reads",
+            Counter,
+            "Value reads that failed (checksum mismatch or device error).",
+            sum(&|s| s.reads.failed_reads),
+        ),
+        num(
+            "blocking_reads",
+            Counter,
+            "Values a command needed that were not read in advance (should stay 0).",
+            sum(&|s| s.reads.missing_reads),
+        ),
+        num(
+            "read_buffer_bytes",
+            Gauge,
+            "Bytes of values held in the read buffers.",
+            sum(&|s| s.read_buffer_bytes as u64),
+        ),
+        num(
+            "index_bytes",
+            Gauge,
+            "Bytes of the in-RAM key index.",
+            sum(&|s| s.index_bytes as u64),
+        ),
+        num(
+            "device_reads",
+            Counter,
+            "O_DIRECT device reads (values and records).",
+            io.read.count(),
+        ),
+        num(
+            "device_read_bytes",
+            Counter,
+            "Bytes read from the devices (aligned lengths).",
+            io.read_bytes,
+        ),
+        num(
+            "fdatasync_calls",
+            Counter,
+            "fdatasync calls (one per device synced in a round).",
+            io.fdatasync.count(),
+        ),
+    ]
+}
+
+/// Microseconds with three decimals, as Redis prints latency percentiles.
+fn us(ns: u64) -> String {
+    format!("{:.3}", ns as f64 / 1000.0)
+}
+
+pub(crate) fn rss_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
     let pages: u64 = statm
         .split_whitespace()
@@ -568,7 +907,7 @@ fn human_bytes(n: u64) -> String {
     }
 }
 
-fn cpu_times() -> (f64, f64, f64, f64) {
+pub(crate) fn cpu_times() -> (f64, f64, f64, f64) {
     // SAFETY: getrusage writes into the zeroed struct we pass.
     let (mut me, mut children): (libc::rusage, libc::rusage) =
         unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
@@ -619,89 +958,38 @@ pub async fn info(c: &mut Conn, a: &[&[u8]]) {
             _ => sections.push(s),
         }
     }
-    let gathered = c
-        .on_all(|s| {
-            let mut errors: Vec<(String, u64)> = s
-                .stats
-                .errors
-                .iter()
-                .map(|(k, v)| (k.clone(), *v))
-                .collect();
-            errors.sort();
-            let now = unix_ms();
-            WorkerInfo {
-                commands: s.stats.commands.clone(),
-                subcommands: s.stats.subcommands.iter().map(|(k, v)| (*k, *v)).collect(),
-                errors,
-                total_commands: s.stats.total_commands,
-                total_error_replies: s.stats.total_error_replies,
-                net_in: s.stats.net_input_bytes,
-                net_out: s.stats.net_output_bytes,
-                out_limit_kills: s.stats.client_output_limit_disconnections,
-                query_limit_kills: s.stats.client_query_limit_disconnections,
-                hits: s.keyspace.stats.hits,
-                misses: s.keyspace.stats.misses,
-                expired: s.keyspace.stats.expired,
-                dbs: (0..s.keyspace.databases())
-                    .map(|db| {
-                        (
-                            s.keyspace.len(db),
-                            s.keyspace.volatile_len(db),
-                            s.keyspace.avg_ttl_ms(db, now),
-                        )
-                    })
-                    .collect(),
-                clients: s.clients.len(),
-                storage: StorageInfo::of(&s.keyspace),
-            }
-        })
-        .await;
+    let gathered = c.on_all(gather).await;
     let text = render_info(c, &sections, &gathered);
     c.reply.verbatim(text.as_bytes());
 }
 
-/// The `storage` section: the data devices, blocks and live bytes (store-wide), and the
-/// write and read paths summed over workers.
+/// The `storage` section: [`storage_figures`], then the device latency percentiles.
 fn render_storage(o: &mut String, shared: &crate::worker::Shared, w: &[WorkerInfo]) {
-    use std::fmt::Write as _;
-    let sum = |f: &dyn Fn(&StorageInfo) -> u64| -> u64 { w.iter().map(|x| f(&x.storage)).sum() };
-    let Some(first) = w.first() else { return };
-    let st = &first.storage.store;
-    let paths = crate::persist::data_paths(&shared.config);
-    let policy = match first.storage.durability {
-        skerry_store::Durability::Always => "always",
-        skerry_store::Durability::EverySec => "everysec",
-        skerry_store::Durability::No => "no",
-    };
-    let _ = write!(
-        o,
-        "# Storage\r\nstorage_devices:{}\r\nstorage_data_files:{}\r\nstorage_capacity_bytes:{}\r\nstorage_block_size_bytes:{}\r\nstorage_total_blocks:{}\r\nstorage_used_blocks:{}\r\nstorage_free_blocks:{}\r\nstorage_reserved_blocks:{}\r\nstorage_tombstone_blocks:{}\r\nstorage_reclaimable_blocks:{}\r\nstorage_reclaimed_blocks:{}\r\nstorage_live_bytes:{}\r\nstorage_appendfsync:{policy}\r\nstorage_records_appended:{}\r\nstorage_records_durable:{}\r\nstorage_device_writes:{}\r\nstorage_device_written_bytes:{}\r\nstorage_fdatasyncs:{}\r\nstorage_blocks_opened:{}\r\nstorage_value_reads:{}\r\nstorage_staged_reads:{}\r\nstorage_read_buffer_hits:{}\r\nstorage_failed_reads:{}\r\nstorage_blocking_reads:{}\r\nstorage_read_buffer_bytes:{}\r\nstorage_index_bytes:{}\r\n",
-        paths.len(),
-        paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(","),
-        st.total_blocks * st.block_size_bytes,
-        st.block_size_bytes,
-        st.total_blocks,
-        st.used_blocks,
-        st.free_blocks,
-        st.reserved_blocks,
-        st.tombstone_blocks,
-        st.pending_reclaim_blocks,
-        st.reclaimed_blocks,
-        st.live_bytes,
-        sum(&|s| s.writer.appends),
-        sum(&|s| s.writer.durable_appends),
-        sum(&|s| s.writer.writes),
-        sum(&|s| s.writer.written_bytes),
-        sum(&|s| s.writer.syncs),
-        sum(&|s| s.writer.blocks_opened),
-        sum(&|s| s.reads.device_reads),
-        sum(&|s| s.reads.staged_reads),
-        sum(&|s| s.reads.buffer_hits),
-        sum(&|s| s.reads.failed_reads),
-        sum(&|s| s.reads.missing_reads),
-        sum(&|s| s.read_buffer_bytes as u64),
-        sum(&|s| s.index_bytes as u64),
-    );
+    if w.is_empty() {
+        return;
+    }
+    o.push_str("# Storage\r\n");
+    for f in storage_figures(shared, w) {
+        let _ = match f.value {
+            FigureValue::Num(v) => write!(o, "storage_{}:{v}\r\n", f.name),
+            FigureValue::Text(t) => write!(o, "storage_{}:{t}\r\n", f.name),
+        };
+    }
+    let io = merged_io(w);
+    for (name, h) in [
+        ("read", &io.read),
+        ("write", &io.write),
+        ("fdatasync", &io.fdatasync),
+    ] {
+        let _ = write!(
+            o,
+            "storage_{name}_latency_p50_us:{}\r\nstorage_{name}_latency_p99_us:{}\r\nstorage_{name}_latency_p999_us:{}\r\nstorage_{name}_latency_max_us:{}\r\n",
+            us(h.quantile_ns(0.5)),
+            us(h.quantile_ns(0.99)),
+            us(h.quantile_ns(0.999)),
+            us(h.max_ns()),
+        );
+    }
 }
 
 fn add_stats(into: &mut super::CommandStats, from: &super::CommandStats) {
@@ -820,16 +1108,7 @@ fn render_info(c: &Conn, sections: &[String], w: &[WorkerInfo]) -> String {
                 o.push_str("# Commandstats\r\n");
                 // Top-level commands and subcommands (`config|get`), summed over workers,
                 // in name order as Redis prints them.
-                let mut all: std::collections::BTreeMap<&str, super::CommandStats> =
-                    Default::default();
-                for x in w {
-                    for (i, st) in x.commands.iter().enumerate() {
-                        add_stats(all.entry(COMMANDS[i].name).or_default(), st);
-                    }
-                    for (name, st) in &x.subcommands {
-                        add_stats(all.entry(name).or_default(), st);
-                    }
-                }
+                let all = command_totals(w);
                 for (name, st) in all {
                     if st.calls == 0 && st.rejected == 0 {
                         continue;
@@ -846,7 +1125,24 @@ fn render_info(c: &Conn, sections: &[String], w: &[WorkerInfo]) -> String {
                     );
                 }
             }
-            "latencystats" => o.push_str("# Latencystats\r\n"),
+            "latencystats" => {
+                // Redis's format: latency_percentiles_usec_<cmd>:p50=..,p99=..,p99.9=..
+                o.push_str("# Latencystats\r\n");
+                if shared.config.get("latency-tracking") == "yes" {
+                    for (name, h) in command_latency(w) {
+                        if h.count() == 0 {
+                            continue;
+                        }
+                        let _ = write!(
+                            o,
+                            "latency_percentiles_usec_{name}:p50={},p99={},p99.9={}\r\n",
+                            us(h.quantile_ns(0.5)),
+                            us(h.quantile_ns(0.99)),
+                            us(h.quantile_ns(0.999)),
+                        );
+                    }
+                }
+            }
             "storage" => render_storage(o, shared, w),
             "keyspace" => {
                 o.push_str("# Keyspace\r\n");
