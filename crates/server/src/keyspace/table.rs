@@ -269,6 +269,7 @@ impl<T: Keyed> Segment<T> {
         match split {
             None => {
                 for e in entries {
+                    into.reserve_one();
                     into.place(e.hash(), e);
                 }
             }
@@ -276,9 +277,14 @@ impl<T: Keyed> Segment<T> {
                 for e in entries {
                     {
                         let h = e.hash();
+                        // The halves are sized for an even split; a skewed one (keys
+                        // inserted in hash order, as a checkpoint load or a SCAN-ordered
+                        // copy does) grows the fuller half instead of overfilling it.
                         if h & bit != 0 {
+                            with_bit.reserve_one();
                             with_bit.place(h, e);
                         } else {
+                            into.reserve_one();
                             into.place(h, e);
                         }
                     }
@@ -700,6 +706,24 @@ mod tests {
         assert!(seg.used <= seg.max_used());
         assert_eq!(t.len(), 5_000);
         assert!(t.allocation_bytes() < 5_000 * 64);
+    }
+
+    /// Keys inserted in hash order make every split send all entries to one half.
+    #[test]
+    fn inserts_in_hash_order_split_without_overfilling() {
+        let mut keys: Vec<String> = (0..60_000).map(|i| format!("h{i}")).collect();
+        keys.sort_by_key(|k| h(k));
+        let mut t = SegTable::new();
+        for k in &keys {
+            t.insert(e(k));
+        }
+        assert_eq!(t.len(), keys.len());
+        for k in &keys {
+            assert!(t.get(h(k), k.as_bytes()).is_some(), "{k} lost");
+        }
+        for seg in &t.segments {
+            assert!(seg.used <= seg.max_used());
+        }
     }
 
     #[test]
