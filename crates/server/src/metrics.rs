@@ -420,33 +420,29 @@ fn render(shared: &Shared, w: &[WorkerInfo]) -> String {
         .iter()
         .filter(|(_, st)| st.calls > 0 || st.rejected > 0)
         .collect();
-    o.family(
-        "skerry_commands_total",
-        "counter",
-        "Calls of each command or subcommand (INFO commandstats calls).",
-    );
-    for (name, st) in &called {
-        o.sample("skerry_commands_total", &[("cmd", name)], st.calls);
-    }
-    o.family(
-        "skerry_commands_failed_total",
-        "counter",
-        "Calls that replied with an error (INFO commandstats failed_calls).",
-    );
-    for (name, st) in &called {
-        o.sample("skerry_commands_failed_total", &[("cmd", name)], st.failed);
-    }
-    o.family(
-        "skerry_commands_rejected_total",
-        "counter",
-        "Calls rejected before running (INFO commandstats rejected_calls).",
-    );
-    for (name, st) in &called {
-        o.sample(
+    type Calls = fn(&crate::commands::CommandStats) -> u64;
+    let per_command: [(&str, &str, Calls); 3] = [
+        (
+            "skerry_commands_total",
+            "Calls of each command or subcommand (INFO commandstats calls).",
+            |st| st.calls,
+        ),
+        (
+            "skerry_commands_failed_total",
+            "Calls that replied with an error (INFO commandstats failed_calls).",
+            |st| st.failed,
+        ),
+        (
             "skerry_commands_rejected_total",
-            &[("cmd", name)],
-            st.rejected,
-        );
+            "Calls rejected before running (INFO commandstats rejected_calls).",
+            |st| st.rejected,
+        ),
+    ];
+    for (family, help, value) in per_command {
+        o.family(family, "counter", help);
+        for (name, st) in &called {
+            o.sample(family, &[("cmd", name)], value(st));
+        }
     }
     o.family(
         "skerry_command_duration_seconds",

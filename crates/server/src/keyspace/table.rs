@@ -216,9 +216,10 @@ impl<T: Keyed> Segment<T> {
         None
     }
 
-    /// Puts an entry known to be absent into the first free slot of its probe sequence.
-    /// Needs `used < max_used` when the slot found is EMPTY (callers make room first).
+    /// Puts an entry known to be absent into the first free slot of its probe sequence,
+    /// growing the segment first when it is at its load limit.
     fn place(&mut self, hash: u64, entry: T) {
+        self.reserve_one();
         let groups = self.groups();
         let mut g = self.home(hash);
         loop {
@@ -256,9 +257,11 @@ impl<T: Keyed> Segment<T> {
         std::mem::replace(self.slot_mut(i), T::vacant())
     }
 
-    /// Moves every entry into `into` (or, when `bit` is given, those with that hash bit set
-    /// into `with_bit`).
-    fn drain_into(self, into: &mut Segment<T>, split: Option<(u64, &mut Segment<T>)>) {
+    /// Moves every entry into `into`, or, when `split` is given, those with its hash bit
+    /// set into the other segment. The halves of a split are sized for an even split; a
+    /// skewed one (keys inserted in hash order, as a checkpoint load or a SCAN-ordered copy
+    /// does) makes `place` grow the fuller half.
+    fn drain_into(self, into: &mut Segment<T>, mut split: Option<(u64, &mut Segment<T>)>) {
         let entries = self.buckets.into_iter().flat_map(|b| {
             b.ctrl
                 .into_iter()
@@ -266,29 +269,11 @@ impl<T: Keyed> Segment<T> {
                 .filter(|(c, _)| *c < 0x80)
                 .map(|(_, e)| e)
         });
-        match split {
-            None => {
-                for e in entries {
-                    into.reserve_one();
-                    into.place(e.hash(), e);
-                }
-            }
-            Some((bit, with_bit)) => {
-                for e in entries {
-                    {
-                        let h = e.hash();
-                        // The halves are sized for an even split; a skewed one (keys
-                        // inserted in hash order, as a checkpoint load or a SCAN-ordered
-                        // copy does) grows the fuller half instead of overfilling it.
-                        if h & bit != 0 {
-                            with_bit.reserve_one();
-                            with_bit.place(h, e);
-                        } else {
-                            into.reserve_one();
-                            into.place(h, e);
-                        }
-                    }
-                }
+        for e in entries {
+            let h = e.hash();
+            match &mut split {
+                Some((bit, with_bit)) if h & *bit != 0 => with_bit.place(h, e),
+                _ => into.place(h, e),
             }
         }
     }
@@ -301,7 +286,7 @@ impl<T: Keyed> Segment<T> {
         old.drain_into(self, None);
     }
 
-    /// Makes room for one more entry in an EMPTY slot.
+    /// Makes room for one more entry in an EMPTY slot (a rebuild when at the load limit).
     #[inline]
     fn reserve_one(&mut self) {
         if self.used >= self.max_used() {
@@ -311,7 +296,7 @@ impl<T: Keyed> Segment<T> {
         }
     }
 
-    /// Calls `f` on every entry.
+    /// Every entry.
     fn iter(&self) -> impl Iterator<Item = &T> {
         self.buckets.iter().flat_map(|b| {
             b.ctrl
@@ -400,7 +385,6 @@ impl<T: Keyed> SegTable<T> {
         if let Some(i) = seg.find(hash, entry.key()) {
             return Some(std::mem::replace(seg.slot_mut(i), entry));
         }
-        seg.reserve_one();
         seg.place(hash, entry);
         self.len += 1;
         if seg.len >= SEGMENT_MAX {
