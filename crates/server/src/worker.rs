@@ -547,13 +547,17 @@ pub fn spawn_worker(
 
 /// Periodic per-worker housekeeping, every 100 ms: active expiry (at most a quarter of the
 /// worker's time, as Redis's slow expire cycle) and the idle client timeout.
-async fn cron(shared: Arc<Shared>, _id: usize) {
+async fn cron(shared: Arc<Shared>, id: usize) {
     const TICK: Duration = Duration::from_millis(100);
     const EXPIRE_BUDGET: Duration = Duration::from_millis(25);
     let mut ticks: u64 = 0;
+    let mut last_checkpoint = Instant::now();
     loop {
         compio::time::sleep(TICK).await;
         ticks += 1;
+        if ticks.is_multiple_of(10) {
+            crate::checkpoint::timer_tick(&shared, id, &mut last_checkpoint);
+        }
         let shard = local_shard();
         let log = shard.borrow().keyspace.log().clone();
         // Flush staged records every tick; once a second sync (everysec) and reclaim

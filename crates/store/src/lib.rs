@@ -14,6 +14,8 @@
 //! * [`Store`]: opens/formats the devices, runs [`recovery`], shares the block
 //!   allocator and the per-block live-byte accounting between workers
 //!   ([`StoreStats`]).
+//! * [`checkpoint`]: what an index checkpoint needs from the store (the sealed
+//!   blocks it covers, [`Store::open_with_checkpoint`]).
 //! * [`Writer`]: one per worker; appends, flushes, group commit, reads,
 //!   releases of obsolete records, reclaim of dead blocks, a tombstone
 //!   reserve block, adoption of a recovered open block.
@@ -23,6 +25,7 @@
 #![deny(missing_docs)]
 
 mod aligned;
+pub mod checkpoint;
 pub mod device;
 mod error;
 pub mod format;
@@ -32,6 +35,7 @@ mod store;
 mod writer;
 
 pub use aligned::{AlignedBuf, MIN_ALIGN_BYTES};
+pub use checkpoint::SealedBlock;
 pub use device::{AnyDevice, Device, FileDevice};
 pub use error::{Result, StoreError};
 pub use reader::RecordBytes;

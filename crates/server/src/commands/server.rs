@@ -702,6 +702,7 @@ fn render_storage(o: &mut String, shared: &crate::worker::Shared, w: &[WorkerInf
         sum(&|s| s.read_buffer_bytes as u64),
         sum(&|s| s.index_bytes as u64),
     );
+    o.push_str(&crate::checkpoint::info_fields());
 }
 
 fn add_stats(into: &mut super::CommandStats, from: &super::CommandStats) {
