@@ -456,6 +456,12 @@ pub async fn write(shared: Arc<Shared>, worker: usize) -> Result<Written, String
 async fn write_inner(shared: &Arc<Shared>, worker: usize) -> Result<Written, String> {
     let dir = PathBuf::from(shared.config.get("dir"));
     let shard = local_shard();
+    // Blocks this worker sealed become durable (and so covered) first.
+    let log = shard.borrow().keyspace.log().clone();
+    log.commit()
+        .await
+        .map_err(|e| format!("data file sync failed: {e}"))?;
+    drop(log);
     // The start: one synchronous step, so no append of this worker falls in between.
     let (log, header, total_keys, databases) = {
         let s = shard.borrow();

@@ -510,9 +510,6 @@ fn checkpoint_files(
     if files.is_empty() {
         return Err(String::new());
     }
-    if let Some(w) = missing.first() {
-        return Err(format!("no checkpoint file for worker {w}"));
-    }
     for f in &files {
         if f.header.workers as usize != workers {
             return Err(format!(
@@ -521,6 +518,9 @@ fn checkpoint_files(
                 f.header.workers
             ));
         }
+    }
+    if let Some(w) = missing.first() {
+        return Err(format!("no checkpoint file for worker {w}"));
     }
     Ok(files)
 }
