@@ -566,11 +566,40 @@ async fn same_devices(
 /// Records of the scanned blocks for one key, split at the owning worker's checkpoint start.
 #[derive(Default)]
 struct Pending {
-    /// The last one delivered with a mutation sequence at or above the start (appended after
-    /// the checkpoint started; also a damaged record).
-    post: Option<Item>,
-    /// The last one delivered below the start.
-    pre: Option<Item>,
+    /// The one with the highest mutation sequence at or above the start (appended after the
+    /// checkpoint started), or a damaged record delivered after every record seen so far.
+    post: Option<(u64, Item)>,
+    /// The one with the highest mutation sequence below the start.
+    pre: Option<(u64, Item)>,
+}
+
+impl Pending {
+    /// Notes one delivered record (`seq`: its mutation sequence; ignored for a damaged one).
+    /// Highest sequence wins, ties go to the later one (a defrag copy of the same record);
+    /// a damaged record counts as newer than everything delivered before it.
+    fn note(&mut self, item: Item, seq: u64, start_seq: u64) {
+        let seen = self
+            .post
+            .map_or(0, |p| p.0)
+            .max(self.pre.map_or(0, |p| p.0));
+        if let Item::Damaged(_) = item {
+            self.post = Some((seen, item));
+            return;
+        }
+        if let Some((d, Item::Damaged(_))) = self.post {
+            if seq >= d {
+                self.post = None;
+            }
+        }
+        let slot = if seq >= start_seq {
+            &mut self.post
+        } else {
+            &mut self.pre
+        };
+        if slot.is_none_or(|(s, _)| seq >= s) {
+            *slot = Some((seq, item));
+        }
+    }
 }
 
 /// Checkpoint load: the blocks every checkpoint covers are not read; the records of the
@@ -621,7 +650,6 @@ async fn open_checkpointed(
     let mut scan_routing = Routing::default();
     let opened =
         Store::open_with_checkpoint(devices, &StoreOptions::default(), &mut covered, |item| {
-            let is_damaged = matches!(item, Recovered::Damaged(_));
             let Some((w, db, key, item, seq)) = classify(
                 item,
                 workers,
@@ -637,15 +665,7 @@ async fn open_checkpointed(
                 Some(p) => p,
                 None => pending[w].entry(rk.to_vec()).or_default(),
             };
-            // A record delivered after a damaged one is newer.
-            if matches!(p.post, Some(Item::Damaged(_))) {
-                p.post = None;
-            }
-            if is_damaged || seq >= start_seq[w] {
-                p.post = Some(item);
-            } else {
-                p.pre = Some(item);
-            }
+            p.note(item, seq, start_seq[w]);
         })
         .await;
     routing.blocks = scan_routing.blocks;
@@ -673,7 +693,14 @@ async fn open_checkpointed(
     let mut per_worker: Vec<RecoveredIndex> = (0..workers)
         .map(|_| RecoveredIndex::new(databases))
         .collect();
-    let skipped = &skipped;
+    // Per device, per block: covered and skipped (a lookup per checkpoint entry).
+    let mut skipped_map: Vec<Vec<bool>> = (0..store.device_count() as u16)
+        .map(|d| vec![false; store.block_count(d) as usize])
+        .collect();
+    for id in &skipped {
+        skipped_map[usize::from(id.device)][id.block as usize] = true;
+    }
+    let skipped = &skipped_map;
     let results: Vec<Result<(u64, u64), String>> = std::thread::scope(|scope| {
         let handles: Vec<_> = files
             .iter()
@@ -688,7 +715,11 @@ async fn open_checkpointed(
                         }
                         entries += 1;
                         let loc = e.loc.unpack();
-                        let covered = skipped.contains(&loc.block_id());
+                        let covered = skipped
+                            .get(usize::from(loc.device))
+                            .and_then(|d| d.get(loc.block as usize))
+                            .copied()
+                            .unwrap_or(false);
                         let p = if pend.is_empty() {
                             None
                         } else {
@@ -701,11 +732,13 @@ async fn open_checkpointed(
                         };
                         let chosen = match p {
                             Some(Pending {
-                                post: Some(item), ..
+                                post: Some((_, item)),
+                                ..
                             }) => Some(item),
                             _ if covered => Some(entry),
                             Some(Pending {
-                                pre: Some(item), ..
+                                pre: Some((_, item)),
+                                ..
                             }) => Some(item),
                             _ => None,
                         };
@@ -716,7 +749,8 @@ async fn open_checkpointed(
                     })?;
                     // Keys absent from the checkpoint: only what was written after its start.
                     for (rk, p) in pend.drain() {
-                        if let (Some(item), Some((db, key))) = (p.post, split_record_key(&rk)) {
+                        if let (Some((_, item)), Some((db, key))) = (p.post, split_record_key(&rk))
+                        {
                             item.apply(idx, db, key);
                         }
                     }
