@@ -57,7 +57,10 @@ DIR=$DATA_DIR/skerry
 rm -rf "$DATA_DIR"
 mkdir -p "$DIR"
 cleanup() {
-    [[ -n ${PID:-} ]] && kill -KILL "$PID" 2>/dev/null || true
+    if [[ -n ${PID:-} ]]; then
+        kill -KILL "$PID" 2>/dev/null || true
+        wait "$PID" 2>/dev/null || true
+    fi
     [[ ${KEEP_DATA:-0} == 1 ]] || rm -rf "$DATA_DIR"
 }
 trap cleanup EXIT
@@ -79,10 +82,10 @@ stop_clean() {
     wait "$PID" 2>/dev/null || true
     PID=""
 }
-# timed_restart: starts the server; prints "PING_S READY_S" (seconds until PING answers and
-# until DBSIZE == N).
+# timed_restart: starts the server; sets PING_S and READY_S (seconds until PING answers and
+# until DBSIZE == N). Not in a subshell: PID must stay set.
 timed_restart() {
-    local t0 t1 dbsize
+    local t0 t1
     t0=$(now)
     start
     until resp_ping "$PORT"; do
@@ -95,9 +98,10 @@ timed_restart() {
         (($(calc "$(now) - $t0 < $RESTART_TIMEOUT") == 1)) || die "DBSIZE $(rcli dbsize), expected $N"
         sleep 0.005
     done
-    echo "$(calc "$t1 - $t0") $(calc "$(now) - $t0")"
+    PING_S=$(calc "$t1 - $t0")
+    READY_S=$(calc "$(now) - $t0")
 }
-recovery_fields() { rcli info storage | tr -d '\r' | grep -E '^storage_(recovery|checkpoint)_' | tr '\n' ' '; }
+recovery_fields() { rcli info storage | tr -d '\r' | grep -E '^storage_recovery_' | tr '\n' ' '; }
 
 log "filling keys 1..$N with $DATA_SIZE-byte values (--threads $THREADS, data file $((SKERRY_DATA_SIZE >> 20)) MiB)"
 start
@@ -114,7 +118,8 @@ SHUTDOWN_S=$(calc "$(now) - $t0")
 CKPT_BYTES=$(cat "$DIR"/skerry-index-*.ckpt | wc -c)
 log "shutdown took $(printf %.2f "$SHUTDOWN_S") s; checkpoint files: $((CKPT_BYTES >> 20)) MiB ($(calc "$CKPT_BYTES / $N") bytes per key)"
 
-read -r CK_PING CK_READY <<<"$(timed_restart)"
+timed_restart
+CK_PING=$PING_S CK_READY=$READY_S
 CK_FIELDS=$(recovery_fields)
 [[ $CK_FIELDS == *storage_recovery_source:checkpoint* ]] || die "the restart did not use the checkpoint: $CK_FIELDS"
 log "with the checkpoint: PING after $(printf %.2f "$CK_PING") s, DBSIZE == $N after $(printf %.2f "$CK_READY") s"
@@ -122,7 +127,8 @@ log "  $CK_FIELDS"
 
 stop_clean
 rm -f "$DIR"/skerry-index-*.ckpt
-read -r SCAN_PING SCAN_READY <<<"$(timed_restart)"
+timed_restart
+SCAN_PING=$PING_S SCAN_READY=$READY_S
 SCAN_FIELDS=$(recovery_fields)
 [[ $SCAN_FIELDS == *storage_recovery_source:scan* ]] || die "expected a full scan: $SCAN_FIELDS"
 log "full scan:           PING after $(printf %.2f "$SCAN_PING") s, DBSIZE == $N after $(printf %.2f "$SCAN_READY") s"

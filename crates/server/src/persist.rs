@@ -628,8 +628,8 @@ async fn open_checkpointed(
     let mut skipped: HashSet<BlockId> = HashSet::new();
     let mut routing = Routing::default();
     let mut covered_routes = Vec::new();
-    let mut pending: Vec<HashMap<Vec<u8>, Pending>> =
-        (0..workers).map(|_| HashMap::new()).collect();
+    type PendingMap = HashMap<Vec<u8>, Pending, foldhash::fast::FixedState>;
+    let mut pending: Vec<PendingMap> = (0..workers).map(|_| PendingMap::default()).collect();
     let (mut damaged, mut beyond_databases) = (0u64, 0u64);
     let mut covered = |id: BlockId, h: &skerry_store::format::BlockHeader| {
         let tombstones = set.covers(id, h)?;
