@@ -152,6 +152,16 @@ fn clean_restart_loads_the_checkpoint_and_matches_the_full_scan() {
     assert!(s
         .log_contents()
         .contains("index checkpoint + scan of newer blocks"));
+    // Each worker continues the block it was appending to (the covered blocks, not read,
+    // still take part in the adoption check through their routes).
+    for w in 0..2 {
+        let line = format!("worker {w}: continuing data device 0 block");
+        assert!(
+            s.wait_for_log(&line, Duration::from_secs(10)),
+            "{line} missing:\n{}",
+            s.log_contents()
+        );
+    }
     m.check(&s, "after the checkpoint load");
     let live = num(&s, "storage_live_bytes");
     let tombstone_blocks = num(&s, "storage_tombstone_blocks");
@@ -369,4 +379,96 @@ fn an_older_durable_version_survives_when_the_newer_is_lost() {
     }
     assert_eq!(r.cmd(&["DBSIZE"]), int(n as i64));
     eprintln!("{old} of {n} keys kept their older version (the newer was lost in the crash)");
+}
+
+#[test]
+fn checkpoints_taken_under_writes_then_kill_9_keep_every_acknowledged_write() {
+    // A writer overwrites and deletes keys all the time while timer checkpoints run (each
+    // serializes the index while it changes); kill -9 at a random moment, three times. Under
+    // `appendfsync always` every acknowledged write survives, whichever checkpoint is loaded.
+    let mut s = start(&[
+        "--appendfsync",
+        "always",
+        "--checkpoint-interval-seconds",
+        "1",
+    ]);
+    let keys = 150u64;
+    // Per key: the last acknowledged value (None: deleted) and the one in flight.
+    let mut acked: BTreeMap<u64, Option<Vec<u8>>> = BTreeMap::new();
+    let mut rng = Rng::new(7);
+    let mut version = 10u64;
+    for cycle in 0..3 {
+        let mut r = s.raw();
+        let before = num(&s, "storage_checkpoints_written");
+        let deadline = std::time::Instant::now() + Duration::from_millis(2500 + 500 * cycle);
+        while std::time::Instant::now() < deadline {
+            let k = rng.next_u64() % keys;
+            version += 1;
+            if rng.next_u64() % 5 == 0 {
+                let _ = r.cmd_bytes(&[b"DEL", &key(k)]);
+                acked.insert(k, None);
+            } else {
+                let mut v = value(k, version);
+                v.truncate(4096 + (rng.next_u64() % 8192) as usize);
+                assert_eq!(r.cmd_bytes(&[b"SET", &key(k), &v]), ok());
+                acked.insert(k, Some(v));
+            }
+        }
+        assert!(
+            num(&s, "storage_checkpoints_written") >= before + 2,
+            "no checkpoint during the writes"
+        );
+        // One more write in flight at the kill: it may or may not survive.
+        let k = rng.next_u64() % keys;
+        let mut v = value(k, version + 1);
+        v.truncate(5000);
+        let in_flight = (k, Some(v.clone()));
+        r.send(
+            &[
+                format!("*3\r\n$3\r\nSET\r\n${}\r\n", key(k).len()).into_bytes(),
+                key(k),
+                format!("\r\n${}\r\n", v.len()).into_bytes(),
+                v.clone(),
+                b"\r\n".to_vec(),
+            ]
+            .concat(),
+        );
+        s.kill();
+        s.start_again();
+        assert_eq!(field(&s, "storage_recovery_source"), "checkpoint");
+        let mut r = s.raw();
+        let mut survived_in_flight = None;
+        for (&k, want) in &acked {
+            let got = match r.cmd_bytes(&[b"GET", &key(k)]) {
+                Value::Bulk(v) => Some(v),
+                Value::Null => None,
+                other => panic!("GET: {other:?}"),
+            };
+            if &got == want {
+                continue;
+            }
+            let (fk, fv) = &in_flight;
+            assert!(
+                *fk == k && &got == fv,
+                "cycle {cycle}: key {k} is {:?} bytes, acknowledged {:?} bytes",
+                got.as_ref().map(|v| v.len()),
+                want.as_ref().map(|v| v.len())
+            );
+            survived_in_flight = Some((k, got));
+        }
+        if let Some((k, v)) = survived_in_flight {
+            acked.insert(k, v);
+        } else if !acked.contains_key(&in_flight.0) {
+            // Never written before: absent, or the in-flight value.
+            match r.cmd_bytes(&[b"GET", &key(in_flight.0)]) {
+                Value::Null => {}
+                Value::Bulk(v) if Some(&v) == in_flight.1.as_ref() => {
+                    acked.insert(in_flight.0, Some(v));
+                }
+                other => panic!("cycle {cycle}: in-flight key: {other:?}"),
+            }
+        }
+        let live = acked.values().filter(|v| v.is_some()).count() as i64;
+        assert_eq!(r.cmd(&["DBSIZE"]), int(live), "cycle {cycle}");
+    }
 }

@@ -842,6 +842,34 @@ mod tests {
     }
 
     #[test]
+    fn covered_blocks_take_part_in_the_adoption_check() {
+        use crate::checkpoint::ROUTE_MIXED;
+        let (store, open) = three_open_blocks();
+        let [b0, b1, b2] = [open[0].id, open[1].id, open[2].id];
+        let seq0 = store.block_seq(b0);
+        let first0 = open[0].first_mutation_seq;
+        let with = |route, block_seq, first_mutation_seq| {
+            let mut r = routing(&[(b0, Some(0)), (b1, Some(1)), (b2, Some(2))]);
+            r.covered.push(CoveredRoute {
+                first_mutation_seq,
+                block_seq,
+                route,
+            });
+            r.adoptable(&store, &open, 3)
+        };
+        // Older and delivered before b0: no obstacle, whoever's keys it holds.
+        assert_eq!(with(0, 0, 0)[0], vec![b0]);
+        assert_eq!(with(ROUTE_MIXED, 0, 0)[0], vec![b0]);
+        // A newer block sequence, or delivered after b0, holding worker 0's keys: b0 stays.
+        assert_eq!(with(0, seq0 + 10, 0)[0], Vec::<BlockId>::new());
+        assert_eq!(with(ROUTE_MIXED, seq0 + 10, 0)[0], Vec::<BlockId>::new());
+        assert_eq!(with(0, 0, first0 + 1)[0], Vec::<BlockId>::new());
+        // Only other workers' keys: no obstacle for worker 0 (but one for worker 1).
+        assert_eq!(with(1, seq0 + 10, first0 + 1)[0], vec![b0]);
+        assert_eq!(with(1, u64::MAX, u64::MAX)[1], Vec::<BlockId>::new());
+    }
+
+    #[test]
     fn adoptable_only_when_no_later_or_newer_block_holds_the_workers_keys() {
         let (store, open) = three_open_blocks();
         let [b0, b1, b2] = [open[0].id, open[1].id, open[2].id];
