@@ -320,6 +320,14 @@ impl Header {
     }
 }
 
+/// Where the block table ends (from the counts in the fixed header), if `buf` holds it.
+fn table_end_bytes(buf: &[u8]) -> Option<u64> {
+    let counts = buf.get(56..64)?;
+    let devices = u64::from(u32::from_le_bytes(counts[0..4].try_into().ok()?));
+    let blocks = u64::from(u32::from_le_bytes(counts[4..8].try_into().ok()?));
+    Some(HEADER_BYTES as u64 + devices * 16 + blocks * BLOCK_ROW_BYTES as u64)
+}
+
 // ----- writing -----
 
 enum Msg {
@@ -405,7 +413,7 @@ pub struct Written {
     /// Keys written.
     pub entries: u64,
     /// File size.
-    pub bytes: u64,
+    pub size_bytes: u64,
     /// Covered blocks.
     pub covered_blocks: u64,
 }
@@ -434,15 +442,15 @@ pub async fn write(shared: Arc<Shared>, worker: usize) -> Result<Written, String
             g.last_unix_ms.store(unix_ms() as u64, Ordering::Relaxed);
             g.last_duration_ms
                 .store(started.elapsed().as_millis() as u64, Ordering::Relaxed);
-            g.last_bytes.store(w.bytes, Ordering::Relaxed);
+            g.last_bytes.store(w.size_bytes, Ordering::Relaxed);
             let secs = started.elapsed().as_secs_f64().max(1e-9);
             tracing::info!(
                 "worker {worker}: index checkpoint written: {} keys, {} covered blocks, {:.1} MB in {:.2} s ({:.0} MB/s)",
                 w.entries,
                 w.covered_blocks,
-                w.bytes as f64 / 1e6,
+                w.size_bytes as f64 / 1e6,
                 secs,
-                w.bytes as f64 / 1e6 / secs
+                w.size_bytes as f64 / 1e6 / secs
             );
         }
         Err(e) => {
@@ -576,7 +584,7 @@ async fn write_inner(shared: &Arc<Shared>, worker: usize) -> Result<Written, Str
         .map_err(|_| "checkpoint thread stopped".to_string())??;
     Ok(Written {
         entries,
-        bytes,
+        size_bytes: bytes,
         covered_blocks,
     })
 }
@@ -644,11 +652,11 @@ pub struct CheckpointFile {
     /// Header and block table.
     pub header: Header,
     /// Where the entries start.
-    pub entries_offset: u64,
+    pub entries_offset_bytes: u64,
     /// Entries it holds.
     pub entry_count: u64,
     /// File size.
-    pub file_len: u64,
+    pub file_len_bytes: u64,
 }
 
 /// Reads and checks the checkpoint of `worker` in `dir`: the whole file is read once for its
@@ -660,20 +668,20 @@ pub fn check_file(dir: &Path, worker: usize) -> Result<Option<CheckpointFile>, S
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("cannot open {}: {e}", path.display())),
     };
-    let file_len = f
+    let file_len_bytes = f
         .metadata()
         .map_err(|e| format!("cannot stat {}: {e}", path.display()))?
         .len();
-    if file_len < (HEADER_BYTES + FOOTER_BYTES) as u64 {
+    if file_len_bytes < (HEADER_BYTES + FOOTER_BYTES) as u64 {
         return Err(format!("{} is truncated", path.display()));
     }
     let mut crc = 0u32;
-    let mut head: Vec<u8> = Vec::new();
+    let mut head: Vec<u8> = Vec::new(); // the first bytes of the file
     let mut tail = [0u8; FOOTER_BYTES];
     let mut buf = vec![0u8; READ_BYTES];
     let mut done = 0u64;
-    let crc_end = file_len - 8;
-    while done < file_len {
+    let crc_end = file_len_bytes - 8;
+    while done < file_len_bytes {
         let n = f
             .read(&mut buf)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
@@ -688,11 +696,11 @@ pub fn check_file(dir: &Path, worker: usize) -> Result<Option<CheckpointFile>, S
             head.extend_from_slice(&chunk[..want]);
         }
         // Footer bytes in this chunk.
-        let foot_start = file_len - FOOTER_BYTES as u64;
+        let foot_start = file_len_bytes - FOOTER_BYTES as u64;
         let chunk_end = done + n as u64;
         if chunk_end > foot_start {
             let from = foot_start.max(done);
-            let src = &chunk[(from - done) as usize..(chunk_end.min(file_len) - done) as usize];
+            let src = &chunk[(from - done) as usize..(chunk_end.min(file_len_bytes) - done) as usize];
             let dst = (from - foot_start) as usize;
             tail[dst..dst + src.len()].copy_from_slice(src);
         }
@@ -701,7 +709,7 @@ pub fn check_file(dir: &Path, worker: usize) -> Result<Option<CheckpointFile>, S
     let entry_count = u64::from_le_bytes(tail[0..8].try_into().expect("8"));
     let total = u64::from_le_bytes(tail[8..16].try_into().expect("8"));
     let stored_crc = u32::from_le_bytes(tail[16..20].try_into().expect("4"));
-    if tail[20..24] != END_MAGIC || total != file_len {
+    if tail[20..24] != END_MAGIC || total != file_len_bytes {
         return Err(format!(
             "{} is incomplete or truncated (no valid end)",
             path.display()
@@ -710,16 +718,21 @@ pub fn check_file(dir: &Path, worker: usize) -> Result<Option<CheckpointFile>, S
     if stored_crc != crc {
         return Err(format!("{} is damaged (checksum mismatch)", path.display()));
     }
-    // The header and block table may be longer than the first read: read them whole.
-    let (header, entries_offset) = match Header::decode(&head) {
-        Ok(h) => h,
-        Err(e) if e.contains("truncated") && head.len() as u64 == READ_BYTES as u64 => {
-            let all =
-                std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            Header::decode(&all).map_err(|e| format!("{}: {e}", path.display()))?
-        }
-        Err(e) => return Err(format!("{}: {e}", path.display())),
-    };
+    // The header and block table may be longer than the first read: read exactly them.
+    let need = table_end_bytes(&head)
+        .ok_or_else(|| format!("{}: not a checkpoint file (bad header)", path.display()))?;
+    if need + FOOTER_BYTES as u64 > file_len_bytes {
+        return Err(format!("{} is truncated in its block table", path.display()));
+    }
+    if need > head.len() as u64 {
+        let mut fh = std::fs::File::open(&path)
+            .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+        head = vec![0u8; need as usize];
+        fh.read_exact(&mut head)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    }
+    let (header, entries_offset_bytes) =
+        Header::decode(&head).map_err(|e| format!("{}: {e}", path.display()))?;
     if header.worker as usize != worker {
         return Err(format!(
             "{} was written by worker {} (expected {worker})",
@@ -730,9 +743,9 @@ pub fn check_file(dir: &Path, worker: usize) -> Result<Option<CheckpointFile>, S
     Ok(Some(CheckpointFile {
         path,
         header,
-        entries_offset: entries_offset as u64,
+        entries_offset_bytes: entries_offset_bytes as u64,
         entry_count,
-        file_len,
+        file_len_bytes,
     }))
 }
 
@@ -742,10 +755,10 @@ pub fn for_each_entry(file: &CheckpointFile, mut f: impl FnMut(CkEntry<'_>)) -> 
     use std::io::Seek;
     let p = &file.path;
     let mut fh = std::fs::File::open(p).map_err(|e| format!("cannot open {}: {e}", p.display()))?;
-    fh.seek(std::io::SeekFrom::Start(file.entries_offset))
+    fh.seek(std::io::SeekFrom::Start(file.entries_offset_bytes))
         .map_err(|e| format!("cannot read {}: {e}", p.display()))?;
-    let end = file.file_len - FOOTER_BYTES as u64;
-    let mut left = end - file.entries_offset;
+    let end = file.file_len_bytes - FOOTER_BYTES as u64;
+    let mut left = end - file.entries_offset_bytes;
     let mut buf: Vec<u8> = Vec::with_capacity(READ_BYTES + 4096);
     let mut start = 0usize;
     let mut seen = 0u64;
@@ -783,12 +796,12 @@ pub fn for_each_entry(file: &CheckpointFile, mut f: impl FnMut(CkEntry<'_>)) -> 
         }
         if last.elapsed() >= Duration::from_secs(1) {
             last = Instant::now();
-            let done = end - file.entries_offset - left;
+            let done = end - file.entries_offset_bytes - left;
             let secs = t0.elapsed().as_secs_f64().max(1e-9);
             tracing::info!(
                 "loading {}: {}% ({seen} keys, {:.0} MB/s)",
                 p.display(),
-                done * 100 / (end - file.entries_offset).max(1),
+                done * 100 / (end - file.entries_offset_bytes).max(1),
                 done as f64 / 1e6 / secs
             );
         }
