@@ -404,7 +404,7 @@ fn checkpoints_taken_under_writes_then_kill_9_keep_every_acknowledged_write() {
         while std::time::Instant::now() < deadline {
             let k = rng.next_u64() % keys;
             version += 1;
-            if rng.next_u64() % 5 == 0 {
+            if rng.next_u64().is_multiple_of(5) {
                 let _ = r.cmd_bytes(&[b"DEL", &key(k)]);
                 acked.insert(k, None);
             } else {
@@ -458,12 +458,12 @@ fn checkpoints_taken_under_writes_then_kill_9_keep_every_acknowledged_write() {
         }
         if let Some((k, v)) = survived_in_flight {
             acked.insert(k, v);
-        } else if !acked.contains_key(&in_flight.0) {
+        } else if let std::collections::btree_map::Entry::Vacant(slot) = acked.entry(in_flight.0) {
             // Never written before: absent, or the in-flight value.
             match r.cmd_bytes(&[b"GET", &key(in_flight.0)]) {
                 Value::Null => {}
                 Value::Bulk(v) if Some(&v) == in_flight.1.as_ref() => {
-                    acked.insert(in_flight.0, Some(v));
+                    slot.insert(Some(v));
                 }
                 other => panic!("cycle {cycle}: in-flight key: {other:?}"),
             }

@@ -700,7 +700,8 @@ pub fn check_file(dir: &Path, worker: usize) -> Result<Option<CheckpointFile>, S
         let chunk_end = done + n as u64;
         if chunk_end > foot_start {
             let from = foot_start.max(done);
-            let src = &chunk[(from - done) as usize..(chunk_end.min(file_len_bytes) - done) as usize];
+            let src =
+                &chunk[(from - done) as usize..(chunk_end.min(file_len_bytes) - done) as usize];
             let dst = (from - foot_start) as usize;
             tail[dst..dst + src.len()].copy_from_slice(src);
         }
@@ -722,7 +723,10 @@ pub fn check_file(dir: &Path, worker: usize) -> Result<Option<CheckpointFile>, S
     let need = table_end_bytes(&head)
         .ok_or_else(|| format!("{}: not a checkpoint file (bad header)", path.display()))?;
     if need + FOOTER_BYTES as u64 > file_len_bytes {
-        return Err(format!("{} is truncated in its block table", path.display()));
+        return Err(format!(
+            "{} is truncated in its block table",
+            path.display()
+        ));
     }
     if need > head.len() as u64 {
         let mut fh = std::fs::File::open(&path)
