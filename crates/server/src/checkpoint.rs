@@ -596,9 +596,18 @@ fn file_error(done: &flume::Receiver<Result<u64, String>>) -> String {
     }
 }
 
-/// Called from the worker's cron once a second: starts a timer checkpoint when
-/// `checkpoint-interval-seconds` (0: never) has passed since the last one on this worker.
-pub fn timer_tick(shared: &Arc<Shared>, worker: usize, last: &mut Instant) {
+/// The worker's checkpoint timer (a task on the worker): once a second, starts a
+/// checkpoint when `checkpoint-interval-seconds` (0: never) has passed since the last one.
+pub async fn timer(shared: Arc<Shared>, worker: usize) {
+    let mut last = Instant::now();
+    loop {
+        compio::time::sleep(Duration::from_secs(1)).await;
+        timer_tick(&shared, worker, &mut last);
+    }
+}
+
+/// One second of [`timer`]: starts a checkpoint when the interval has passed.
+fn timer_tick(shared: &Arc<Shared>, worker: usize, last: &mut Instant) {
     let interval_s = shared.config.get_i64("checkpoint-interval-seconds");
     if interval_s <= 0 || last.elapsed() < Duration::from_secs(interval_s as u64) {
         return;

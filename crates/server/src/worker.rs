@@ -533,6 +533,7 @@ pub fn spawn_worker(
                         .detach();
                 }
                 compio::runtime::spawn(cron(shared.clone(), id)).detach();
+                compio::runtime::spawn(crate::checkpoint::timer(shared.clone(), id)).detach();
                 // The inbox: jobs from other workers.
                 while let Ok(env) = inbox.recv_async().await {
                     let mut s = shard.borrow_mut();
@@ -547,17 +548,13 @@ pub fn spawn_worker(
 
 /// Periodic per-worker housekeeping, every 100 ms: active expiry (at most a quarter of the
 /// worker's time, as Redis's slow expire cycle) and the idle client timeout.
-async fn cron(shared: Arc<Shared>, id: usize) {
+async fn cron(shared: Arc<Shared>, _id: usize) {
     const TICK: Duration = Duration::from_millis(100);
     const EXPIRE_BUDGET: Duration = Duration::from_millis(25);
     let mut ticks: u64 = 0;
-    let mut last_checkpoint = Instant::now();
     loop {
         compio::time::sleep(TICK).await;
         ticks += 1;
-        if ticks.is_multiple_of(10) {
-            crate::checkpoint::timer_tick(&shared, id, &mut last_checkpoint);
-        }
         let shard = local_shard();
         let log = shard.borrow().keyspace.log().clone();
         // Flush staged records every tick; once a second sync (everysec) and reclaim

@@ -14,11 +14,11 @@
 //! * [`Store`]: opens/formats the devices, runs [`recovery`], shares the block
 //!   allocator and the per-block live-byte accounting between workers
 //!   ([`StoreStats`]).
-//! * [`checkpoint`]: what an index checkpoint needs from the store (the sealed
-//!   blocks it covers, [`Store::open_with_checkpoint`]).
 //! * [`Writer`]: one per worker; appends, flushes, group commit, reads,
 //!   releases of obsolete records, reclaim of dead blocks, a tombstone
 //!   reserve block, adoption of a recovered open block.
+//! * [`checkpoint`]: what an index checkpoint needs from the store (the sealed
+//!   blocks it covers, [`Store::open_with_checkpoint`]).
 //!
 //! See `docs/storage-engine.md`.
 
