@@ -160,6 +160,16 @@ pub static PARAMS: &[Param] = &[
         "1073741824",
         false,
     ),
+    // Skerry: seconds between index checkpoints (0: only at shutdown).
+    p(
+        "checkpoint-interval-seconds",
+        Kind::Int {
+            min: 0,
+            max: I64MAX,
+        },
+        "300",
+        true,
+    ),
     p("appenddirname", Kind::Str, "appendonlydir", false),
     p("dbfilename", Kind::Str, "dump.rdb", true),
     p("save", Kind::Str, "", true),

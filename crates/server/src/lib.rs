@@ -3,6 +3,7 @@
 //! Start with [`main_from_args`]; the shape of the process is described in
 //! `docs/architecture.md`.
 
+pub mod checkpoint;
 pub mod client;
 pub mod commands;
 pub mod config;
@@ -309,6 +310,9 @@ pub fn main_from_args<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
     if !shared.stopping.swap(true, Ordering::SeqCst) {
         tracing::warn!("Received {name} scheduling shutdown...");
     }
+    // Every worker's sealed blocks durable first, so that each checkpoint covers them all.
+    sync_before_exit(&shared);
+    checkpoint::write_all_before_exit(&shared, std::time::Duration::from_secs(120));
     sync_before_exit(&shared);
     tracing::warn!("Skerry is now ready to exit, bye bye...");
     0

@@ -36,6 +36,16 @@ pub struct Opened {
 #[derive(Default)]
 struct Routing {
     blocks: Vec<BlockRoutes>,
+    /// Blocks covered by the index checkpoints (not delivered): where the full scan would
+    /// have delivered them (first mutation sequence), their block sequence and route
+    /// (`checkpoint::ROUTE_*` or a worker).
+    covered: Vec<CoveredRoute>,
+}
+
+struct CoveredRoute {
+    first_mutation_seq: u64,
+    block_seq: u64,
+    route: u16,
 }
 
 struct BlockRoutes {
@@ -65,6 +75,24 @@ impl Routing {
             }
             None => b.unroutable = true,
         }
+    }
+
+    /// The route of every recovered block, for the next index checkpoint.
+    fn routes(&self, store: &Store, covered: &[(BlockId, u16)]) -> crate::checkpoint::Routes {
+        use crate::checkpoint::{ROUTE_MIXED, ROUTE_NONE};
+        let mut out = crate::checkpoint::Routes::new();
+        for b in &self.blocks {
+            let route = match (&b.workers[..], b.unroutable) {
+                ([], false) => ROUTE_NONE,
+                ([w], false) => *w as u16,
+                _ => ROUTE_MIXED,
+            };
+            out.insert(b.id, (store.block_seq(b.id), route));
+        }
+        for &(id, route) in covered {
+            out.insert(id, (store.block_seq(id), route));
+        }
+        out
     }
 
     /// Per worker, the recovered open blocks it may adopt. `Writer::adopt` is correct only if
@@ -100,7 +128,16 @@ impl Routing {
                     || r.workers.binary_search(&w).is_err()
                     || (pos.is_none_or(|p| i < p) && store.block_seq(r.id) < seq)
             });
-            if newest {
+            // Covered blocks holding keys of `w` must come before `b` in the full scan's
+            // order (first mutation sequence, then block sequence) and have a lower block
+            // sequence.
+            let covered_ok = self.covered.iter().all(|c| {
+                let holds = usize::from(c.route) == w || c.route == crate::checkpoint::ROUTE_MIXED;
+                !holds
+                    || (c.block_seq < seq
+                        && (pos.is_none() || c.first_mutation_seq <= b.first_mutation_seq))
+            });
+            if newest && covered_ok {
                 out[w].push(b.id);
             }
         }
@@ -169,8 +206,9 @@ fn describe(paths: &[PathBuf]) -> String {
         .join(", ")
 }
 
-/// Opens (or creates) the data files and rebuilds every worker's index from them. Runs
-/// before the workers start.
+/// Opens (or creates) the data files and rebuilds every worker's index from them: from the
+/// index checkpoints plus the blocks they do not cover when every worker has a usable one,
+/// else by scanning every block. Runs before the workers start.
 pub fn open(cfg: &Config, workers: usize, databases: usize, now_ms: i64) -> Result<Opened, String> {
     let paths = data_paths(cfg);
     if paths.len() > MAX_DEVICES {
@@ -180,80 +218,52 @@ pub fn open(cfg: &Config, workers: usize, databases: usize, now_ms: i64) -> Resu
         ));
     }
     let size_bytes = cfg.get_i64("data-size") as u64;
+    let dir = PathBuf::from(cfg.get("dir"));
     let rt = compio::runtime::Runtime::new()
         .map_err(|e| format!("cannot start the recovery runtime: {e}"))?;
     let started = std::time::Instant::now();
     rt.block_on(async move {
-        let mut devices: Vec<AnyDevice> = Vec::new();
+        let mut devices = open_devices(&paths, size_bytes).await?;
         for path in &paths {
-            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
-            }
-            let device = FileDevice::open_or_create(path, size_bytes)
-                .await
-                .map_err(|e| format!("cannot open the data file {}: {e}", path.display()))?;
             lock_for_life(path)?;
-            devices.push(device.into());
         }
-        let mut per_worker: Vec<RecoveredIndex> =
-            (0..workers).map(|_| RecoveredIndex::new(databases)).collect();
-        let mut beyond_databases = 0u64;
-        let mut damaged = 0u64;
-        let mut routing = Routing::default();
-        let opened = Store::create_or_open_reporting(devices, &StoreOptions::default(), |item| {
-            let r = match item {
-                Recovered::Record(r) => r,
-                Recovered::Damaged(d) => {
-                    // The key's newest record is damaged: the key answers an error rather
-                    // than falling back to an older version (unless a newer record follows).
-                    damaged += 1;
-                    let Some((db, key)) = d.key.and_then(split_record_key) else {
-                        routing.note(d.location.block_id(), None);
-                        tracing::error!(
-                            "damaged record at data device {} block {} offset {}: its key is unreadable",
-                            d.location.device, d.location.block, d.location.offset_bytes
-                        );
-                        return;
-                    };
-                    tracing::error!(
-                        "damaged record of key '{}' (db {db}) at data device {} block {} offset {}: reading the key answers an error",
-                        String::from_utf8_lossy(key).escape_debug(),
-                        d.location.device, d.location.block, d.location.offset_bytes
-                    );
-                    let w = crate::slot::owner(key, workers);
-                    routing.note(d.location.block_id(), Some(w));
-                    if db < databases {
-                        per_worker[w].value(db, key, &d.location, VALUE_TYPE_STRING, 0);
-                    }
-                    return;
+        let mut files = match checkpoint_files(&dir, workers) {
+            Ok(files) => Some(files),
+            Err(reason) => {
+                if !reason.is_empty() {
+                    tracing::warn!("Index checkpoint not used ({reason}): scanning every data block");
                 }
-            };
-            let Some((db, key)) = split_record_key(r.key) else {
-                routing.note(r.location.block_id(), None);
-                return;
-            };
-            let w = crate::slot::owner(key, workers);
-            routing.note(r.location.block_id(), Some(w));
-            if db >= databases {
-                beyond_databases += 1;
-                return;
+                fallback_reason(reason);
+                None
             }
-            match r.meta.kind {
-                RecordKind::Value => per_worker[w].value(
-                    db,
-                    key,
-                    &r.location,
-                    r.meta.value_type,
-                    r.meta.expiry_ms,
-                ),
-                RecordKind::Tombstone => per_worker[w].tombstone(db, key),
-                _ => {}
+        };
+        if let Some(f) = &files {
+            if let Err(reason) = same_devices(&devices, f).await {
+                tracing::warn!("Index checkpoint not used ({reason}): scanning every data block");
+                fallback_reason(reason);
+                files = None;
             }
-        })
-        .await;
-        let (store, recovery) =
-            opened.map_err(|e| format!("cannot open the data files {}: {e}", describe(&paths)))?;
+        }
+        let mut scan = match files {
+            Some(files) => match open_checkpointed(devices, &files, workers, databases).await {
+                Ok(scan) => scan,
+                Err(reason) => {
+                    tracing::warn!(
+                        "Index checkpoint not used ({reason}): scanning every data block"
+                    );
+                    fallback_reason(reason);
+                    devices = open_devices(&paths, size_bytes).await?;
+                    open_scanning(devices, workers, databases).await
+                }
+            },
+            None => open_scanning(devices, workers, databases).await,
+        };
+        let (store, recovery) = scan
+            .opened
+            .take()
+            .expect("set")
+            .map_err(|e| format!("cannot open the data files {}: {e}", describe(&paths)))?;
+        let mut per_worker = std::mem::take(&mut scan.per_worker);
         for d in 0..store.device_count() as u16 {
             let (bs, n) = (store.block_size_bytes(d), store.block_count(d));
             if bs > MAX_BLOCK_SIZE_BYTES || n > MAX_BLOCKS_PER_DEVICE {
@@ -262,12 +272,13 @@ pub fn open(cfg: &Config, workers: usize, databases: usize, now_ms: i64) -> Resu
                 ));
             }
         }
-        if damaged > 0 {
-            tracing::error!("{damaged} damaged records found by recovery (see above)");
+        if scan.damaged > 0 {
+            tracing::error!("{} damaged records found by recovery (see above)", scan.damaged);
         }
-        if beyond_databases > 0 {
+        if scan.beyond_databases > 0 {
             tracing::warn!(
-                "{beyond_databases} records belong to databases beyond 'databases' ({databases}); ignored"
+                "{} records belong to databases beyond 'databases' ({databases}); ignored",
+                scan.beyond_databases
             );
         }
         let mut keys = 0usize;
@@ -275,12 +286,21 @@ pub fn open(cfg: &Config, workers: usize, databases: usize, now_ms: i64) -> Resu
             keys += idx.finish(now_ms, |loc| store.add_live(loc));
         }
         store.recovery_done();
+        let source = if scan.checkpoint_entries.is_some() {
+            "checkpoint"
+        } else {
+            "scan"
+        };
         tracing::info!(
-            "Data files {} loaded in {:.2} s: {keys} keys from {} records in {} blocks, max mutation sequence {}",
+            "Data files {} loaded in {:.2} s ({}): {keys} keys, {} checkpoint entries and {} records in {} blocks ({} scanned, {} covered by the index checkpoint), max mutation sequence {}",
             describe(&paths),
             started.elapsed().as_secs_f64(),
+            if source == "checkpoint" { "index checkpoint + scan of newer blocks" } else { "full scan" },
+            scan.checkpoint_entries.unwrap_or(0),
             recovery.records,
             recovery.used_blocks,
+            recovery.data_blocks_scanned,
+            recovery.covered_blocks,
             recovery.max_mutation_seq
         );
         for t in &recovery.truncations {
@@ -292,13 +312,478 @@ pub fn open(cfg: &Config, workers: usize, databases: usize, now_ms: i64) -> Resu
                 t.reason
             );
         }
-        let adoptable = routing.adoptable(&store, &recovery.open_blocks, workers);
+        let adoptable = scan
+            .routing
+            .adoptable(&store, &recovery.open_blocks, workers);
+        crate::checkpoint::set_routes(scan.routing.routes(&store, &scan.covered_routes));
+        let reason = take_fallback_reason();
+        crate::checkpoint::set_report(crate::checkpoint::RecoveryReport {
+            source,
+            fallback_reason: reason,
+            scanned_blocks: recovery.data_blocks_scanned,
+            covered_blocks: recovery.covered_blocks,
+            checkpoint_entries: scan.checkpoint_entries.unwrap_or(0),
+            elapsed_ms: started.elapsed().as_millis() as u64,
+        });
         Ok(Opened {
             store,
             max_seq: recovery.max_mutation_seq,
             per_worker,
             adoptable,
         })
+    })
+}
+
+thread_local! {
+    static FALLBACK: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+fn fallback_reason(reason: String) {
+    FALLBACK.with(|f| *f.borrow_mut() = reason);
+}
+
+fn take_fallback_reason() -> String {
+    FALLBACK.with(|f| std::mem::take(&mut *f.borrow_mut()))
+}
+
+async fn open_devices(paths: &[PathBuf], size_bytes: u64) -> Result<Vec<AnyDevice>, String> {
+    let mut devices: Vec<AnyDevice> = Vec::new();
+    for path in paths {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+        }
+        let device = FileDevice::open_or_create(path, size_bytes)
+            .await
+            .map_err(|e| format!("cannot open the data file {}: {e}", path.display()))?;
+        devices.push(device.into());
+    }
+    Ok(devices)
+}
+
+/// What a recovery (full scan or checkpoint + scan) produced.
+struct Scanned {
+    opened: Option<skerry_store::Result<(Store, skerry_store::Recovery)>>,
+    per_worker: Vec<RecoveredIndex>,
+    routing: Routing,
+    /// Covered blocks with their routes (checkpoint load only).
+    covered_routes: Vec<(BlockId, u16)>,
+    damaged: u64,
+    beyond_databases: u64,
+    /// Keys read from checkpoint files (`None`: full scan).
+    checkpoint_entries: Option<u64>,
+}
+
+/// One recovered record, reduced to what the index needs.
+#[derive(Clone, Copy)]
+enum Item {
+    Value {
+        loc: skerry_store::Location,
+        value_type: u8,
+        expire_at_ms: i64,
+    },
+    Tombstone,
+    /// A damaged record followed by valid ones: reading the key answers an error.
+    Damaged(skerry_store::Location),
+}
+
+impl Item {
+    fn apply(&self, idx: &mut RecoveredIndex, db: usize, key: &[u8]) {
+        match *self {
+            Item::Value {
+                loc,
+                value_type,
+                expire_at_ms,
+            } => idx.value(db, key, &loc, value_type, expire_at_ms),
+            Item::Tombstone => idx.tombstone(db, key),
+            Item::Damaged(loc) => idx.value(db, key, &loc, VALUE_TYPE_STRING, 0),
+        }
+    }
+}
+
+/// Turns one delivered record into (owning worker, database, key, item), noting its route.
+/// `None`: nothing to apply (unreadable key, database beyond the configured count).
+fn classify<'a>(
+    item: Recovered<'_, 'a>,
+    workers: usize,
+    databases: usize,
+    routing: &mut Routing,
+    damaged: &mut u64,
+    beyond_databases: &mut u64,
+) -> Option<(usize, usize, &'a [u8], Item, u64)> {
+    let r = match item {
+        Recovered::Record(r) => r,
+        Recovered::Damaged(d) => {
+            // The key's newest record is damaged: the key answers an error rather
+            // than falling back to an older version (unless a newer record follows).
+            *damaged += 1;
+            let Some((db, key)) = d.key.and_then(split_record_key) else {
+                routing.note(d.location.block_id(), None);
+                tracing::error!(
+                    "damaged record at data device {} block {} offset {}: its key is unreadable",
+                    d.location.device,
+                    d.location.block,
+                    d.location.offset_bytes
+                );
+                return None;
+            };
+            tracing::error!(
+                "damaged record of key '{}' (db {db}) at data device {} block {} offset {}: reading the key answers an error",
+                String::from_utf8_lossy(key).escape_debug(),
+                d.location.device, d.location.block, d.location.offset_bytes
+            );
+            let w = crate::slot::owner(key, workers);
+            routing.note(d.location.block_id(), Some(w));
+            if db >= databases {
+                return None;
+            }
+            return Some((w, db, key, Item::Damaged(d.location), u64::MAX));
+        }
+    };
+    let Some((db, key)) = split_record_key(r.key) else {
+        routing.note(r.location.block_id(), None);
+        return None;
+    };
+    let w = crate::slot::owner(key, workers);
+    routing.note(r.location.block_id(), Some(w));
+    if db >= databases {
+        *beyond_databases += 1;
+        return None;
+    }
+    let item = match r.meta.kind {
+        RecordKind::Value => Item::Value {
+            loc: r.location,
+            value_type: r.meta.value_type,
+            expire_at_ms: r.meta.expiry_ms,
+        },
+        RecordKind::Tombstone => Item::Tombstone,
+        _ => return None,
+    };
+    Some((w, db, key, item, r.meta.mutation_seq))
+}
+
+/// The full scan: every record straight into its owner's index (the last one wins).
+async fn open_scanning(devices: Vec<AnyDevice>, workers: usize, databases: usize) -> Scanned {
+    let mut per_worker: Vec<RecoveredIndex> = (0..workers)
+        .map(|_| RecoveredIndex::new(databases))
+        .collect();
+    let (mut damaged, mut beyond_databases) = (0u64, 0u64);
+    let mut routing = Routing::default();
+    let opened = Store::create_or_open_reporting(devices, &StoreOptions::default(), |item| {
+        if let Some((w, db, key, item, _)) = classify(
+            item,
+            workers,
+            databases,
+            &mut routing,
+            &mut damaged,
+            &mut beyond_databases,
+        ) {
+            item.apply(&mut per_worker[w], db, key);
+        }
+    })
+    .await;
+    Scanned {
+        opened: Some(opened),
+        per_worker,
+        routing,
+        covered_routes: Vec::new(),
+        damaged,
+        beyond_databases,
+        checkpoint_entries: None,
+    }
+}
+
+/// Every worker's checkpoint file, checked. `Err(reason)` when they cannot be used (empty
+/// reason: there are none at all).
+fn checkpoint_files(
+    dir: &std::path::Path,
+    workers: usize,
+) -> Result<Vec<crate::checkpoint::CheckpointFile>, String> {
+    let mut files = Vec::with_capacity(workers);
+    let mut missing = Vec::new();
+    for w in 0..workers {
+        match crate::checkpoint::check_file(dir, w)? {
+            Some(f) => files.push(f),
+            None => missing.push(w),
+        }
+    }
+    if files.is_empty() {
+        return Err(String::new());
+    }
+    for f in &files {
+        if f.header.workers as usize != workers {
+            return Err(format!(
+                "{} was written with {} threads, now {workers}",
+                f.path.display(),
+                f.header.workers
+            ));
+        }
+    }
+    if let Some(w) = missing.first() {
+        return Err(format!("no checkpoint file for worker {w}"));
+    }
+    Ok(files)
+}
+
+/// The checkpoint files were written for these data devices (store and device ids).
+async fn same_devices(
+    devices: &[AnyDevice],
+    files: &[crate::checkpoint::CheckpointFile],
+) -> Result<(), String> {
+    let mut by_index: Vec<Option<skerry_store::format::Superblock>> = vec![None; devices.len()];
+    for d in devices {
+        let sb = skerry_store::format::read_superblock(d)
+            .await
+            .map_err(|e| format!("data files not readable as a store: {e}"))?;
+        let i = sb.device_index as usize;
+        if i >= by_index.len() {
+            return Err("data device index out of range".into());
+        }
+        by_index[i] = Some(sb);
+    }
+    for f in files {
+        let h = &f.header;
+        if h.device_ids.len() != devices.len() {
+            return Err(format!(
+                "{} refers to {} data devices, {} given",
+                f.path.display(),
+                h.device_ids.len(),
+                devices.len()
+            ));
+        }
+        for (i, sb) in by_index.iter().enumerate() {
+            let Some(sb) = sb else {
+                return Err(format!("data device {i} missing"));
+            };
+            if sb.store_id != h.store_id || sb.device_id != h.device_ids[i] {
+                return Err(format!("{} belongs to other data files", f.path.display()));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Records of the scanned blocks for one key, split at the owning worker's checkpoint start.
+#[derive(Default)]
+struct Pending {
+    /// The one with the highest mutation sequence at or above the start (appended after the
+    /// checkpoint started), or a damaged record delivered after every record seen so far.
+    post: Option<(u64, Item)>,
+    /// The one with the highest mutation sequence below the start.
+    pre: Option<(u64, Item)>,
+}
+
+impl Pending {
+    /// Notes one delivered record (`seq`: its mutation sequence; ignored for a damaged one).
+    /// Highest sequence wins, ties go to the later one (a defrag copy of the same record);
+    /// a damaged record counts as newer than everything delivered before it.
+    fn note(&mut self, item: Item, seq: u64, start_seq: u64) {
+        let seen = self
+            .post
+            .map_or(0, |p| p.0)
+            .max(self.pre.map_or(0, |p| p.0));
+        if let Item::Damaged(_) = item {
+            self.post = Some((seen, item));
+            return;
+        }
+        if let Some((d, Item::Damaged(_))) = self.post {
+            if seq >= d {
+                self.post = None;
+            }
+        }
+        let slot = if seq >= start_seq {
+            &mut self.post
+        } else {
+            &mut self.pre
+        };
+        if slot.is_none_or(|(s, _)| seq >= s) {
+            *slot = Some((seq, item));
+        }
+    }
+}
+
+/// Checkpoint load: the blocks every checkpoint covers are not read; the records of the
+/// others are kept per key (split at each worker's checkpoint start), then each worker's
+/// checkpoint entries are merged with them (decision 0005 gives the rules and why they
+/// restore what the full scan would).
+async fn open_checkpointed(
+    devices: Vec<AnyDevice>,
+    files: &[crate::checkpoint::CheckpointFile],
+    workers: usize,
+    databases: usize,
+) -> Result<Scanned, String> {
+    use std::collections::{HashMap, HashSet};
+    let mut set = skerry_store::checkpoint::CoveredSet::new();
+    for f in files {
+        let blocks: Vec<_> = f.header.blocks.iter().map(|(b, _)| *b).collect();
+        set.add_table(&blocks);
+    }
+    let table_routes: HashMap<BlockId, u16> = files[0]
+        .header
+        .blocks
+        .iter()
+        .map(|(b, r)| (b.id, *r))
+        .collect();
+    let start_seq: Vec<u64> = files.iter().map(|f| f.header.start_seq).collect();
+    let mut skipped: HashSet<BlockId> = HashSet::new();
+    let mut routing = Routing::default();
+    let mut covered_routes = Vec::new();
+    type PendingMap = HashMap<Vec<u8>, Pending, foldhash::fast::FixedState>;
+    let mut pending: Vec<PendingMap> = (0..workers).map(|_| PendingMap::default()).collect();
+    let (mut damaged, mut beyond_databases) = (0u64, 0u64);
+    let mut covered = |id: BlockId, h: &skerry_store::format::BlockHeader| {
+        let tombstones = set.covers(id, h)?;
+        let route = match table_routes.get(&id).copied() {
+            Some(crate::checkpoint::ROUTE_OWNER) | None => h.owner_worker,
+            Some(r) => r,
+        };
+        skipped.insert(id);
+        covered_routes.push((id, route));
+        routing.covered.push(CoveredRoute {
+            first_mutation_seq: h.first_mutation_seq,
+            block_seq: h.block_seq,
+            route,
+        });
+        Some(tombstones)
+    };
+    // The closure above borrows `routing`; records note theirs in a second one.
+    let mut scan_routing = Routing::default();
+    let opened =
+        Store::open_with_checkpoint(devices, &StoreOptions::default(), &mut covered, |item| {
+            let Some((w, db, key, item, seq)) = classify(
+                item,
+                workers,
+                databases,
+                &mut scan_routing,
+                &mut damaged,
+                &mut beyond_databases,
+            ) else {
+                return;
+            };
+            let rk = crate::keyspace::record_key(db, key);
+            let p = match pending[w].get_mut(rk.as_slice()) {
+                Some(p) => p,
+                None => pending[w].entry(rk.to_vec()).or_default(),
+            };
+            p.note(item, seq, start_seq[w]);
+        })
+        .await;
+    routing.blocks = scan_routing.blocks;
+    let (store, recovery) = match opened {
+        Ok(o) => o,
+        Err(e) => {
+            return Ok(Scanned {
+                opened: Some(Err(e)),
+                per_worker: Vec::new(),
+                routing,
+                covered_routes,
+                damaged,
+                beyond_databases,
+                checkpoint_entries: Some(0),
+            })
+        }
+    };
+    tracing::info!(
+        "Loading the index checkpoints: {} data blocks covered, {} scanned ({} records)",
+        recovery.covered_blocks,
+        recovery.data_blocks_scanned,
+        recovery.records
+    );
+    // Each worker's file in its own thread, into its own index.
+    let mut per_worker: Vec<RecoveredIndex> = (0..workers)
+        .map(|_| RecoveredIndex::new(databases))
+        .collect();
+    // Per device, per block: covered and skipped (a lookup per checkpoint entry).
+    let mut skipped_map: Vec<Vec<bool>> = (0..store.device_count() as u16)
+        .map(|d| vec![false; store.block_count(d) as usize])
+        .collect();
+    for id in &skipped {
+        skipped_map[usize::from(id.device)][id.block as usize] = true;
+    }
+    let skipped = &skipped_map;
+    let results: Vec<Result<(u64, u64), String>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = files
+            .iter()
+            .zip(per_worker.iter_mut())
+            .zip(pending.iter_mut())
+            .map(|((file, idx), pend)| {
+                scope.spawn(move || -> Result<(u64, u64), String> {
+                    let (mut entries, mut lost) = (0u64, 0u64);
+                    crate::checkpoint::for_each_entry(file, |e| {
+                        if e.db >= databases {
+                            return;
+                        }
+                        entries += 1;
+                        let loc = e.loc.unpack();
+                        let covered = skipped
+                            .get(usize::from(loc.device))
+                            .and_then(|d| d.get(loc.block as usize))
+                            .copied()
+                            .unwrap_or(false);
+                        let p = if pend.is_empty() {
+                            None
+                        } else {
+                            pend.remove(crate::keyspace::record_key(e.db, e.key).as_slice())
+                        };
+                        let entry = Item::Value {
+                            loc,
+                            value_type: e.value_type,
+                            expire_at_ms: e.expire_at_ms,
+                        };
+                        let chosen = match p {
+                            Some(Pending {
+                                post: Some((_, item)),
+                                ..
+                            }) => Some(item),
+                            _ if covered => Some(entry),
+                            Some(Pending {
+                                pre: Some((_, item)),
+                                ..
+                            }) => Some(item),
+                            _ => None,
+                        };
+                        match chosen {
+                            Some(item) => item.apply(idx, e.db, e.key),
+                            None => lost += 1,
+                        }
+                    })?;
+                    // Keys absent from the checkpoint: only what was written after its start.
+                    for (rk, p) in pend.drain() {
+                        if let (Some((_, item)), Some((db, key))) = (p.post, split_record_key(&rk))
+                        {
+                            item.apply(idx, db, key);
+                        }
+                    }
+                    Ok((entries, lost))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("checkpoint load panicked".into()))
+            })
+            .collect()
+    });
+    let mut total = 0u64;
+    for (w, r) in results.into_iter().enumerate() {
+        let (entries, lost) = r?;
+        total += entries;
+        if lost > 0 {
+            tracing::warn!(
+                "worker {w}: {lost} checkpoint entries point into blocks changed since the checkpoint and no newer record was found (damaged data device?)"
+            );
+        }
+    }
+    Ok(Scanned {
+        opened: Some(Ok((store, recovery))),
+        per_worker,
+        routing,
+        covered_routes,
+        damaged,
+        beyond_databases,
+        checkpoint_entries: Some(total),
     })
 }
 
@@ -354,6 +839,34 @@ mod tests {
             r.note(id, w);
         }
         r
+    }
+
+    #[test]
+    fn covered_blocks_take_part_in_the_adoption_check() {
+        use crate::checkpoint::ROUTE_MIXED;
+        let (store, open) = three_open_blocks();
+        let [b0, b1, b2] = [open[0].id, open[1].id, open[2].id];
+        let seq0 = store.block_seq(b0);
+        let first0 = open[0].first_mutation_seq;
+        let with = |route, block_seq, first_mutation_seq| {
+            let mut r = routing(&[(b0, Some(0)), (b1, Some(1)), (b2, Some(2))]);
+            r.covered.push(CoveredRoute {
+                first_mutation_seq,
+                block_seq,
+                route,
+            });
+            r.adoptable(&store, &open, 3)
+        };
+        // Older and delivered before b0: no obstacle, whoever's keys it holds.
+        assert_eq!(with(0, 0, 0)[0], vec![b0]);
+        assert_eq!(with(ROUTE_MIXED, 0, 0)[0], vec![b0]);
+        // A newer block sequence, or delivered after b0, holding worker 0's keys: b0 stays.
+        assert_eq!(with(0, seq0 + 10, 0)[0], Vec::<BlockId>::new());
+        assert_eq!(with(ROUTE_MIXED, seq0 + 10, 0)[0], Vec::<BlockId>::new());
+        assert_eq!(with(0, 0, first0 + 1)[0], Vec::<BlockId>::new());
+        // Only other workers' keys: no obstacle for worker 0 (but one for worker 1).
+        assert_eq!(with(1, seq0 + 10, first0 + 1)[0], vec![b0]);
+        assert_eq!(with(1, u64::MAX, u64::MAX)[1], Vec::<BlockId>::new());
     }
 
     #[test]

@@ -19,12 +19,15 @@
 //! * [`Writer`]: one per worker; appends, flushes, group commit, reads,
 //!   releases of obsolete records, reclaim of dead blocks, a tombstone
 //!   reserve block, adoption of a recovered open block.
+//! * [`checkpoint`]: what an index checkpoint needs from the store (the sealed
+//!   blocks it covers, [`Store::open_with_checkpoint`]).
 //!
 //! See `docs/storage-engine.md`.
 
 #![deny(missing_docs)]
 
 mod aligned;
+pub mod checkpoint;
 pub mod device;
 mod error;
 pub mod format;
@@ -35,6 +38,7 @@ mod store;
 mod writer;
 
 pub use aligned::{AlignedBuf, MIN_ALIGN_BYTES};
+pub use checkpoint::SealedBlock;
 pub use device::{AnyDevice, Device, FileDevice};
 pub use error::{Result, StoreError};
 pub use latency::{IoLatency, LatencyHistogram, LATENCY_BUCKETS};

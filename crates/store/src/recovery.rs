@@ -3,7 +3,9 @@
 //! **Headers first.** Every block's 4 KiB header is read (many reads in
 //! flight). A block whose header is all zero is free; a damaged or foreign
 //! header is logged and the block is treated as free. Checkpoint blocks are
-//! recognised and kept (not scanned).
+//! recognised and kept (not scanned). Sealed data blocks covered by an index
+//! checkpoint ([`Store::open_with_checkpoint`](crate::Store::open_with_checkpoint))
+//! are kept without reading their records.
 //!
 //! **Then data blocks, in mutation order.** Data blocks are delivered sorted
 //! by their first mutation sequence (from a sealed header; for an open block,
@@ -139,8 +141,14 @@ pub struct Recovery {
     pub max_block_seq: u64,
     /// Valid records passed to the callback.
     pub records: u64,
-    /// Blocks scanned.
+    /// Block headers read.
     pub blocks_scanned: u64,
+    /// Data blocks whose records were read and delivered (every data block on a full scan;
+    /// the blocks not covered by an index checkpoint otherwise).
+    pub data_blocks_scanned: u64,
+    /// Sealed data blocks covered by an index checkpoint: their headers were read, their
+    /// records were not (see [`Store::open_with_checkpoint`](crate::Store::open_with_checkpoint)).
+    pub covered_blocks: u64,
     /// Blocks in use (valid data or checkpoint header).
     pub used_blocks: u64,
     /// Data blocks whose header says open (the block each writer was
@@ -376,10 +384,15 @@ impl Progress {
 /// block sequence, state and tombstone flag of each used block and calls
 /// `on_record` per valid record, every key's versions in increasing mutation
 /// sequence order (see the module documentation).
+///
+/// `covered(id, header)` is asked about every sealed data block: `Some(tombstones)` means
+/// an index checkpoint covers it, so its records are not read (the block is kept as a
+/// recovered block with that tombstone flag); `None` scans it.
 pub(crate) async fn scan(
     devices: &[AnyDevice],
     infos: &[DeviceInfo],
     blocks: &[Vec<BlockMeta>],
+    covered: &mut dyn FnMut(BlockId, &BlockHeader) -> Option<bool>,
     mut on_record: impl FnMut(Recovered<'_, '_>),
 ) -> Result<Recovery> {
     let start = Instant::now();
@@ -454,6 +467,16 @@ pub(crate) async fn scan(
                 continue;
             }
             meta.state.store(block_state::RECOVERED, Ordering::Relaxed);
+            if header.state == BlockState::Sealed {
+                if let Some(tombstones) = covered(id, &header) {
+                    rec.covered_blocks += 1;
+                    if tombstones {
+                        meta.tombstones.store(true, Ordering::Relaxed);
+                        rec.tombstone_blocks += 1;
+                    }
+                    continue;
+                }
+            }
             data.push(DataBlock {
                 id,
                 header,
@@ -520,6 +543,7 @@ pub(crate) async fn scan(
     // Pass 3: data blocks in mutation order, records in block order.
     data.sort_by_key(|b| (b.order_seq, b.header.block_seq));
     let data_blocks = data.len() as u64;
+    rec.data_blocks_scanned = data_blocks;
     let mut delivered = 0u64;
     let mut next = data.iter();
     let mut reads = InOrder::new();
@@ -556,6 +580,8 @@ pub(crate) async fn scan(
         percent = 100,
         records = rec.records,
         used_blocks = rec.used_blocks,
+        scanned_blocks = rec.data_blocks_scanned,
+        covered_blocks = rec.covered_blocks,
         truncated_blocks = rec.truncations.len(),
         corrupt_records = rec.corrupt_records,
         max_mutation_seq = rec.max_mutation_seq,

@@ -216,6 +216,31 @@ impl Store {
         options: &StoreOptions,
         on_record: impl FnMut(Recovered<'_, '_>),
     ) -> Result<(Store, Recovery)> {
+        Self::open_inner(devices, options, &mut |_, _| None, on_record).await
+    }
+
+    /// [`Store::create_or_open_reporting`] after an index checkpoint: `covered(id, header)`
+    /// is asked about every sealed data block; `Some(tombstones)` means the caller's
+    /// checkpoint covers it (its identity, `header.block_seq`, is the one the checkpoint
+    /// recorded), so its records are not read or delivered: it becomes a recovered block with
+    /// that tombstone flag, whose live bytes the caller adds with [`Store::add_live`] like any
+    /// other. Every other block is scanned and delivered as usual (in mutation order).
+    /// [`Recovery::covered_blocks`] and [`Recovery::data_blocks_scanned`] say how many.
+    pub async fn open_with_checkpoint(
+        devices: Vec<AnyDevice>,
+        options: &StoreOptions,
+        covered: &mut dyn FnMut(BlockId, &crate::format::BlockHeader) -> Option<bool>,
+        on_record: impl FnMut(Recovered<'_, '_>),
+    ) -> Result<(Store, Recovery)> {
+        Self::open_inner(devices, options, covered, on_record).await
+    }
+
+    async fn open_inner(
+        devices: Vec<AnyDevice>,
+        options: &StoreOptions,
+        covered: &mut dyn FnMut(BlockId, &crate::format::BlockHeader) -> Option<bool>,
+        on_record: impl FnMut(Recovered<'_, '_>),
+    ) -> Result<(Store, Recovery)> {
         if devices.is_empty() || devices.len() > usize::from(u16::MAX) {
             return Err(StoreError::Config(format!(
                 "need 1 to {} data devices, got {}",
@@ -296,7 +321,7 @@ impl Store {
                     .collect()
             })
             .collect();
-        let recovery = recovery::scan(&ordered, &infos, &blocks, on_record).await?;
+        let recovery = recovery::scan(&ordered, &infos, &blocks, covered, on_record).await?;
         let total_blocks: u64 = infos.iter().map(|d| d.superblock.block_count).sum();
         let free = blocks
             .iter()
@@ -499,6 +524,41 @@ impl Store {
         self.update_free_count(&a);
         drop(a);
         self.hint_reclaim();
+    }
+
+    /// The data blocks whose records are all on the device for good right now: sealed by a
+    /// writer and durable, or found sealed by recovery (not a recovered open block, not one
+    /// being reclaimed). An index checkpoint started now covers exactly these (see
+    /// `docs/storage-format.md`, Index checkpoint): their records never change until the
+    /// block is reclaimed, which zeroes its header (a reused block gets a new block
+    /// sequence).
+    pub fn sealed_blocks(&self) -> Vec<crate::checkpoint::SealedBlock> {
+        let adoptable = self
+            .inner
+            .adoptable
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let mut out = Vec::new();
+        for (d, metas) in self.inner.blocks.iter().enumerate() {
+            for (b, m) in metas.iter().enumerate() {
+                let id = BlockId {
+                    device: d as u16,
+                    block: b as u32,
+                };
+                let state = m.state.load(Ordering::SeqCst);
+                let sealed = state == block_state::SEALED
+                    || (state == block_state::RECOVERED && !adoptable.contains_key(&id));
+                if !sealed {
+                    continue;
+                }
+                out.push(crate::checkpoint::SealedBlock {
+                    id,
+                    block_seq: m.seq.load(Ordering::SeqCst),
+                    tombstones: m.tombstones.load(Ordering::SeqCst),
+                });
+            }
+        }
+        out
     }
 
     /// Free blocks over all devices (not counting writers' tombstone reserves).

@@ -701,7 +701,7 @@ pub(crate) fn storage_figures(shared: &crate::worker::Shared, w: &[WorkerInfo]) 
         help,
         value: FigureValue::Text(v),
     };
-    vec![
+    let mut figures = vec![
         num(
             "devices",
             Gauge,
@@ -874,7 +874,9 @@ pub(crate) fn storage_figures(shared: &crate::worker::Shared, w: &[WorkerInfo]) 
             "fdatasync calls (one per device synced in a round).",
             io.fdatasync.count(),
         ),
-    ]
+    ];
+    figures.extend(crate::checkpoint::figures());
+    figures
 }
 
 /// Microseconds with three decimals, as Redis prints latency percentiles.

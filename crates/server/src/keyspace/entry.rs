@@ -73,6 +73,13 @@ impl PackedLoc {
     pub fn bits(self) -> u64 {
         self.0
     }
+
+    /// A packed location from its raw bits ([`PackedLoc::bits`]; index checkpoints store
+    /// them).
+    #[inline]
+    pub fn from_bits(bits: u64) -> PackedLoc {
+        PackedLoc(bits)
+    }
 }
 
 /// One key of the index.

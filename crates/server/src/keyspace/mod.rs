@@ -940,6 +940,20 @@ impl Keyspace {
     }
 }
 
+impl Keyspace {
+    /// One step over `db` from `position` like [`Keyspace::scan`], expired keys included
+    /// (index checkpoints write every entry; the load drops expired ones as recovery does).
+    pub fn scan_all(
+        &self,
+        db: usize,
+        position: u64,
+        count: usize,
+        f: impl FnMut(&Entry),
+    ) -> Option<u64> {
+        self.dbs[db].table.scan(position, count, f)
+    }
+}
+
 /// Reads the records at `locs` through the worker's io_uring, all in flight together, and
 /// returns their values (CRC-checked by the store).
 pub async fn fetch(
