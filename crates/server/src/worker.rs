@@ -516,9 +516,14 @@ pub fn spawn_worker(
                         tracing::error!("worker {id}: reclaiming obsolete blocks failed: {e}")
                     }
                 }
+                let mut keyspace = Keyspace::new(index, writer);
+                keyspace.set_value_cache_bytes(crate::keyspace::cache::per_worker_bytes(
+                    &shared.config,
+                    shared.workers,
+                ));
                 let shard = Rc::new(RefCell::new(Shard {
                     id,
-                    keyspace: Keyspace::new(index, writer),
+                    keyspace,
                     stats: Stats::new(),
                     clients: HashMap::new(),
                     shared: shared.clone(),

@@ -452,6 +452,7 @@ pub async fn config(c: &mut Conn, a: &[&[u8]]) {
                 pairs.push((name, value));
             }
             let mut durability = None;
+            let mut cache_resized = false;
             for (name, value) in pairs {
                 if let Err(e) = cfg.set(&name, &value, true) {
                     c.reply.error(&format!(
@@ -462,10 +463,18 @@ pub async fn config(c: &mut Conn, a: &[&[u8]]) {
                 if name == "appendfsync" {
                     durability = Some(crate::persist::durability_of(&cfg.get("appendfsync")));
                 }
+                cache_resized |= name == "value-cache-mb";
             }
             if let Some(d) = durability {
                 // Every worker's log follows the new policy before the reply goes out.
                 c.on_all(move |s| s.keyspace.log().set_durability(d)).await;
+            }
+            if cache_resized {
+                // Every worker's cache has its new size (a smaller one evicted, 0 freed)
+                // before the reply goes out.
+                let bytes = crate::keyspace::cache::per_worker_bytes(cfg, c.shared.workers);
+                c.on_all(move |s| s.keyspace.set_value_cache_bytes(bytes))
+                    .await;
             }
             c.reply.ok();
         }
@@ -473,6 +482,7 @@ pub async fn config(c: &mut Conn, a: &[&[u8]]) {
             c.on_all(|s| {
                 s.stats.reset();
                 s.keyspace.stats = Default::default();
+                s.keyspace.reset_value_cache_stats();
             })
             .await;
             c.shared.total_connections.store(0, Ordering::Relaxed);
@@ -523,6 +533,7 @@ struct WorkerInfo {
 struct StorageInfo {
     writer: skerry_store::WriterStats,
     reads: crate::keyspace::ReadStats,
+    cache: crate::keyspace::cache::CacheStats,
     index_bytes: usize,
     read_buffer_bytes: usize,
     store: skerry_store::StoreStats,
@@ -535,6 +546,7 @@ impl StorageInfo {
         StorageInfo {
             writer: log.stats(),
             reads: ks.reads,
+            cache: ks.value_cache_stats(),
             index_bytes: ks.index_bytes(),
             read_buffer_bytes: ks.read_buffer_bytes(),
             store: log.store().stats(),
@@ -701,6 +713,20 @@ fn render_storage(o: &mut String, shared: &crate::worker::Shared, w: &[WorkerInf
         sum(&|s| s.reads.missing_reads),
         sum(&|s| s.read_buffer_bytes as u64),
         sum(&|s| s.index_bytes as u64),
+    );
+    let (hits, misses) = (sum(&|s| s.cache.hits), sum(&|s| s.cache.misses));
+    let ratio = if hits + misses == 0 {
+        0.0
+    } else {
+        hits as f64 / (hits + misses) as f64
+    };
+    let _ = write!(
+        o,
+        "storage_cache_capacity_bytes:{}\r\nstorage_cache_used_bytes:{}\r\nstorage_cache_entries:{}\r\nstorage_cache_hits:{hits}\r\nstorage_cache_misses:{misses}\r\nstorage_cache_hit_ratio:{ratio:.4}\r\nstorage_cache_evictions:{}\r\n",
+        sum(&|s| s.cache.capacity_bytes),
+        sum(&|s| s.cache.used_bytes),
+        sum(&|s| s.cache.entries),
+        sum(&|s| s.cache.evictions),
     );
 }
 
