@@ -26,28 +26,46 @@ use std::rc::Rc;
 /// What an entry is keyed by: the packed location bits and the block's sequence.
 pub type CacheKey = (u64, u64);
 
-/// Per-entry bytes charged besides the value's allocation: the map slot (key, `Rc<[u8]>`,
-/// frequency and queue flag: 40 bytes, over the hash table's load factor, plus its control
-/// byte), the queue slot (16 bytes, queues grow by doubling) and allocator rounding of the
-/// small FIFO / main FIFO growth. Checked against RSS (see docs/storage-engine.md, "Value
-/// cache").
-pub const ENTRY_OVERHEAD_BYTES: usize = 144;
+/// A value shared by the cache, the read buffer and the handler: a `Vec` of exactly the
+/// value's length (a 1 KiB value takes a 1 KiB allocation; an `Rc<[u8]>` would add its
+/// 16-byte counts to the same allocation and land in mimalloc's 1280-byte size class).
+pub type SharedValue = Rc<Vec<u8>>;
 
-/// Bytes charged per ghost fingerprint (8 in the queue, 16 in the count map, over the load
-/// factors).
-pub const GHOST_ENTRY_BYTES: usize = 56;
+/// Per-entry bytes charged besides the value's allocations: the map slot (key 16 bytes,
+/// pointer 8, frequency and queue flag: 32 bytes) over the hash table's lowest load factor
+/// (7/16 right after it grows) plus its control byte (74), the queue slots (16 bytes; the
+/// small and the main FIFO each grow to hold every entry at some point, by doubling: 64),
+/// and 40 for the allocator's partly used pages, measured: with this charge RSS grew by at
+/// most the cache's used bytes for 100-byte, 1 KiB and 4000-byte values
+/// (docs/storage-engine.md, "Value cache").
+pub const ENTRY_OVERHEAD_BYTES: usize = 32 * 16 / 7 + 1 + 4 * 16 + 40;
 
-/// The bytes an `Rc<[u8]>` of `len` bytes takes from the allocator: the two reference
-/// counts plus the value, rounded up as mimalloc's size classes do (8-byte steps for small
-/// sizes, about 1/8 of the size above 64 KiB... here simply 1/8 over 512 bytes, which
-/// over-counts a little rather than under).
-pub fn value_alloc_bytes(len: usize) -> usize {
-    let raw = 16 + len;
-    if raw <= 512 {
-        raw.next_multiple_of(16)
-    } else {
-        raw + raw / 8
+/// Bytes charged per ghost fingerprint: 8 in the queue and 16 in the count map, over the
+/// same growth factors.
+pub const GHOST_ENTRY_BYTES: usize = 2 * 8 + 16 * 16 / 7 + 1;
+
+/// The size class mimalloc serves an allocation of `size` bytes from: exact 8-byte words up
+/// to 64 bytes, then four classes per power of two (at most 25% over the size).
+pub fn allocator_size_bytes(size: usize) -> usize {
+    let words = size.div_ceil(8);
+    if words <= 8 {
+        return words * 8;
     }
+    let v = words - 1;
+    let top_bit = usize::BITS - 1 - v.leading_zeros();
+    let step_words = 1usize << (top_bit - 2);
+    ((v >> (top_bit - 2)) + 1) * step_words * 8
+}
+
+/// The bytes a cached value of `len` bytes takes from the allocator: its `Vec` buffer and
+/// the `Rc` box (two counts and the `Vec`: 40 bytes).
+pub fn value_alloc_bytes(len: usize) -> usize {
+    let buffer = if len == 0 {
+        0
+    } else {
+        allocator_size_bytes(len)
+    };
+    buffer + allocator_size_bytes(40)
 }
 
 /// One worker's share of `value-cache-mb` (MiB, split evenly over `workers`), in bytes.
@@ -77,7 +95,7 @@ pub struct CacheStats {
 
 #[derive(Debug)]
 struct Slot {
-    value: Rc<[u8]>,
+    value: SharedValue,
     /// Hits since insertion (or since the last pass of the main FIFO's hand), at most 3.
     freq: u8,
     /// In the main FIFO (else in the small one).
@@ -134,7 +152,7 @@ impl ValueCache {
 
     /// Looks `key` up, counting a hit (and bumping its frequency) or a miss.
     #[inline]
-    pub fn get(&mut self, key: CacheKey) -> Option<&Rc<[u8]>> {
+    pub fn get(&mut self, key: CacheKey) -> Option<&SharedValue> {
         if !self.enabled() {
             return None;
         }
@@ -153,7 +171,7 @@ impl ValueCache {
 
     /// Looks `key` up without counting anything or touching its frequency.
     #[inline]
-    pub fn peek(&self, key: CacheKey) -> Option<&Rc<[u8]>> {
+    pub fn peek(&self, key: CacheKey) -> Option<&SharedValue> {
         if self.map.is_empty() {
             return None;
         }
@@ -176,7 +194,7 @@ impl ValueCache {
 
     /// Inserts `value` under `key` (nothing happens when it is already there, the cache is
     /// disabled, or the value is larger than the small FIFO's share), evicting as needed.
-    pub fn insert(&mut self, key: CacheKey, value: Rc<[u8]>) {
+    pub fn insert(&mut self, key: CacheKey, value: SharedValue) {
         let charge = Self::charge_bytes(value.len());
         if !self.enabled() || charge > self.max_charge_bytes() || self.map.contains_key(&key) {
             return;
@@ -372,8 +390,24 @@ impl ValueCache {
 mod tests {
     use super::*;
 
-    fn val(len: usize, tag: u8) -> Rc<[u8]> {
-        vec![tag; len].into()
+    fn val(len: usize, tag: u8) -> SharedValue {
+        Rc::new(vec![tag; len])
+    }
+
+    #[test]
+    fn allocator_size_classes() {
+        assert_eq!(allocator_size_bytes(1), 8);
+        assert_eq!(allocator_size_bytes(40), 40);
+        assert_eq!(allocator_size_bytes(64), 64);
+        assert_eq!(allocator_size_bytes(65), 80);
+        assert_eq!(allocator_size_bytes(100), 112);
+        assert_eq!(allocator_size_bytes(1024), 1024);
+        assert_eq!(allocator_size_bytes(1040), 1280);
+        assert_eq!(allocator_size_bytes(4096), 4096);
+        for size in 1..100_000 {
+            let c = allocator_size_bytes(size);
+            assert!(c >= size && c <= size + size / 4 + 8, "{size} -> {c}");
+        }
     }
 
     fn key(i: u64) -> CacheKey {

@@ -154,7 +154,7 @@ pub struct ReadStats {
 #[derive(Default)]
 struct ReadBuf {
     /// Values with their insertion number.
-    map: HashMap<cache::CacheKey, (Rc<[u8]>, u64), foldhash::fast::FixedState>,
+    map: HashMap<cache::CacheKey, (cache::SharedValue, u64), foldhash::fast::FixedState>,
     /// Keys in insertion order, with their insertion number.
     order: VecDeque<((u64, u64), u64)>,
     bytes: usize,
@@ -166,13 +166,13 @@ const READ_BUF_BUDGET_BYTES: usize = 8 << 20;
 const READ_BUF_MAX_ENTRIES: usize = 4096;
 
 impl ReadBuf {
-    fn get(&self, k: (u64, u64)) -> Option<&Rc<[u8]>> {
+    fn get(&self, k: (u64, u64)) -> Option<&cache::SharedValue> {
         self.map.get(&k).map(|(v, _)| v)
     }
 
     /// The value under `k` if it was inserted at or after `mark` (by the command holding
     /// that mark, which fetched it).
-    fn get_since(&self, k: (u64, u64), mark: u64) -> Option<&Rc<[u8]>> {
+    fn get_since(&self, k: (u64, u64), mark: u64) -> Option<&cache::SharedValue> {
         if self.next <= mark {
             return None;
         }
@@ -197,7 +197,7 @@ impl ReadBuf {
     }
 
     /// Inserts `v` under `k` (keeping an existing entry) and returns the entry.
-    fn insert(&mut self, k: (u64, u64), v: Rc<[u8]>) -> Rc<[u8]> {
+    fn insert(&mut self, k: (u64, u64), v: cache::SharedValue) -> cache::SharedValue {
         if let Some((old, _)) = self.map.get(&k) {
             return old.clone();
         }
@@ -424,7 +424,12 @@ impl Keyspace {
     /// Sets the value cache's budget (this worker's share of `value-cache-mb`); a smaller
     /// one evicts at once, 0 disables the cache and frees what it held.
     pub fn set_value_cache_bytes(&mut self, capacity_bytes: usize) {
+        let before = self.cache.stats().used_bytes;
         self.cache.set_capacity(capacity_bytes);
+        if self.cache.stats().used_bytes < before / 2 {
+            // SAFETY: mi_collect only returns this thread's free memory to the OS.
+            unsafe { libmimalloc_sys::mi_collect(true) };
+        }
     }
 
     /// The value cache's sizes and counters.
@@ -536,7 +541,7 @@ impl Keyspace {
     /// The value at `loc` if it can be served without waiting: from the read buffer, the
     /// value cache, or decoded from the writer's staging images (and then kept in the read
     /// buffer). Counts nothing (the handler's lookup; [`Keyspace::missing`] counted).
-    fn resident(&mut self, loc: PackedLoc) -> Option<Rc<[u8]>> {
+    fn resident(&mut self, loc: PackedLoc) -> Option<cache::SharedValue> {
         let k = self.buf_key(loc);
         if let Some(v) = self.cache.peek(k) {
             return Some(v.clone());
@@ -546,12 +551,12 @@ impl Keyspace {
         }
         let r = self.log.staged(&loc.unpack())?;
         self.reads.staged_reads += 1;
-        Some(self.read_buf.insert(k, r.value().into()))
+        Some(self.read_buf.insert(k, Rc::new(r.value().to_vec())))
     }
 
     /// The value at `loc`, which the caller made resident; None (and an error for the
     /// reply) when it is not.
-    fn resident_value(&mut self, loc: PackedLoc) -> Option<Rc<[u8]>> {
+    fn resident_value(&mut self, loc: PackedLoc) -> Option<cache::SharedValue> {
         let v = self.resident(loc);
         if v.is_none() {
             self.reads.missing_reads += 1;
@@ -590,7 +595,7 @@ impl Keyspace {
         }
         if let Some(r) = self.log.staged(&loc.unpack()) {
             self.reads.staged_reads += 1;
-            let v = self.read_buf.insert(k, r.value().into());
+            let v = self.read_buf.insert(k, Rc::new(r.value().to_vec()));
             self.cache.insert(k, v);
             return true;
         }
@@ -1012,7 +1017,7 @@ pub struct Fetched {
     /// while the read was in flight (the value is then not kept).
     pub block_seq: Option<u64>,
     /// The value (CRC-checked by the store), or why it could not be read.
-    pub value: Result<Rc<[u8]>, StoreError>,
+    pub value: Result<cache::SharedValue, StoreError>,
 }
 
 /// Reads one record; the block sequence is taken before and after the read (the store
@@ -1024,7 +1029,7 @@ async fn fetch_one(log: &Writer, location: Location) -> Fetched {
     let value = log
         .read(&location)
         .await
-        .map(|rec| Rc::<[u8]>::from(rec.value()));
+        .map(|rec| Rc::new(rec.value().to_vec()));
     let after = store.block_seq(location.block_id());
     Fetched {
         location,
