@@ -170,6 +170,16 @@ pub static PARAMS: &[Param] = &[
         "300",
         true,
     ),
+    // Skerry: RAM for the value cache in MiB, split evenly over the workers (0 disables).
+    p(
+        "value-cache-mb",
+        Kind::Int {
+            min: 0,
+            max: 1 << 40,
+        },
+        "64",
+        true,
+    ),
     p("appenddirname", Kind::Str, "appendonlydir", false),
     p("dbfilename", Kind::Str, "dump.rdb", true),
     p("save", Kind::Str, "", true),

@@ -532,9 +532,14 @@ pub fn spawn_worker(
                         tracing::error!("worker {id}: reclaiming obsolete blocks failed: {e}")
                     }
                 }
+                let mut keyspace = Keyspace::new(index, writer);
+                keyspace.set_value_cache_bytes(crate::keyspace::cache::per_worker_bytes(
+                    &shared.config,
+                    shared.workers,
+                ));
                 let shard = Rc::new(RefCell::new(Shard {
                     id,
-                    keyspace: Keyspace::new(index, writer),
+                    keyspace,
                     stats: Stats::new(),
                     clients: HashMap::new(),
                     shared: shared.clone(),
@@ -562,8 +567,6 @@ pub fn spawn_worker(
         })
 }
 
-/// Periodic per-worker housekeeping, every 100 ms: active expiry (at most a quarter of the
-/// worker's time, as Redis's slow expire cycle) and the idle client timeout.
 /// The allocator's "give unused memory back" call, set by the binary (see
 /// [`set_allocator_collect`]).
 static ALLOCATOR_COLLECT: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
@@ -576,6 +579,16 @@ pub fn set_allocator_collect(f: fn()) {
     let _ = ALLOCATOR_COLLECT.set(f);
 }
 
+/// Gives the allocator's unused memory back to the OS now (when the binary registered a
+/// collect call).
+pub(crate) fn collect_allocator() {
+    if let Some(collect) = ALLOCATOR_COLLECT.get() {
+        collect();
+    }
+}
+
+/// Periodic per-worker housekeeping, every 100 ms: active expiry (at most a quarter of the
+/// worker's time, as Redis's slow expire cycle) and the idle client timeout.
 async fn cron(shared: Arc<Shared>, _id: usize) {
     const TICK: Duration = Duration::from_millis(100);
     const EXPIRE_BUDGET: Duration = Duration::from_millis(25);
@@ -588,9 +601,7 @@ async fn cron(shared: Arc<Shared>, _id: usize) {
         // Flush staged records every tick; once a second sync (everysec) and reclaim
         // blocks whose records are all obsolete.
         let r = if ticks.is_multiple_of(10) {
-            if let Some(collect) = ALLOCATOR_COLLECT.get() {
-                collect();
-            }
+            collect_allocator();
             log.tick().await
         } else {
             log.flush().await

@@ -452,6 +452,7 @@ pub async fn config(c: &mut Conn, a: &[&[u8]]) {
                 pairs.push((name, value));
             }
             let mut durability = None;
+            let mut cache_resized = false;
             for (name, value) in pairs {
                 if let Err(e) = cfg.set(&name, &value, true) {
                     c.reply.error(&format!(
@@ -462,10 +463,18 @@ pub async fn config(c: &mut Conn, a: &[&[u8]]) {
                 if name == "appendfsync" {
                     durability = Some(crate::persist::durability_of(&cfg.get("appendfsync")));
                 }
+                cache_resized |= name == "value-cache-mb";
             }
             if let Some(d) = durability {
                 // Every worker's log follows the new policy before the reply goes out.
                 c.on_all(move |s| s.keyspace.log().set_durability(d)).await;
+            }
+            if cache_resized {
+                // Every worker's cache has its new size (a smaller one evicted, 0 freed)
+                // before the reply goes out.
+                let bytes = crate::keyspace::cache::per_worker_bytes(cfg, c.shared.workers);
+                c.on_all(move |s| s.keyspace.set_value_cache_bytes(bytes))
+                    .await;
             }
             c.reply.ok();
         }
@@ -473,6 +482,7 @@ pub async fn config(c: &mut Conn, a: &[&[u8]]) {
             c.on_all(|s| {
                 s.stats.reset();
                 s.keyspace.stats = Default::default();
+                s.keyspace.reset_value_cache_stats();
             })
             .await;
             c.shared.total_connections.store(0, Ordering::Relaxed);
@@ -525,6 +535,7 @@ pub(crate) struct WorkerInfo {
 pub(crate) struct StorageInfo {
     pub(crate) writer: skerry_store::WriterStats,
     pub(crate) reads: crate::keyspace::ReadStats,
+    pub(crate) cache: crate::keyspace::cache::CacheStats,
     pub(crate) index_bytes: usize,
     pub(crate) read_buffer_bytes: usize,
     pub(crate) store: skerry_store::StoreStats,
@@ -539,6 +550,7 @@ impl StorageInfo {
         StorageInfo {
             writer: log.stats(),
             reads: ks.reads,
+            cache: ks.value_cache_stats(),
             index_bytes: ks.index_bytes(),
             read_buffer_bytes: ks.read_buffer_bytes(),
             store: log.store().stats(),
@@ -875,6 +887,55 @@ pub(crate) fn storage_figures(shared: &crate::worker::Shared, w: &[WorkerInfo]) 
             io.fdatasync.count(),
         ),
     ];
+    let (hits, misses) = (sum(&|s| s.cache.hits), sum(&|s| s.cache.misses));
+    let ratio = if hits + misses == 0 {
+        0.0
+    } else {
+        hits as f64 / (hits + misses) as f64
+    };
+    figures.extend([
+        num(
+            "cache_capacity_bytes",
+            Gauge,
+            "Bytes the value caches may hold (value-cache-mb).",
+            sum(&|s| s.cache.capacity_bytes),
+        ),
+        num(
+            "cache_used_bytes",
+            Gauge,
+            "Bytes the value caches hold.",
+            sum(&|s| s.cache.used_bytes),
+        ),
+        num(
+            "cache_entries",
+            Gauge,
+            "Values in the value caches.",
+            sum(&|s| s.cache.entries),
+        ),
+        num(
+            "cache_hits",
+            Counter,
+            "Device values served from the value cache.",
+            hits,
+        ),
+        num(
+            "cache_misses",
+            Counter,
+            "Device values not in the value cache (read from the device).",
+            misses,
+        ),
+        text(
+            "cache_hit_ratio",
+            "cache_hits / (cache_hits + cache_misses).",
+            format!("{ratio:.4}"),
+        ),
+        num(
+            "cache_evictions",
+            Counter,
+            "Values evicted from the value cache.",
+            sum(&|s| s.cache.evictions),
+        ),
+    ]);
     figures.extend(crate::checkpoint::figures());
     figures
 }

@@ -10,8 +10,11 @@
 //! them resident ([`make_resident`]): values still in the writer's staging images are
 //! decoded from there, the others are read from the devices together (one O_DIRECT read
 //! each, CRC-checked) into the worker's small read buffer. The handler then finds every
-//! value it needs without waiting (see `docs/decisions/0004-values-out-of-ram.md`).
+//! value it needs without waiting (see `docs/decisions/0004-values-out-of-ram.md`). Values
+//! read from the devices also enter the worker's value cache ([`cache::ValueCache`],
+//! `value-cache-mb`), which serves later reads of the same record without I/O.
 
+pub mod cache;
 pub mod entry;
 mod seg_alloc;
 pub mod table;
@@ -154,7 +157,8 @@ pub struct ReadStats {
 /// values exceed the budget still finds all of them.
 #[derive(Default)]
 struct ReadBuf {
-    map: HashMap<(u64, u64), Rc<Vec<u8>>, foldhash::fast::FixedState>,
+    /// Values with their insertion number.
+    map: HashMap<cache::CacheKey, (cache::SharedValue, u64), foldhash::fast::FixedState>,
     /// Keys in insertion order, with their insertion number.
     order: VecDeque<((u64, u64), u64)>,
     bytes: usize,
@@ -166,8 +170,20 @@ const READ_BUF_BUDGET_BYTES: usize = 8 << 20;
 const READ_BUF_MAX_ENTRIES: usize = 4096;
 
 impl ReadBuf {
-    fn get(&self, k: (u64, u64)) -> Option<&Rc<Vec<u8>>> {
-        self.map.get(&k)
+    fn get(&self, k: (u64, u64)) -> Option<&cache::SharedValue> {
+        self.map.get(&k).map(|(v, _)| v)
+    }
+
+    /// The value under `k` if it was inserted at or after `mark` (by the command holding
+    /// that mark, which fetched it).
+    fn get_since(&self, k: (u64, u64), mark: u64) -> Option<&cache::SharedValue> {
+        if self.next <= mark {
+            return None;
+        }
+        match self.map.get(&k) {
+            Some((v, n)) if *n >= mark => Some(v),
+            _ => None,
+        }
     }
 
     /// Evicts the oldest entries past the budget, keeping those inserted at or after `mark`.
@@ -178,22 +194,21 @@ impl ReadBuf {
                 _ => break,
             }
             let (k, _) = self.order.pop_front().expect("front");
-            if let Some(v) = self.map.remove(&k) {
+            if let Some((v, _)) = self.map.remove(&k) {
                 self.bytes -= v.len();
             }
         }
     }
 
     /// Inserts `v` under `k` (keeping an existing entry) and returns the entry.
-    fn insert(&mut self, k: (u64, u64), v: Vec<u8>) -> Rc<Vec<u8>> {
-        if let Some(old) = self.map.get(&k) {
+    fn insert(&mut self, k: (u64, u64), v: cache::SharedValue) -> cache::SharedValue {
+        if let Some((old, _)) = self.map.get(&k) {
             return old.clone();
         }
         self.bytes += v.len();
         self.order.push_back((k, self.next));
+        self.map.insert(k, (v.clone(), self.next));
         self.next += 1;
-        let v = Rc::new(v);
-        self.map.insert(k, v.clone());
         v
     }
 }
@@ -208,6 +223,8 @@ pub struct Keyspace {
     /// The worker's log on the data devices: every change is appended before it is applied.
     log: Rc<Writer>,
     read_buf: ReadBuf,
+    /// Values read before, kept for later reads (`value-cache-mb`).
+    cache: cache::ValueCache,
     /// Set when an append or a value read failed (the change was not applied); the
     /// dispatcher turns it into the command's error reply.
     error: Option<String>,
@@ -356,6 +373,7 @@ impl Keyspace {
             reads: ReadStats::default(),
             log,
             read_buf: ReadBuf::default(),
+            cache: cache::ValueCache::default(),
             error: None,
             wrote: false,
             heap_key_bytes: index.heap_key_bytes,
@@ -405,6 +423,26 @@ impl Keyspace {
     /// Bytes held by the read buffer.
     pub fn read_buffer_bytes(&self) -> usize {
         self.read_buf.bytes
+    }
+
+    /// Sets the value cache's budget (this worker's share of `value-cache-mb`); a smaller
+    /// one evicts at once, 0 disables the cache and frees what it held.
+    pub fn set_value_cache_bytes(&mut self, capacity_bytes: usize) {
+        let before = self.cache.stats().used_bytes;
+        self.cache.set_capacity(capacity_bytes);
+        if self.cache.stats().used_bytes < before / 2 {
+            crate::worker::collect_allocator();
+        }
+    }
+
+    /// The value cache's sizes and counters.
+    pub fn value_cache_stats(&self) -> cache::CacheStats {
+        self.cache.stats()
+    }
+
+    /// Clears the value cache's hit, miss and eviction counters (CONFIG RESETSTAT).
+    pub fn reset_value_cache_stats(&mut self) {
+        self.cache.reset_stats();
     }
 
     // ----- the log -----
@@ -503,21 +541,25 @@ impl Keyspace {
         (loc.bits(), self.log.store().block_seq(l.block_id()))
     }
 
-    /// The value at `loc` if it can be served without waiting: from the read buffer, or
-    /// decoded from the writer's staging images (and then kept in the read buffer).
-    fn resident(&mut self, loc: PackedLoc) -> Option<Rc<Vec<u8>>> {
+    /// The value at `loc` if it can be served without waiting: from the read buffer, the
+    /// value cache, or decoded from the writer's staging images (and then kept in the read
+    /// buffer). Counts nothing (the handler's lookup; [`Keyspace::missing`] counted).
+    fn resident(&mut self, loc: PackedLoc) -> Option<cache::SharedValue> {
         let k = self.buf_key(loc);
+        if let Some(v) = self.cache.peek(k) {
+            return Some(v.clone());
+        }
         if let Some(v) = self.read_buf.get(k) {
             return Some(v.clone());
         }
         let r = self.log.staged(&loc.unpack())?;
         self.reads.staged_reads += 1;
-        Some(self.read_buf.insert(k, r.value().to_vec()))
+        Some(self.read_buf.insert(k, Rc::new(r.value().to_vec())))
     }
 
     /// The value at `loc`, which the caller made resident; None (and an error for the
     /// reply) when it is not.
-    fn resident_value(&mut self, loc: PackedLoc) -> Option<Rc<Vec<u8>>> {
+    fn resident_value(&mut self, loc: PackedLoc) -> Option<cache::SharedValue> {
         let v = self.resident(loc);
         if v.is_none() {
             self.reads.missing_reads += 1;
@@ -536,6 +578,33 @@ impl Keyspace {
         self.read_buf.next
     }
 
+    /// Makes the value at `loc` resident without I/O if it can be (counting where it was
+    /// found); false when it must be read from the devices.
+    fn make_resident_now(&mut self, loc: PackedLoc, mark: u64) -> bool {
+        let k = self.buf_key(loc);
+        // Fetched for this command by an earlier round: already counted.
+        if self.read_buf.get_since(k, mark).is_some() {
+            return true;
+        }
+        if self.cache.get(k).is_some() {
+            return true;
+        }
+        // A cache miss (when enabled) from here on: the value enters the cache, read now.
+        if let Some(v) = self.read_buf.get(k) {
+            self.reads.buffer_hits += 1;
+            let v = v.clone();
+            self.cache.insert(k, v);
+            return true;
+        }
+        if let Some(r) = self.log.staged(&loc.unpack()) {
+            self.reads.staged_reads += 1;
+            let v = self.read_buf.insert(k, Rc::new(r.value().to_vec()));
+            self.cache.insert(k, v);
+            return true;
+        }
+        false
+    }
+
     /// Locations of the values of `keys` (in `db`) that are not resident; expired keys are
     /// removed on the way. Older values than `mark` may be evicted from the read buffer.
     pub fn missing(&mut self, db: usize, keys: &[&[u8]], now_ms: i64, mark: u64) -> Vec<Location> {
@@ -546,33 +615,35 @@ impl Keyspace {
             let Some((loc, _)) = self.live_loc(db, hash, key, now_ms) else {
                 continue;
             };
-            if self.resident(loc).is_none() {
+            if !self.make_resident_now(loc, mark) {
                 let l = loc.unpack();
                 if !out.contains(&l) {
                     out.push(l);
                 }
-            } else {
-                self.reads.buffer_hits += 1;
             }
         }
         out
     }
 
     /// Puts values read by [`fetch`] into the read buffer (evicting values older than
-    /// `mark` past the budget first). Err with the reply message when a read failed.
-    pub fn fill(
-        &mut self,
-        got: Vec<(Location, Result<Vec<u8>, StoreError>)>,
-        mark: u64,
-    ) -> Result<(), String> {
+    /// `mark` past the budget first) and the value cache. Err with the reply message when a
+    /// read failed.
+    pub fn fill(&mut self, got: Vec<Fetched>, mark: u64) -> Result<(), String> {
         self.read_buf.make_room(mark);
         let mut first_err = None;
-        for (loc, r) in got {
-            match r {
+        for f in got {
+            match f.value {
                 Ok(v) => {
                     self.reads.device_reads += 1;
-                    let k = self.buf_key(PackedLoc::pack(&loc));
-                    self.read_buf.insert(k, v);
+                    let Some(block_seq) = f.block_seq else {
+                        // The block was reused while the read was in flight: the bytes
+                        // belong to no record the index still points at; the caller's next
+                        // `missing` reads what the key points at now.
+                        continue;
+                    };
+                    let k = (PackedLoc::pack(&f.location).bits(), block_seq);
+                    let v = self.read_buf.insert(k, v);
+                    self.cache.insert(k, v);
                 }
                 Err(e) => {
                     self.reads.failed_reads += 1;
@@ -682,7 +753,7 @@ impl Keyspace {
         let (loc, expire_at_ms) = self.live_loc(db, hash_key(key), key, now_ms)?;
         let v = self.resident_value(loc)?;
         Some(Got {
-            value: Value::Str(v.as_ref().clone()),
+            value: Value::Str(v.to_vec()),
             expire_at_ms,
         })
     }
@@ -954,25 +1025,48 @@ impl Keyspace {
     }
 }
 
+/// A value read by [`fetch`].
+#[derive(Debug)]
+pub struct Fetched {
+    /// Where it was read.
+    pub location: Location,
+    /// The block's sequence the read was checked against; None when the block was reused
+    /// while the read was in flight (the value is then not kept).
+    pub block_seq: Option<u64>,
+    /// The value (CRC-checked by the store), or why it could not be read.
+    pub value: Result<cache::SharedValue, StoreError>,
+}
+
+/// Reads one record; the block sequence is taken before and after the read (the store
+/// checks the CRC against the one current when the read completes), so a value is only
+/// ever kept under the block sequence it was checked with.
+async fn fetch_one(log: &Writer, location: Location) -> Fetched {
+    let store = log.store();
+    let before = store.block_seq(location.block_id());
+    let value = log
+        .read(&location)
+        .await
+        .map(|rec| Rc::new(rec.value().to_vec()));
+    let after = store.block_seq(location.block_id());
+    Fetched {
+        location,
+        block_seq: (before == after).then_some(after),
+        value,
+    }
+}
+
 /// Reads the records at `locs` through the worker's io_uring, all in flight together, and
 /// returns their values (CRC-checked by the store).
-pub async fn fetch(
-    log: Rc<Writer>,
-    locs: Vec<Location>,
-) -> Vec<(Location, Result<Vec<u8>, StoreError>)> {
+pub async fn fetch(log: Rc<Writer>, locs: Vec<Location>) -> Vec<Fetched> {
     if let [loc] = locs[..] {
         // The common case (one key): no task to spawn.
-        let r = log.read(&loc).await.map(|rec| rec.value().to_vec());
-        return vec![(loc, r)];
+        return vec![fetch_one(&log, loc).await];
     }
     let tasks: Vec<_> = locs
         .into_iter()
         .map(|loc| {
             let log = log.clone();
-            compio::runtime::spawn(async move {
-                let r = log.read(&loc).await.map(|rec| rec.value().to_vec());
-                (loc, r)
-            })
+            compio::runtime::spawn(async move { fetch_one(&log, loc).await })
         })
         .collect();
     let mut out = Vec::with_capacity(tasks.len());

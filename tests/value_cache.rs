@@ -1,0 +1,455 @@
+//! The value cache (`--value-cache-mb`) seen from a client: a re-read is served from RAM
+//! without a device read, a stale copy is never served (overwrite, DEL, expiry, reused
+//! blocks, across workers), CONFIG SET resizes and disables it at once, and a damaged value
+//! is still reported. Skerry-only (Redis has no data device).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::Path;
+use std::time::Duration;
+
+use common::*;
+
+const CORRUPTION: &str = "ERR data corruption detected";
+
+fn key(i: usize) -> Vec<u8> {
+    format!("key:{i:06}").into_bytes()
+}
+
+/// A distinct value per key and generation, `len` bytes.
+fn value(i: usize, generation: u64, len: usize) -> Vec<u8> {
+    let mut v = format!("g{generation}/k{i}/").into_bytes();
+    v.extend_from_slice(&Rng::new((generation << 32) ^ i as u64).bytes(len - v.len()));
+    v
+}
+
+fn storage(r: &mut Raw, field: &str) -> u64 {
+    info_u64(r, "storage", field).unwrap_or_else(|| panic!("INFO storage has no {field}"))
+}
+
+/// SETs `keys` to their `generation` value in pipelined batches.
+fn set_all(r: &mut Raw, keys: &[usize], generation: u64, len: usize) {
+    for chunk in keys.chunks(100) {
+        let cmds: Vec<Vec<Vec<u8>>> = chunk
+            .iter()
+            .map(|&k| vec![b"SET".to_vec(), key(k), value(k, generation, len)])
+            .collect();
+        for (k, reply) in chunk.iter().zip(pipeline(r, &cmds)) {
+            assert_eq!(reply, ok(), "SET {k}");
+        }
+    }
+}
+
+/// GETs every key of `model` (pipelined) and checks each reply against it (`None`: absent).
+fn check_all(r: &mut Raw, model: &BTreeMap<usize, Option<Vec<u8>>>, what: &str) {
+    let keys: Vec<usize> = model.keys().copied().collect();
+    for chunk in keys.chunks(100) {
+        let cmds: Vec<Vec<Vec<u8>>> = chunk
+            .iter()
+            .map(|&k| vec![b"GET".to_vec(), key(k)])
+            .collect();
+        for (&k, got) in chunk.iter().zip(pipeline(r, &cmds)) {
+            let want = match &model[&k] {
+                Some(v) => Value::Bulk(v.clone()),
+                None => Value::Null,
+            };
+            if got != want {
+                let show = |v: &Value| match v {
+                    Value::Bulk(b) => String::from_utf8_lossy(&b[..b.len().min(24)]).into_owned(),
+                    other => format!("{other:?}"),
+                };
+                panic!(
+                    "{what}: GET key {k}: got {}, want {}",
+                    show(&got),
+                    show(&want)
+                );
+            }
+        }
+    }
+}
+
+/// Writes `n` values of `len` bytes and restarts the server, so that every value is read
+/// from the data device (nothing left in the writer's staging images).
+fn written_and_restarted(
+    args: &[&str],
+    n: usize,
+    len: usize,
+) -> (Server, BTreeMap<usize, Option<Vec<u8>>>) {
+    let mut s = Server::start(args);
+    let mut r = s.raw();
+    let keys: Vec<usize> = (0..n).collect();
+    set_all(&mut r, &keys, 1, len);
+    s.stop_clean();
+    s.start_again();
+    let model = keys.iter().map(|&k| (k, Some(value(k, 1, len)))).collect();
+    (s, model)
+}
+
+/// More values than the read buffer holds (4096 entries): with the cache, the second pass
+/// reads nothing from the device and counts one hit per GET; without it, it reads again.
+#[test]
+fn rereads_are_served_from_the_cache_without_device_reads() {
+    skip_if_redis!();
+    const N: usize = 6000;
+    let args = [
+        "--data-size",
+        "64mb",
+        "--threads",
+        "1",
+        "--value-cache-mb",
+        "32",
+    ];
+    let (s, model) = written_and_restarted(&args, N, 1000);
+    let mut r = s.raw();
+    assert_eq!(storage(&mut r, "storage_cache_capacity_bytes"), 32 << 20);
+    let reads0 = storage(&mut r, "storage_value_reads");
+    check_all(&mut r, &model, "first pass");
+    let reads1 = storage(&mut r, "storage_value_reads");
+    assert_eq!(
+        reads1 - reads0,
+        N as u64,
+        "the first pass reads every value once"
+    );
+    assert_eq!(storage(&mut r, "storage_cache_entries"), N as u64);
+    assert_eq!(storage(&mut r, "storage_cache_misses"), N as u64);
+    assert_eq!(storage(&mut r, "storage_cache_hits"), 0);
+    let used = storage(&mut r, "storage_cache_used_bytes");
+    assert!(
+        used >= (N * 1000) as u64 && used <= 32 << 20,
+        "used bytes {used} for {N} values of 1000 bytes"
+    );
+
+    check_all(&mut r, &model, "second pass");
+    assert_eq!(
+        storage(&mut r, "storage_value_reads"),
+        reads1,
+        "re-reads went to the device"
+    );
+    assert_eq!(storage(&mut r, "storage_cache_hits"), N as u64);
+    let info = r.cmd(&["INFO", "storage"]).text();
+    assert_eq!(
+        info_field(&info, "storage_cache_hit_ratio").as_deref(),
+        Some("0.5000")
+    );
+    assert_eq!(
+        info_field(&info, "storage_cache_evictions").as_deref(),
+        Some("0")
+    );
+    // The key hits Redis counts are not the cache's.
+    assert_eq!(
+        info_u64(&mut r, "stats", "keyspace_hits"),
+        Some(2 * N as u64)
+    );
+
+    // The same two passes with the cache off: the read buffer alone cannot hold them.
+    drop(s);
+    let args0 = [
+        "--data-size",
+        "64mb",
+        "--threads",
+        "1",
+        "--value-cache-mb",
+        "0",
+    ];
+    let (s, model) = written_and_restarted(&args0, N, 1000);
+    let mut r = s.raw();
+    check_all(&mut r, &model, "first pass, no cache");
+    let reads1 = storage(&mut r, "storage_value_reads");
+    check_all(&mut r, &model, "second pass, no cache");
+    assert!(
+        storage(&mut r, "storage_value_reads") - reads1 >= (N - 4096) as u64,
+        "without a cache the second pass reads from the device"
+    );
+    assert_eq!(storage(&mut r, "storage_cache_entries"), 0);
+    assert_eq!(storage(&mut r, "storage_cache_hits"), 0);
+    assert_eq!(storage(&mut r, "storage_cache_misses"), 0);
+}
+
+/// One worker: every reclaimed block is reused by the worker whose cache holds copies of
+/// its old records, so new records land at the very offsets, with the very lengths, of
+/// cached ones (only the block sequence tells them apart).
+#[test]
+fn stale_values_are_never_served_after_block_reuse() {
+    stale_values_are_never_served("1");
+}
+
+/// Two workers: forwarded commands and multi-worker MGETs read through the owner's cache.
+#[test]
+fn stale_values_are_never_served_across_workers() {
+    stale_values_are_never_served("2");
+}
+
+/// Overwrites, DELs and expiries between reads, on a small device whose blocks are
+/// reclaimed and reused: GET and MGET always return the current value, with the read buffer
+/// and the cache full of copies of superseded records.
+fn stale_values_are_never_served(threads: &str) {
+    skip_if_redis!();
+    const N: usize = 2000;
+    const LEN: usize = 2000;
+    let mut s = Server::start(&[
+        "--data-size",
+        "64mb",
+        "--threads",
+        threads,
+        "--value-cache-mb",
+        "64",
+    ]);
+    let mut r = s.raw();
+    let mut model: BTreeMap<usize, Option<Vec<u8>>> = BTreeMap::new();
+    let all: Vec<usize> = (0..N).collect();
+    set_all(&mut r, &all, 0, LEN);
+    for &k in &all {
+        model.insert(k, Some(value(k, 0, LEN)));
+    }
+    // Restart: the first reads come from the device and fill the cache.
+    s.stop_clean();
+    s.start_again();
+    let mut r = s.raw();
+    check_all(&mut r, &model, "after restart");
+    check_all(&mut r, &model, "after restart, cached");
+    let mut rng = Rng::new(7);
+    let rounds = 16;
+    for generation in 1..=rounds {
+        // Every record is superseded each round (so every block dies and is reused): 85% of
+        // the keys are overwritten (deleted ones recreated), 5% deleted, 5% expired (PEXPIRE
+        // 1 rewrites the record, then the key expires), 5% get a long TTL (a rewrite too).
+        let mut over = Vec::new();
+        let mut cmds: Vec<Vec<Vec<u8>>> = Vec::new();
+        let mut expect: Vec<Value> = Vec::new();
+        for &k in &all {
+            let x = rng.range(0, 100);
+            if x < 85 {
+                over.push(k);
+            } else if x < 90 {
+                cmds.push(vec![b"DEL".to_vec(), key(k)]);
+                expect.push(int(model[&k].is_some() as i64));
+                model.insert(k, None);
+            } else if x < 95 {
+                cmds.push(vec![b"PEXPIRE".to_vec(), key(k), b"1".to_vec()]);
+                expect.push(int(model[&k].is_some() as i64));
+                model.insert(k, None);
+            } else {
+                cmds.push(vec![b"EXPIRE".to_vec(), key(k), b"100000".to_vec()]);
+                expect.push(int(model[&k].is_some() as i64));
+            }
+        }
+        for (chunk, want) in cmds.chunks(100).zip(expect.chunks(100)) {
+            assert_eq!(pipeline(&mut r, chunk), want, "round {generation}");
+        }
+        set_all(&mut r, &over, generation, LEN);
+        for &k in &over {
+            model.insert(k, Some(value(k, generation, LEN)));
+        }
+        // Let the once-a-second sync make this round's blocks durable (so the next reads
+        // of older values come from the device) and reclaim dead blocks.
+        std::thread::sleep(Duration::from_millis(1100));
+        eprintln!(
+            "round {generation}: reclaimed {} cache entries {} hits {} device reads {}",
+            storage(&mut r, "storage_reclaimed_blocks"),
+            storage(&mut r, "storage_cache_entries"),
+            storage(&mut r, "storage_cache_hits"),
+            storage(&mut r, "storage_value_reads")
+        );
+        check_all(&mut r, &model, &format!("round {generation}"));
+        check_all(&mut r, &model, &format!("round {generation}, re-read"));
+        // MGET across both workers (a multi-worker read).
+        let sample: Vec<usize> = (0..20).map(|_| rng.range(0, N as u64) as usize).collect();
+        let mut cmd = vec![b"MGET".to_vec()];
+        cmd.extend(sample.iter().map(|&k| key(k)));
+        let want = Value::Array(
+            sample
+                .iter()
+                .map(|k| model[k].clone().map_or(Value::Null, Value::Bulk))
+                .collect(),
+        );
+        assert_eq!(pipeline(&mut r, &[cmd])[0], want, "MGET round {generation}");
+    }
+    let reclaimed = storage(&mut r, "storage_reclaimed_blocks");
+    let hits = storage(&mut r, "storage_cache_hits");
+    let device = storage(&mut r, "storage_value_reads");
+    eprintln!("reclaimed blocks {reclaimed}, cache hits {hits}, device reads {device}");
+    assert!(reclaimed >= 4, "blocks were reused ({reclaimed} reclaimed)");
+    assert!(
+        hits > (N * rounds as usize) as u64 / 2,
+        "the cache served reads ({hits} hits)"
+    );
+    assert!(device > 0, "some reads came from the device");
+    assert_eq!(storage(&mut r, "storage_blocking_reads"), 0);
+}
+
+/// CONFIG SET value-cache-mb: a smaller size evicts at once, 0 disables the cache and frees
+/// what it held, a new size enables it again; CONFIG GET shows it; RESETSTAT clears the
+/// counters.
+#[test]
+fn config_set_resizes_and_disables_the_cache() {
+    skip_if_redis!();
+    const N: usize = 3000;
+    let args = [
+        "--data-size",
+        "64mb",
+        "--threads",
+        "2",
+        "--value-cache-mb",
+        "16",
+    ];
+    let (s, model) = written_and_restarted(&args, N, 1000);
+    let mut r = s.raw();
+    assert_eq!(storage(&mut r, "storage_cache_capacity_bytes"), 16 << 20);
+    check_all(&mut r, &model, "first pass");
+    check_all(&mut r, &model, "second pass");
+    assert_eq!(storage(&mut r, "storage_cache_entries"), N as u64);
+    assert_eq!(storage(&mut r, "storage_cache_hits"), N as u64);
+
+    // Shrink to 1 MiB (512 KiB a worker): evicted before the reply.
+    let mut c = s.client();
+    let () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("value-cache-mb")
+        .arg("1")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(storage(&mut r, "storage_cache_capacity_bytes"), 1 << 20);
+    let used = storage(&mut r, "storage_cache_used_bytes");
+    assert!(used <= 1 << 20, "used {used} after shrinking to 1 MiB");
+    let entries = storage(&mut r, "storage_cache_entries");
+    assert!(entries > 0 && entries < 1000, "{entries} entries in 1 MiB");
+    assert!(storage(&mut r, "storage_cache_evictions") >= N as u64 - entries);
+    check_all(&mut r, &model, "after shrinking");
+    assert!(storage(&mut r, "storage_cache_used_bytes") <= 1 << 20);
+
+    // Disable: everything freed, no hits counted, reads still right.
+    let () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("value-cache-mb")
+        .arg("0")
+        .query(&mut c)
+        .unwrap();
+    let got: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("value-cache-mb")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(got, vec!["value-cache-mb".to_string(), "0".to_string()]);
+    for f in [
+        "storage_cache_capacity_bytes",
+        "storage_cache_used_bytes",
+        "storage_cache_entries",
+    ] {
+        assert_eq!(
+            storage(&mut r, f),
+            0,
+            "{f} after CONFIG SET value-cache-mb 0"
+        );
+    }
+    let (hits, misses) = (
+        storage(&mut r, "storage_cache_hits"),
+        storage(&mut r, "storage_cache_misses"),
+    );
+    check_all(&mut r, &model, "cache off");
+    check_all(&mut r, &model, "cache off, again");
+    assert_eq!(storage(&mut r, "storage_cache_hits"), hits);
+    assert_eq!(storage(&mut r, "storage_cache_misses"), misses);
+    assert_eq!(storage(&mut r, "storage_cache_entries"), 0);
+
+    // Enable again, then RESETSTAT.
+    assert_eq!(r.cmd(&["CONFIG", "SET", "value-cache-mb", "8"]), ok());
+    check_all(&mut r, &model, "enabled again");
+    check_all(&mut r, &model, "enabled again, cached");
+    assert!(storage(&mut r, "storage_cache_hits") >= hits + N as u64);
+    assert_eq!(r.cmd(&["CONFIG", "RESETSTAT"]), ok());
+    assert_eq!(storage(&mut r, "storage_cache_hits"), 0);
+    assert_eq!(storage(&mut r, "storage_cache_misses"), 0);
+    assert_eq!(
+        storage(&mut r, "storage_cache_entries"),
+        N as u64,
+        "RESETSTAT keeps the values"
+    );
+    match r.cmd(&["CONFIG", "SET", "value-cache-mb", "-1"]) {
+        Value::Error(e) => assert!(e.contains("value-cache-mb"), "{e}"),
+        other => panic!("CONFIG SET value-cache-mb -1: {other:?}"),
+    }
+}
+
+fn find_all(path: &Path, needle: &[u8]) -> Vec<u64> {
+    let mut f = File::open(path).unwrap();
+    let mut data = Vec::new();
+    f.read_to_end(&mut data).unwrap();
+    data.windows(needle.len())
+        .enumerate()
+        .filter(|(_, w)| *w == needle)
+        .map(|(i, _)| i as u64)
+        .collect()
+}
+
+/// A value damaged on the device is reported on every read with the cache on (a cache miss
+/// is a CRC-checked device read, and a failed read is never cached); the other values are
+/// served, and cached.
+#[test]
+fn damaged_values_are_reported_with_the_cache_on() {
+    skip_if_redis!();
+    let mut s = Server::start(&[
+        "--data-size",
+        "64mb",
+        "--threads",
+        "2",
+        "--value-cache-mb",
+        "16",
+    ]);
+    let marker = b"<<cached victim 7e3a1c55>>";
+    let mut victim = marker.to_vec();
+    victim.extend_from_slice(&Rng::new(5).bytes(3000));
+    let mut r = s.raw();
+    let keys: Vec<usize> = (0..50).collect();
+    set_all(&mut r, &keys, 1, 1500);
+    assert_eq!(r.cmd_bytes(&[b"SET", b"victim", &victim]), ok());
+    s.stop_clean();
+    s.start_again();
+    let path = s.data_file();
+    let hits = find_all(&path, marker);
+    assert!(!hits.is_empty(), "the victim's value is not in {path:?}");
+    {
+        let mut f = File::options().read(true).write(true).open(&path).unwrap();
+        for &at in &hits {
+            let pos = at + marker.len() as u64 + 1000;
+            let mut b = [0u8];
+            f.seek(SeekFrom::Start(pos)).unwrap();
+            f.read_exact(&mut b).unwrap();
+            b[0] ^= 0x04;
+            f.seek(SeekFrom::Start(pos)).unwrap();
+            f.write_all(&b).unwrap();
+        }
+        f.sync_all().unwrap();
+    }
+    let mut r = s.raw();
+    let failed0 = storage(&mut r, "storage_failed_reads");
+    for attempt in 0..3 {
+        match r.cmd(&["GET", "victim"]) {
+            Value::Error(e) if e.starts_with(CORRUPTION) => {}
+            other => panic!("GET of a damaged value (attempt {attempt}): {other:?}"),
+        }
+    }
+    assert_eq!(
+        storage(&mut r, "storage_failed_reads") - failed0,
+        3,
+        "every read checked"
+    );
+    let model: BTreeMap<usize, Option<Vec<u8>>> =
+        keys.iter().map(|&k| (k, Some(value(k, 1, 1500)))).collect();
+    check_all(&mut r, &model, "good keys");
+    let hits0 = storage(&mut r, "storage_cache_hits");
+    check_all(&mut r, &model, "good keys, cached");
+    assert_eq!(
+        storage(&mut r, "storage_cache_hits") - hits0,
+        keys.len() as u64
+    );
+    assert_eq!(storage(&mut r, "storage_cache_entries"), keys.len() as u64);
+    match r.cmd(&["GET", "victim"]) {
+        Value::Error(e) if e.starts_with(CORRUPTION) => {}
+        other => panic!("GET of a damaged value after the others were cached: {other:?}"),
+    }
+    assert_eq!(r.cmd(&["SET", "victim", "replaced"]), ok());
+    assert_eq!(r.cmd(&["GET", "victim"]), bulk("replaced"));
+}
