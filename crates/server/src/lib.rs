@@ -8,6 +8,7 @@ pub mod client;
 pub mod commands;
 pub mod config;
 pub mod conn;
+pub mod defrag;
 pub mod glob;
 pub mod keyspace;
 pub mod longdouble;

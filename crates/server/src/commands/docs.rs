@@ -878,6 +878,7 @@ pub static DOCS: &[Doc] = &[
             string("section").optional().multiple(),
         ]),
     doc("time", "2.6.0", "O(1)"),
+    doc("defrag", "0.1.0", "O(1); the rewriting itself runs in the background."),
     doc("lastsave", "1.0.0", "O(1)"),
     doc("shutdown", "1.0.0", "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)")
         .history(&[
