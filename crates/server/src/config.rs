@@ -212,6 +212,16 @@ pub static PARAMS: &[Param] = &[
         "4",
         true,
     ),
+    // Skerry: how long a write may wait for room on nearly full data devices (crate::space).
+    p(
+        "storage-write-stall-max-ms",
+        Kind::Int {
+            min: 0,
+            max: 3_600_000,
+        },
+        "5000",
+        true,
+    ),
     p(
         "storage-defrag-interval-ms",
         Kind::Int {

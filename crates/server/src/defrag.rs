@@ -26,6 +26,9 @@ use crate::worker::{local_shard, unix_ms, Shared};
 const CHUNK_MOVED_RECORDS: u64 = 256;
 const CHUNK_SCANNED_RECORDS: usize = 2048;
 
+/// While space is low, how often a worker with nothing to rewrite syncs and reclaims.
+const ROOM_INTERVAL: Duration = Duration::from_millis(10);
+
 /// The pause between chunks (a timer, so the worker's I/O completions are polled).
 const CHUNK_PAUSE: Duration = Duration::from_millis(1);
 
@@ -113,9 +116,14 @@ pub async fn run(shared: Arc<Shared>, worker: usize) {
     let mut last = Instant::now();
     // After a block, the next one is looked for at once; when idle, every interval.
     let mut busy = false;
+    // The last image's buffer, read into again by the next block; dropped when a round
+    // finds nothing to do, so an idle worker holds no block-sized buffer.
+    let mut spare: Option<skerry_store::AlignedBuf> = None;
+    let mut last_room = Instant::now();
     loop {
         let interval_ms = shared.config.get_i64("storage-defrag-interval-ms").max(1) as u64;
-        let pause = if busy {
+        let low = crate::space::space_low();
+        let pause = if busy || low {
             CHUNK_PAUSE
         } else {
             Duration::from_millis(interval_ms)
@@ -149,6 +157,20 @@ pub async fn run(shared: Arc<Shared>, worker: usize) {
         let Some(victim) =
             store.defrag_victim(worker as u16, &policy, |id, seq| done.contains(&(id, seq)))
         else {
+            spare = None;
+            if low && last_room.elapsed() >= ROOM_INTERVAL {
+                // Space is low and nothing to rewrite: apply this worker's releases and
+                // reclaim what they free (the other workers' stalled writes wait on it).
+                last_room = Instant::now();
+                if let Err(e) = async {
+                    log.commit().await?;
+                    log.reclaim().await
+                }
+                .await
+                {
+                    tracing::error!("defrag: making room failed: {e}");
+                }
+            }
             continue;
         };
         // Under half the free-space target the device is close to full: no rate limit.
@@ -165,7 +187,10 @@ pub async fn run(shared: Arc<Shared>, worker: usize) {
         }
         busy = true;
         let _active = Active::new();
-        let image = match log.read_block(victim.id, victim.block_seq).await {
+        let image = match log
+            .read_block(victim.id, victim.block_seq, spare.take())
+            .await
+        {
             Ok(Some(image)) => image,
             Ok(None) => continue,
             Err(e) => {
@@ -231,6 +256,7 @@ pub async fn run(shared: Arc<Shared>, worker: usize) {
                 compio::time::sleep(CHUNK_PAUSE).await;
             }
         }
+        spare = Some(image.into_buf());
         if !complete {
             // No room for the copies (or an error): wait an interval before trying again.
             busy = false;

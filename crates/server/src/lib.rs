@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod persist;
 pub mod reply;
 pub mod slot;
+pub mod space;
 pub mod worker;
 pub use worker::set_allocator_collect;
 

@@ -133,7 +133,8 @@ impl Store {
         if let Some((live, id, seq)) = best {
             let area = self.block_size_bytes(id.device) - BLOCK_HEADER_BYTES as u64;
             let sparse = live * 100 < area * u64::from(policy.max_live_ratio_pct);
-            let short = free * 100 < total * u64::from(policy.free_target_pct);
+            // Short of space: under the target, or low enough that writes wait for room.
+            let short = free * 100 < total * u64::from(policy.free_target_pct) || self.space_low();
             if sparse && short && !self.is_adoptable(id) {
                 return Some(Victim {
                     id,
@@ -233,6 +234,11 @@ impl BlockImage {
         self.records.len()
     }
 
+    /// The buffer the block was read into, for the next [`Writer::read_block`].
+    pub fn into_buf(self) -> AlignedBuf {
+        self.buf
+    }
+
     /// True when the block holds no value records.
     pub fn is_empty(&self) -> bool {
         self.records.is_empty()
@@ -260,7 +266,16 @@ impl Writer {
     /// is no longer the one chosen (its block sequence changed: reclaimed, reused) or its
     /// header is not a data block's with that sequence. Damaged records are skipped (their
     /// keys keep reporting the damage).
-    pub async fn read_block(&self, id: BlockId, block_seq: u64) -> Result<Option<BlockImage>> {
+    ///
+    /// `spare` is a buffer from an earlier image ([`BlockImage::into_buf`]) to read into
+    /// instead of mapping a new block-sized one (it is used when its size and alignment
+    /// fit); every byte the image looks at is overwritten by the read.
+    pub async fn read_block(
+        &self,
+        id: BlockId,
+        block_seq: u64,
+        spare: Option<AlignedBuf>,
+    ) -> Result<Option<BlockImage>> {
         if self.store().block_seq(id) != block_seq {
             return Ok(None);
         }
@@ -268,10 +283,23 @@ impl Writer {
         let block_size = self.store().block_size_bytes(id.device) as usize;
         let align = self.store().align_bytes(id.device);
         let block_offset = self.store().block_offset_bytes(id);
-        let BufResult(res, buf) = dev
-            .read_at(AlignedBuf::zeroed(block_size, align), block_offset)
-            .await;
-        res.map_err(|e| io_err(id.device, block_offset, e))?;
+        let mut buf = match spare {
+            Some(b) if b.capacity_bytes() == block_size && b.align_bytes() >= align => b,
+            _ => AlignedBuf::new(block_size, align),
+        };
+        buf.set_len_bytes(block_size);
+        let BufResult(res, buf) = dev.read_at(buf, block_offset).await;
+        let read_bytes = res.map_err(|e| io_err(id.device, block_offset, e))?;
+        if read_bytes != block_size {
+            return Err(io_err(
+                id.device,
+                block_offset,
+                std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    format!("short read of a block: {read_bytes} of {block_size} bytes"),
+                ),
+            ));
+        }
         if self.store().block_seq(id) != block_seq {
             return Ok(None);
         }

@@ -144,6 +144,9 @@ pub(crate) struct Inner {
     /// Free blocks that value appends leave to defrag's copies
     /// ([`Store::set_defrag_reserve_blocks`]).
     defrag_reserve_blocks: AtomicU64,
+    /// Free blocks, above the defrag reserve, under which space counts as low
+    /// ([`Store::space_low`]).
+    low_space_blocks: AtomicU64,
     /// Recovered open blocks not adopted by a writer yet
     /// ([`Writer::adopt`](crate::Writer::adopt)).
     adoptable: Mutex<HashMap<BlockId, RecoveredOpenBlock>>,
@@ -348,6 +351,7 @@ impl Store {
                 recovery_done: AtomicBool::new(false),
                 reclaimed_blocks: AtomicU64::new(0),
                 defrag_reserve_blocks: AtomicU64::new(0),
+                low_space_blocks: AtomicU64::new(0),
                 free_count: AtomicU64::new(0),
                 adoptable: Mutex::new(recovery.open_blocks.iter().map(|b| (b.id, *b)).collect()),
                 allocator: Mutex::new(Allocator {
@@ -431,6 +435,23 @@ impl Store {
     /// Free blocks kept for defrag.
     pub fn defrag_reserve_blocks(&self) -> u64 {
         self.inner.defrag_reserve_blocks.load(Ordering::Relaxed)
+    }
+
+    /// Sets how many free blocks above the defrag reserve count as "space low"
+    /// ([`Store::space_low`]): typically one per writer, the blocks the writers may open
+    /// next.
+    pub fn set_low_space_blocks(&self, n: u64) {
+        self.inner.low_space_blocks.store(n, Ordering::Relaxed);
+    }
+
+    /// True when value appends may soon get [`NoSpace`](crate::StoreError::NoSpace): free
+    /// blocks are at most the defrag reserve plus [`Store::set_low_space_blocks`]. One
+    /// atomic load each; callers use it to hold writes back while space comes back (a sync
+    /// applying releases, reclaim, defrag).
+    pub fn space_low(&self) -> bool {
+        self.inner.free_count.load(Ordering::Relaxed)
+            <= self.inner.defrag_reserve_blocks.load(Ordering::Relaxed)
+                + self.inner.low_space_blocks.load(Ordering::Relaxed)
     }
 
     /// [`Store::alloc_block`], but `None` while `keep` or fewer blocks are free.

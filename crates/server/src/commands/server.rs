@@ -927,6 +927,24 @@ pub(crate) fn storage_figures(shared: &crate::worker::Shared, w: &[WorkerInfo]) 
             "Blocks defrag could not finish (no space for the copies, read errors).",
             crate::defrag::COUNTERS.failures.load(Ordering::Relaxed),
         ),
+        num(
+            "write_stalls",
+            Counter,
+            "Writes that waited for room on nearly full data devices.",
+            crate::space::STALLS.load(Ordering::Relaxed),
+        ),
+        num(
+            "write_stalls_failed",
+            Counter,
+            "Stalled writes that found no room (they failed with the no-space error).",
+            crate::space::STALLS_FAILED.load(Ordering::Relaxed),
+        ),
+        num(
+            "write_stalled_ms",
+            Counter,
+            "Milliseconds writes spent waiting for room.",
+            crate::space::STALLED_MS.load(Ordering::Relaxed),
+        ),
     ];
     let (hits, misses) = (sum(&|s| s.cache.hits), sum(&|s| s.cache.misses));
     let ratio = if hits + misses == 0 {
