@@ -291,9 +291,9 @@ pub fn open(cfg: &Config, workers: usize, databases: usize, now_ms: i64) -> Resu
             .map(|d| store.block_count(d))
             .sum();
         store.set_defrag_reserve_blocks((workers as u64).min(total_blocks / 8));
-        // Writes stall (crate::space) once no more than one free block per worker is left
-        // above the reserve.
-        store.set_low_space_blocks(workers as u64);
+        // Writes stall (crate::space) once a block rollover of every worker but one could
+        // not find a free block above the reserve (one worker: once it could not).
+        store.set_low_space_blocks(workers as u64 - 1);
         let source = if scan.checkpoint_entries.is_some() {
             "checkpoint"
         } else {

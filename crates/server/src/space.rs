@@ -5,9 +5,9 @@
 //! The first stalled connection of a worker makes room itself (a sync, which applies the
 //! releases of overwritten records, then reclaim); the others poll. The worker's defrag
 //! loop runs meanwhile without its rate limit (see `crate::defrag`). A stall ends when space
-//! is no longer low, when nothing could come back (the live data fills the devices: the
-//! command then fails with the usual no-space error), or after
-//! `storage-write-stall-max-ms` (0: never stall).
+//! is no longer low, when nothing came back for 300 ms (no block freed, nothing copied by
+//! defrag: the live data fills the devices, and the command fails with the usual no-space
+//! error), or after `storage-write-stall-max-ms` (0: never stall).
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,9 +22,14 @@ pub static STALLED_MS: AtomicU64 = AtomicU64::new(0);
 /// Stalls that ended without room (timeout, or nothing could come back).
 pub static STALLS_FAILED: AtomicU64 = AtomicU64::new(0);
 
+/// A stall gives up when no block was freed and defrag copied nothing for this long.
+const NO_PROGRESS: Duration = Duration::from_millis(300);
+
 thread_local! {
     /// A connection of this worker is syncing and reclaiming for the stalled ones.
     static MAKING_ROOM: Cell<bool> = const { Cell::new(false) };
+    /// The progress mark when a stall of this worker last gave up.
+    static LAST_FAILED: Cell<Option<(u64, u64, u64)>> = const { Cell::new(None) };
 }
 
 /// True when space is low on the data devices (one atomic load; the fast path of every
@@ -43,6 +48,15 @@ pub async fn wait_for_room(shared: &Shared) {
     let store = log.store().clone();
     let started = Instant::now();
     STALLS.fetch_add(1, Ordering::Relaxed);
+    let mark = || {
+        let (free, reclaimed) = store.space_mark();
+        (
+            free,
+            reclaimed,
+            crate::defrag::COUNTERS.records.load(Ordering::Relaxed),
+        )
+    };
+    let (mut progress, mut progress_at) = (mark(), Instant::now());
     let mut ok = false;
     loop {
         if !MAKING_ROOM.get() {
@@ -62,11 +76,18 @@ pub async fn wait_for_room(shared: &Shared) {
             ok = true;
             break;
         }
-        // Could anything come back? Garbage of at least two blocks' worth (or blocks
-        // waiting for reclaim); otherwise the live data fills the devices.
-        let st = store.stats();
-        let garbage = (st.used_blocks * st.block_size_bytes).saturating_sub(st.live_bytes);
-        if garbage < 2 * st.block_size_bytes && st.pending_reclaim_blocks == 0 {
+        if LAST_FAILED.get() == Some(mark()) {
+            // Nothing changed since the last stall of this worker gave up: fail at once
+            // (a full device answers as fast as Redis at maxmemory).
+            break;
+        }
+        // Is space coming back (blocks freed or allocated, defrag copying)? If nothing
+        // moved for a while, the live data fills the devices (or what is dead cannot be
+        // freed yet): the write fails instead of waiting out the maximum.
+        let now_mark = mark();
+        if now_mark != progress {
+            (progress, progress_at) = (now_mark, Instant::now());
+        } else if progress_at.elapsed() >= NO_PROGRESS {
             break;
         }
         if started.elapsed() >= Duration::from_millis(max_ms) {
@@ -77,7 +98,10 @@ pub async fn wait_for_room(shared: &Shared) {
         }
         compio::time::sleep(Duration::from_millis(1)).await;
     }
-    if !ok {
+    if ok {
+        LAST_FAILED.set(None);
+    } else {
+        LAST_FAILED.set(Some(mark()));
         STALLS_FAILED.fetch_add(1, Ordering::Relaxed);
     }
     STALLED_MS.fetch_add(started.elapsed().as_millis() as u64, Ordering::Relaxed);

@@ -454,6 +454,15 @@ impl Store {
                 + self.inner.low_space_blocks.load(Ordering::Relaxed)
     }
 
+    /// A cheap progress mark of space coming back: free blocks and blocks reclaimed so far
+    /// (two atomic loads; it changes whenever a block is freed or allocated).
+    pub fn space_mark(&self) -> (u64, u64) {
+        (
+            self.inner.free_count.load(Ordering::Relaxed),
+            self.inner.reclaimed_blocks.load(Ordering::Relaxed),
+        )
+    }
+
     /// [`Store::alloc_block`], but `None` while `keep` or fewer blocks are free.
     pub(crate) fn alloc_block_keeping(&self, worker: u16, keep: u64) -> Option<AllocatedBlock> {
         let mut a = self.lock();
