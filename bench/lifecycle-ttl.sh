@@ -188,13 +188,22 @@ sample_row() {
             printf "\t%s\n", ticks
         }' <<<"$out"
 }
+# Samples every SAMPLE_MS (a sample itself takes a few ms: the next one is due SAMPLE_MS after
+# the previous one started, not after it ended).
 sampler() {
-    local period
+    local next now left
     taskset -cp "$CLIENT_CPU" "$BASHPID" >/dev/null
-    period=$(fcalc "$SAMPLE_MS / 1000")
+    next=${EPOCHREALTIME/./}
     while [[ ! -e $STOP_FILE ]]; do
         sample_row >>"$SAMPLES"
-        sleep "$period"
+        next=$((next + SAMPLE_MS * 1000))
+        now=${EPOCHREALTIME/./}
+        left=$((next - now))
+        if ((left > 0)); then
+            sleep "$(printf '%d.%06d' $((left / 1000000)) $((left % 1000000)))"
+        else
+            next=$now
+        fi
     done
 }
 # Foreground load: FG_SEGMENT-second skerry-bench runs until the stop file appears.
