@@ -291,7 +291,7 @@ log "fill: $N SETs in $(printf %.1f "$FILL_S") s ($(printf %.0f "$(json_num "$OU
 # Waits for DBSIZE == BASE_N and for the space, sample by sample (the sampler's rows).
 DB_AT="" RECLAIM_AT=""
 CU=$(col storage_used_blocks) CL=$(col storage_live_bytes)
-deadline=$(fcalc "$EXPIRE_S + ($DBSIZE_TIMEOUT > $RECLAIM_TIMEOUT ? $DBSIZE_TIMEOUT : $RECLAIM_TIMEOUT)")
+deadline=$(fcalc "$EXPIRE_S + $((DBSIZE_TIMEOUT > RECLAIM_TIMEOUT ? DBSIZE_TIMEOUT : RECLAIM_TIMEOUT))")
 while :; do
     sleep 0.5
     kill -0 "$PID" 2>/dev/null || die "skerry exited (log: $SLOG)"
@@ -349,7 +349,7 @@ RECLAIM_S=${RECLAIM_AT:+$(fcalc "$RECLAIM_AT - $EXPIRE_S")}
 FILL_END=$(awk -F'\t' '$1 == "fill_end" { print $2 }' "$EVENTS")
 BASE_END=$(awk -F'\t' '$1 == "baseline_end" { print $2 }' "$EVENTS")
 FG_START=$(awk -F'\t' '$1 == "fg_start" { print $2 }' "$EVENTS")
-AFTER=${RECLAIM_AT:-${DB_AT:-$END_S}}
+AFTER=${RECLAIM_AT:-$END_S}
 
 FAIL=()
 if [[ -z $DB_S ]]; then
