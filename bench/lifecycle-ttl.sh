@@ -138,7 +138,7 @@ cleanup() {
     stop_server
     [[ -f $SLOG ]] && tail -n 40 "$SLOG" >"$OUT/skerry.log.tail" 2>/dev/null
     if [[ ${KEEP_DATA:-0} != 1 ]]; then
-        rm -rf "${SDIR:?}" "$SLOG" "$STOP_FILE" "$DATA_DIR"/fg-*.json
+        rm -rf "${SDIR:?}" "$SLOG" "$STOP_FILE" "$DATA_DIR"/fg-*.json* "$DATA_DIR"/base-fill.txt "$DATA_DIR"/fill.txt
         rmdir "$DATA_DIR" 2>/dev/null || true
     fi
 }
