@@ -305,7 +305,9 @@ fn ttl_common(x: &mut Exec, key: &[u8], ms: bool, absolute: bool) {
     }
     let v = match (absolute, ms) {
         (true, true) => at,
-        (true, false) => at / 1000,
+        // Rounded to the nearest second like TTL (Redis: `(ms + 500) / 1000`), without
+        // overflowing near the largest time.
+        (true, false) => at / 1000 + i64::from(at % 1000 >= 500),
         (false, true) => (at - x.now_ms).max(0),
         (false, false) => ((at - x.now_ms).max(0) + 500) / 1000,
     };
@@ -330,10 +332,7 @@ pub fn pexpiretime(x: &mut Exec, a: &[&[u8]]) {
 }
 
 fn expire_common(x: &mut Exec, a: &[&[u8]], unit_ms: i64, relative: bool, cmd: &str) {
-    let Some(mut when) = parse_i64(a[2]) else {
-        x.reply.error(NOT_INT);
-        return;
-    };
+    // The options are checked before the time, as Redis's expireGenericCommand does.
     let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
     for opt in &a[3..] {
         if is(opt, "nx") {
@@ -362,6 +361,10 @@ fn expire_common(x: &mut Exec, a: &[&[u8]], unit_ms: i64, relative: bool, cmd: &
             .error("ERR GT and LT options at the same time are not compatible");
         return;
     }
+    let Some(mut when) = parse_i64(a[2]) else {
+        x.reply.error(NOT_INT);
+        return;
+    };
     let invalid = |x: &mut Exec| {
         x.reply
             .error(&format!("ERR invalid expire time in '{cmd}' command"))

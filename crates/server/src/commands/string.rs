@@ -86,55 +86,116 @@ fn expire_at(x: &mut Exec, arg: &[u8], unit_ms: i64, relative: bool, cmd: &str) 
     Some(ms)
 }
 
-/// True for the expire options SET and GETEX share.
-fn is_expire_option(opt: &[u8]) -> bool {
-    is(opt, "ex") || is(opt, "px") || is(opt, "exat") || is(opt, "pxat")
+/// The expire option of SET or GETEX (Redis's `OBJ_EX` ... `OBJ_PERSIST` flags).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ExpireKind {
+    Ex,
+    Px,
+    Exat,
+    Pxat,
+    KeepTtl,
+    Persist,
 }
 
-/// The absolute expiry (Unix ms) of an `EX s|PX ms|EXAT ts|PXAT ms` option with value `arg`;
-/// None after replying with the error.
-fn expire_option(x: &mut Exec, opt: &[u8], arg: &[u8], cmd: &str) -> Option<i64> {
-    let unit_ms = if is(opt, "ex") || is(opt, "exat") {
-        1000
+/// The expire option `opt` names, if any (`keepttl` only for SET, `persist` only for GETEX).
+fn expire_kind(opt: &[u8], set: bool) -> Option<ExpireKind> {
+    if is(opt, "ex") {
+        Some(ExpireKind::Ex)
+    } else if is(opt, "px") {
+        Some(ExpireKind::Px)
+    } else if is(opt, "exat") {
+        Some(ExpireKind::Exat)
+    } else if is(opt, "pxat") {
+        Some(ExpireKind::Pxat)
+    } else if set && is(opt, "keepttl") {
+        Some(ExpireKind::KeepTtl)
+    } else if !set && is(opt, "persist") {
+        Some(ExpireKind::Persist)
     } else {
-        1
-    };
-    let relative = is(opt, "ex") || is(opt, "px");
-    expire_at(x, arg, unit_ms, relative, cmd)
+        None
+    }
+}
+
+/// The expire options seen so far, as Redis's `parseExtendedStringArgumentsOrReply` takes
+/// them: one kind per command, but that kind may be repeated (the last time given wins);
+/// the time itself is validated only after every option was parsed.
+#[derive(Default)]
+struct ExpireOpt<'a> {
+    kind: Option<ExpireKind>,
+    arg: Option<&'a [u8]>,
+}
+
+impl<'a> ExpireOpt<'a> {
+    /// Takes `opt` (with `next` as its time, if it needs one) when it is an expire option
+    /// compatible with the ones before; returns how many arguments it used (0: not taken).
+    fn take(&mut self, opt: &[u8], next: Option<&'a [u8]>, set: bool) -> usize {
+        let Some(k) = expire_kind(opt, set) else {
+            return 0;
+        };
+        if self.kind.is_some_and(|have| have != k) {
+            return 0;
+        }
+        if matches!(k, ExpireKind::KeepTtl | ExpireKind::Persist) {
+            self.kind = Some(k);
+            return 1;
+        }
+        let Some(arg) = next else {
+            return 0;
+        };
+        self.kind = Some(k);
+        self.arg = Some(arg);
+        2
+    }
+
+    /// The absolute expiry (Unix ms) of an `EX|PX|EXAT|PXAT` option; `None` for KEEPTTL,
+    /// PERSIST or no option; `Err` after replying with the error.
+    fn at_ms(&self, x: &mut Exec, cmd: &str) -> Result<Option<i64>, ()> {
+        let (Some(k), Some(arg)) = (self.kind, self.arg) else {
+            return Ok(None);
+        };
+        let unit_ms = if matches!(k, ExpireKind::Ex | ExpireKind::Exat) {
+            1000
+        } else {
+            1
+        };
+        let relative = matches!(k, ExpireKind::Ex | ExpireKind::Px);
+        expire_at(x, arg, unit_ms, relative, cmd)
+            .map(Some)
+            .ok_or(())
+    }
 }
 
 /// SET key value [NX|XX] [GET] [EX s|PX ms|EXAT ts|PXAT ms|KEEPTTL]
 pub fn set(x: &mut Exec, a: &[&[u8]]) {
     let mut cond = Cond::Always;
     let mut want_old = false;
-    let mut expiry = Expiry::Persist;
-    let mut expiry_set = false;
+    let mut exp = ExpireOpt::default();
     let mut i = 3;
     while i < a.len() {
         let opt = a[i];
-        let next = a.get(i + 1);
         if is(opt, "nx") && cond != Cond::Xx {
             cond = Cond::Nx;
         } else if is(opt, "xx") && cond != Cond::Nx {
             cond = Cond::Xx;
         } else if is(opt, "get") {
             want_old = true;
-        } else if is(opt, "keepttl") && !expiry_set {
-            expiry = Expiry::Keep;
-            expiry_set = true;
-        } else if let (true, false, Some(arg)) = (is_expire_option(opt), expiry_set, next) {
-            let Some(t) = expire_option(x, opt, arg, "set") else {
-                return;
-            };
-            expiry = Expiry::At(t);
-            expiry_set = true;
-            i += 1;
         } else {
-            x.reply.error(SYNTAX);
-            return;
+            match exp.take(opt, a.get(i + 1).copied(), true) {
+                0 => {
+                    x.reply.error(SYNTAX);
+                    return;
+                }
+                used => i += used - 1,
+            }
         }
         i += 1;
     }
+    let expiry = match exp.at_ms(x, "set") {
+        Err(()) => return,
+        Ok(Some(t)) => Expiry::At(t),
+        Ok(None) if exp.kind == Some(ExpireKind::KeepTtl) => Expiry::Keep,
+        Ok(None) => Expiry::Persist,
+    };
     let old = if want_old {
         match peek_str(x, a[1]) {
             Ok(v) => v,
@@ -223,30 +284,28 @@ pub fn getdel(x: &mut Exec, a: &[&[u8]]) {
 
 /// GETEX key [EX s|PX ms|EXAT ts|PXAT ms|PERSIST]
 pub fn getex(x: &mut Exec, a: &[&[u8]]) {
-    let mut change: Option<i64> = None; // Some(0) = persist
+    let mut exp = ExpireOpt::default();
     let mut i = 2;
     while i < a.len() {
-        let opt = a[i];
-        let next = a.get(i + 1);
-        if is(opt, "persist") && change.is_none() {
-            change = Some(0);
-        } else if let (true, true, Some(arg)) = (is_expire_option(opt), change.is_none(), next) {
-            let Some(t) = expire_option(x, opt, arg, "getex") else {
+        match exp.take(a[i], a.get(i + 1).copied(), false) {
+            0 => {
+                x.reply.error(SYNTAX);
                 return;
-            };
-            change = Some(t);
-            i += 1;
-        } else {
-            x.reply.error(SYNTAX);
-            return;
+            }
+            used => i += used,
         }
-        i += 1;
     }
+    // As Redis: a missing key answers nil before the time is validated.
     match read_str(x, a[1]) {
         Err(()) => {}
         Ok(None) => x.reply.null(),
         Ok(Some(v)) => {
-            let v = v.to_vec();
+            let change = match exp.at_ms(x, "getex") {
+                Err(()) => return,
+                Ok(Some(t)) => Some(t),
+                Ok(None) if exp.kind == Some(ExpireKind::Persist) => Some(0), // 0 = persist
+                Ok(None) => None,
+            };
             match change {
                 Some(t) if t != 0 && t <= x.now_ms => {
                     x.ks.delete(x.db, a[1], x.now_ms);
