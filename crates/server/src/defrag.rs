@@ -206,14 +206,13 @@ pub async fn run(shared: Arc<Shared>, worker: usize) {
         let mut next = 0usize;
         let mut complete = true;
         while next < image.len() {
+            if shard.borrow().hold.is_some() {
+                // A multi-worker transaction owns the shard: wait for it.
+                compio::time::sleep(Duration::from_millis(1)).await;
+                continue;
+            }
             {
                 let mut s = shard.borrow_mut();
-                if s.hold.is_some() {
-                    // A multi-worker transaction owns the shard: wait for it.
-                    drop(s);
-                    compio::time::sleep(Duration::from_millis(1)).await;
-                    continue;
-                }
                 if store.block_seq(victim.id) != victim.block_seq {
                     // Reclaimed meanwhile (every record became obsolete).
                     break;

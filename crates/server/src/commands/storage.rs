@@ -50,7 +50,7 @@ pub fn defrag(c: &mut Conn, a: &[&[u8]]) {
         c.reply.ok();
     } else if is(sub, "status") && a.len() == 2 {
         status(c);
-    } else if is(sub, "set") && a.len() >= 4 && a.len() % 2 == 0 {
+    } else if is(sub, "set") && a.len() >= 4 && a.len().is_multiple_of(2) {
         // Check every pair before changing anything (as CONFIG SET does).
         let mut changes = Vec::new();
         for pair in a[2..].chunks(2) {
