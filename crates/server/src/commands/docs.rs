@@ -903,8 +903,10 @@ mod tests {
     use crate::commands::COMMANDS;
 
     /// Commands whose arity allows arguments but that Redis documents without any: containers
-    /// (documented through their subcommands) and QUIT (it ignores its arguments).
-    const NO_ARGUMENTS: &[&str] = &["client", "config", "command", "debug", "function", "quit"];
+    /// (documented through their subcommands; DEFRAG parses its own) and QUIT (it ignores its arguments).
+    const NO_ARGUMENTS: &[&str] = &[
+        "client", "config", "command", "debug", "defrag", "function", "quit",
+    ];
 
     fn check_args(cmd: &str, args: &[Arg]) {
         for a in args {
