@@ -180,6 +180,57 @@ pub static PARAMS: &[Param] = &[
         "64",
         true,
     ),
+    // Skerry: defrag of the data devices (crate::defrag; DEFRAG command).
+    p("storage-defrag", Kind::Bool, "yes", true),
+    p(
+        "storage-defrag-live-ratio",
+        Kind::Int { min: 1, max: 99 },
+        "50",
+        true,
+    ),
+    p(
+        "storage-defrag-free-target",
+        Kind::Int { min: 0, max: 100 },
+        "20",
+        true,
+    ),
+    p(
+        "storage-defrag-max-mb-per-sec",
+        Kind::Int {
+            min: 1,
+            max: 1 << 20,
+        },
+        "256",
+        true,
+    ),
+    p(
+        "storage-defrag-tombstone-blocks",
+        Kind::Int {
+            min: 0,
+            max: 1 << 30,
+        },
+        "4",
+        true,
+    ),
+    // Skerry: how long a write may wait for room on nearly full data devices (crate::space).
+    p(
+        "storage-write-stall-max-ms",
+        Kind::Int {
+            min: 0,
+            max: 3_600_000,
+        },
+        "5000",
+        true,
+    ),
+    p(
+        "storage-defrag-interval-ms",
+        Kind::Int {
+            min: 1,
+            max: 60_000,
+        },
+        "100",
+        true,
+    ),
     p("appenddirname", Kind::Str, "appendonlydir", false),
     p("dbfilename", Kind::Str, "dump.rdb", true),
     p("save", Kind::Str, "", true),

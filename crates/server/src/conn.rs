@@ -332,6 +332,11 @@ impl Conn {
             }
             self.authenticated = true;
         }
+        if crate::space::space_low() && spec.has_flag("denyoom") {
+            // Nearly full data devices: wait for room rather than fail (crate::space).
+            self.flush_pending().await;
+            crate::space::wait_for_room(&self.shared).await;
+        }
         match spec.handler {
             Handler::Keyed { cross, .. } => match self.owner(spec, argv) {
                 Some(w) if w == self.worker => {

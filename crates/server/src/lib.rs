@@ -8,6 +8,7 @@ pub mod client;
 pub mod commands;
 pub mod config;
 pub mod conn;
+pub mod defrag;
 pub mod glob;
 pub mod keyspace;
 pub mod longdouble;
@@ -15,6 +16,7 @@ pub mod metrics;
 pub mod persist;
 pub mod reply;
 pub mod slot;
+pub mod space;
 pub mod worker;
 pub use worker::set_allocator_collect;
 

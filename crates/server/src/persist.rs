@@ -286,6 +286,14 @@ pub fn open(cfg: &Config, workers: usize, databases: usize, now_ms: i64) -> Resu
             keys += idx.finish(now_ms, |loc| store.add_live(loc));
         }
         store.recovery_done();
+        // One block per worker stays free for defrag's copies (fewer on a tiny store).
+        let total_blocks: u64 = (0..store.device_count() as u16)
+            .map(|d| store.block_count(d))
+            .sum();
+        store.set_defrag_reserve_blocks((workers as u64).min(total_blocks / 8));
+        // Writes stall (crate::space) once a block rollover of every worker but one could
+        // not find a free block above the reserve (one worker: once it could not).
+        store.set_low_space_blocks(workers as u64 - 1);
         let source = if scan.checkpoint_entries.is_some() {
             "checkpoint"
         } else {

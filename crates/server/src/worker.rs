@@ -555,6 +555,7 @@ pub fn spawn_worker(
                 }
                 compio::runtime::spawn(cron(shared.clone(), id)).detach();
                 compio::runtime::spawn(crate::checkpoint::timer(shared.clone(), id)).detach();
+                compio::runtime::spawn(crate::defrag::run(shared.clone(), id)).detach();
                 // The inbox: jobs from other workers.
                 while let Ok(env) = inbox.recv_async().await {
                     let mut s = shard.borrow_mut();

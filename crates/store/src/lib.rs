@@ -21,6 +21,8 @@
 //!   reserve block, adoption of a recovered open block.
 //! * [`checkpoint`]: what an index checkpoint needs from the store (the sealed
 //!   blocks it covers, [`Store::open_with_checkpoint`]).
+//! * [`defrag`]: the block a worker should rewrite next ([`Store::defrag_victim`])
+//!   and a block's records read back for it ([`Writer::read_block`]).
 //!
 //! See `docs/storage-engine.md`.
 
@@ -28,6 +30,7 @@
 
 mod aligned;
 pub mod checkpoint;
+pub mod defrag;
 pub mod device;
 mod error;
 pub mod format;
@@ -39,6 +42,7 @@ mod writer;
 
 pub use aligned::{AlignedBuf, MIN_ALIGN_BYTES};
 pub use checkpoint::SealedBlock;
+pub use defrag::{BlockImage, DefragOutlook, DefragPolicy, Victim, VictimReason};
 pub use device::{AnyDevice, Device, FileDevice};
 pub use error::{Result, StoreError};
 pub use latency::{IoLatency, LatencyHistogram, LATENCY_BUCKETS};

@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use compio::BufResult;
@@ -111,6 +111,9 @@ pub(crate) struct BlockMeta {
     pub(crate) header_durable: AtomicBool,
     /// One of [`block_state`].
     pub(crate) state: AtomicU8,
+    /// The worker (plus one) whose writer allocated the block in this run; 0 for a block
+    /// found by recovery (its keys may belong to any worker now).
+    pub(crate) run_writer: AtomicU32,
 }
 
 struct Allocator {
@@ -122,22 +125,28 @@ struct Allocator {
     next_device: usize,
 }
 
-struct Inner {
+pub(crate) struct Inner {
     devices: Vec<DeviceInfo>,
     /// Per device, per block.
-    blocks: Vec<Vec<BlockMeta>>,
+    pub(crate) blocks: Vec<Vec<BlockMeta>>,
     allocator: Mutex<Allocator>,
     /// Set after something happened that may make a block reclaimable
     /// (live bytes reached 0, a block became durable, a block was freed,
     /// recovery finished); cleared by the reclaim scan.
     reclaim_hint: AtomicBool,
     /// [`Store::recovery_done`] was called.
-    recovery_done: AtomicBool,
+    pub(crate) recovery_done: AtomicBool,
     /// Blocks freed by reclaim since the store was opened.
     reclaimed_blocks: AtomicU64,
     /// Blocks in the free lists, updated under the allocator lock and read
     /// without it (a writer without a reserve checks it on every append).
-    free_count: AtomicU64,
+    pub(crate) free_count: AtomicU64,
+    /// Free blocks that value appends leave to defrag's copies
+    /// ([`Store::set_defrag_reserve_blocks`]).
+    defrag_reserve_blocks: AtomicU64,
+    /// Free blocks, above the defrag reserve, under which space counts as low
+    /// ([`Store::space_low`]).
+    low_space_blocks: AtomicU64,
     /// Recovered open blocks not adopted by a writer yet
     /// ([`Writer::adopt`](crate::Writer::adopt)).
     adoptable: Mutex<HashMap<BlockId, RecoveredOpenBlock>>,
@@ -341,6 +350,8 @@ impl Store {
                 reclaim_hint: AtomicBool::new(false),
                 recovery_done: AtomicBool::new(false),
                 reclaimed_blocks: AtomicU64::new(0),
+                defrag_reserve_blocks: AtomicU64::new(0),
+                low_space_blocks: AtomicU64::new(0),
                 free_count: AtomicU64::new(0),
                 adoptable: Mutex::new(recovery.open_blocks.iter().map(|b| (b.id, *b)).collect()),
                 allocator: Mutex::new(Allocator {
@@ -409,7 +420,55 @@ impl Store {
     /// Allocates a free block for `worker` (devices are used round-robin), or
     /// `None` when every block is in use.
     pub fn alloc_block(&self, worker: u16) -> Option<AllocatedBlock> {
+        self.alloc_block_keeping(worker, 0)
+    }
+
+    /// Keeps `n` free blocks for defrag: value appends ([`Writer::append`](crate::Writer::append))
+    /// get [`NoSpace`](crate::StoreError::NoSpace) rather than take the last `n` free blocks,
+    /// which only defrag's copies ([`Writer::append_relocated`](crate::Writer::append_relocated))
+    /// and tombstones may use. Without it a device filled by writes leaves defrag no room to
+    /// copy the live records of sparse blocks into, and space never comes back.
+    pub fn set_defrag_reserve_blocks(&self, n: u64) {
+        self.inner.defrag_reserve_blocks.store(n, Ordering::Relaxed);
+    }
+
+    /// Free blocks kept for defrag.
+    pub fn defrag_reserve_blocks(&self) -> u64 {
+        self.inner.defrag_reserve_blocks.load(Ordering::Relaxed)
+    }
+
+    /// Sets how many free blocks above the defrag reserve count as "space low"
+    /// ([`Store::space_low`]): typically one per writer, the blocks the writers may open
+    /// next.
+    pub fn set_low_space_blocks(&self, n: u64) {
+        self.inner.low_space_blocks.store(n, Ordering::Relaxed);
+    }
+
+    /// True when value appends may soon get [`NoSpace`](crate::StoreError::NoSpace): free
+    /// blocks are at most the defrag reserve plus [`Store::set_low_space_blocks`]. One
+    /// atomic load each; callers use it to hold writes back while space comes back (a sync
+    /// applying releases, reclaim, defrag).
+    pub fn space_low(&self) -> bool {
+        self.inner.free_count.load(Ordering::Relaxed)
+            <= self.inner.defrag_reserve_blocks.load(Ordering::Relaxed)
+                + self.inner.low_space_blocks.load(Ordering::Relaxed)
+    }
+
+    /// A cheap progress mark of space coming back: free blocks and blocks reclaimed so far
+    /// (two atomic loads; it changes whenever a block is freed or allocated).
+    pub fn space_mark(&self) -> (u64, u64) {
+        (
+            self.inner.free_count.load(Ordering::Relaxed),
+            self.inner.reclaimed_blocks.load(Ordering::Relaxed),
+        )
+    }
+
+    /// [`Store::alloc_block`], but `None` while `keep` or fewer blocks are free.
+    pub(crate) fn alloc_block_keeping(&self, worker: u16, keep: u64) -> Option<AllocatedBlock> {
         let mut a = self.lock();
+        if keep > 0 && a.free.iter().map(|f| f.len() as u64).sum::<u64>() <= keep {
+            return None;
+        }
         let n = a.free.len();
         for step in 0..n {
             let device = (a.next_device + step) % n;
@@ -446,6 +505,7 @@ impl Store {
             "stale header flag"
         );
         m.seq.store(block_seq, Ordering::Release);
+        m.run_writer.store(u32::from(worker) + 1, Ordering::Relaxed);
         tracing::debug!(worker, ?id, block_seq, "allocated block");
         AllocatedBlock { id, block_seq }
     }
@@ -520,6 +580,7 @@ impl Store {
         m.live_bytes.store(0, Ordering::Relaxed);
         m.tombstones.store(false, Ordering::Relaxed);
         m.header_durable.store(false, Ordering::Relaxed);
+        m.run_writer.store(0, Ordering::Relaxed);
         a.free[usize::from(id.device)].push(id.block);
         self.update_free_count(&a);
         drop(a);
@@ -807,6 +868,7 @@ impl Store {
         );
         m.tombstones.store(false, Ordering::Relaxed);
         m.header_durable.store(false, Ordering::Relaxed);
+        m.run_writer.store(0, Ordering::Relaxed);
         m.seq.store(0, Ordering::Release);
         a.free[usize::from(id.device)].push(id.block);
         self.update_free_count(&a);
@@ -905,7 +967,12 @@ impl Store {
         &self.inner.devices[usize::from(device)]
     }
 
-    fn meta(&self, id: BlockId) -> &BlockMeta {
+    /// The shared state (for the store's own modules).
+    pub(crate) fn inner(&self) -> &Inner {
+        &self.inner
+    }
+
+    pub(crate) fn meta(&self, id: BlockId) -> &BlockMeta {
         &self.inner.blocks[usize::from(id.device)][id.block as usize]
     }
 

@@ -555,6 +555,22 @@ impl Writer {
     /// reclaimed). A tombstone then goes to the writer's reserve block, if it
     /// still has one.
     pub fn append(&self, meta: RecordMeta, key: &[u8], value: &[u8]) -> Result<Location> {
+        self.append_inner(meta, key, value, false)
+    }
+
+    /// [`Writer::append`] for defrag's copy of a live record: it may use the free blocks
+    /// kept for defrag ([`Store::set_defrag_reserve_blocks`]), which value appends leave.
+    pub fn append_relocated(&self, meta: RecordMeta, key: &[u8], value: &[u8]) -> Result<Location> {
+        self.append_inner(meta, key, value, true)
+    }
+
+    fn append_inner(
+        &self,
+        meta: RecordMeta,
+        key: &[u8],
+        value: &[u8],
+        relocated: bool,
+    ) -> Result<Location> {
         debug_assert!(meta.kind != RecordKind::Tombstone || value.is_empty());
         let tombstone = meta.kind == RecordKind::Tombstone;
         let len = encoded_record_len(key.len(), value.len());
@@ -585,7 +601,12 @@ impl Writer {
                 && (tombstone || !b.tombstones_only || has_reserve)
         });
         if !fits {
-            let (alloc, tombstones_only) = match self.store.alloc_block(self.worker) {
+            let keep = if tombstone || relocated {
+                0
+            } else {
+                self.store.defrag_reserve_blocks()
+            };
+            let (alloc, tombstones_only) = match self.store.alloc_block_keeping(self.worker, keep) {
                 Some(a) => (a, false),
                 None => match st.reserve.take_if(|_| tombstone) {
                     Some(id) => {

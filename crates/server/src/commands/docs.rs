@@ -878,6 +878,7 @@ pub static DOCS: &[Doc] = &[
             string("section").optional().multiple(),
         ]),
     doc("time", "2.6.0", "O(1)"),
+    doc("defrag", "0.1.0", "O(1); the rewriting itself runs in the background."),
     doc("lastsave", "1.0.0", "O(1)"),
     doc("shutdown", "1.0.0", "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)")
         .history(&[
@@ -902,8 +903,10 @@ mod tests {
     use crate::commands::COMMANDS;
 
     /// Commands whose arity allows arguments but that Redis documents without any: containers
-    /// (documented through their subcommands) and QUIT (it ignores its arguments).
-    const NO_ARGUMENTS: &[&str] = &["client", "config", "command", "debug", "function", "quit"];
+    /// (documented through their subcommands; DEFRAG parses its own) and QUIT (it ignores its arguments).
+    const NO_ARGUMENTS: &[&str] = &[
+        "client", "config", "command", "debug", "defrag", "function", "quit",
+    ];
 
     fn check_args(cmd: &str, args: &[Arg]) {
         for a in args {

@@ -7,6 +7,7 @@ pub mod connection;
 pub mod docs;
 pub mod keyspace;
 pub mod server;
+pub mod storage;
 pub mod string;
 
 use crate::config::Config;
@@ -339,6 +340,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     spec("info", -1, &["loading", "stale"], NOKEY, "server", "1.0.0", "Returns information and statistics about the server.", &["@slow", "@dangerous"], Handler::Async(AsyncCmd::Info)),
     spec("time", 1, &["loading", "stale", "fast"], NOKEY, "server", "2.6.0", "Returns the server time.", &["@fast"], Handler::Conn(sv::time)),
+    spec("defrag", -2, &["admin", "noscript"], NOKEY, "server", "0.1.0", "Shows and steers the defrag of the data devices (Skerry).", &["@admin", "@slow", "@dangerous"], Handler::Conn(crate::commands::storage::defrag)),
     spec("lastsave", 1, &["loading", "stale", "fast"], NOKEY, "server", "1.0.0", "Returns the Unix timestamp of the last successful save to disk.", &["@admin", "@fast", "@dangerous"], Handler::Conn(sv::lastsave)),
     spec("shutdown", -1, &["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"], NOKEY, "server", "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server.", A_ADMIN, Handler::Conn(sv::shutdown)),
     spec("debug", -2, ADMIN, NOKEY, "server", "1.0.0", "A container for debugging commands.", A_ADMIN, Handler::Conn(sv::debug)),

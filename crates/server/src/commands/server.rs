@@ -886,6 +886,65 @@ pub(crate) fn storage_figures(shared: &crate::worker::Shared, w: &[WorkerInfo]) 
             "fdatasync calls (one per device synced in a round).",
             io.fdatasync.count(),
         ),
+        text(
+            "defrag_state",
+            "Defrag: running, idle, paused or disabled.",
+            crate::defrag::state(shared).to_string(),
+        ),
+        num(
+            "defrag_blocks_rewritten",
+            Counter,
+            "Blocks whose live records defrag moved to the log head.",
+            crate::defrag::COUNTERS.blocks.load(Ordering::Relaxed),
+        ),
+        num(
+            "defrag_tail_blocks_rewritten",
+            Counter,
+            "Of those, log-tail blocks rewritten so that tombstone blocks behind them can go.",
+            crate::defrag::COUNTERS.tail_blocks.load(Ordering::Relaxed),
+        ),
+        num(
+            "defrag_records_moved",
+            Counter,
+            "Records copied by defrag.",
+            crate::defrag::COUNTERS.records.load(Ordering::Relaxed),
+        ),
+        num(
+            "defrag_bytes_moved",
+            Counter,
+            "Encoded bytes copied by defrag.",
+            crate::defrag::COUNTERS.bytes.load(Ordering::Relaxed),
+        ),
+        num(
+            "defrag_bytes_read",
+            Counter,
+            "Bytes defrag read from the devices.",
+            crate::defrag::COUNTERS.read_bytes.load(Ordering::Relaxed),
+        ),
+        num(
+            "defrag_failures",
+            Counter,
+            "Blocks defrag could not finish (no space for the copies, read errors).",
+            crate::defrag::COUNTERS.failures.load(Ordering::Relaxed),
+        ),
+        num(
+            "write_stalls",
+            Counter,
+            "Writes that waited for room on nearly full data devices.",
+            crate::space::STALLS.load(Ordering::Relaxed),
+        ),
+        num(
+            "write_stalls_failed",
+            Counter,
+            "Stalled writes that found no room (they failed with the no-space error).",
+            crate::space::STALLS_FAILED.load(Ordering::Relaxed),
+        ),
+        num(
+            "write_stalled_ms",
+            Counter,
+            "Milliseconds writes spent waiting for room.",
+            crate::space::STALLED_MS.load(Ordering::Relaxed),
+        ),
     ];
     let (hits, misses) = (sum(&|s| s.cache.hits), sum(&|s| s.cache.misses));
     let ratio = if hits + misses == 0 {

@@ -15,6 +15,7 @@
 //! `value-cache-mb`), which serves later reads of the same record without I/O.
 
 pub mod cache;
+mod defrag;
 pub mod entry;
 mod seg_alloc;
 pub mod table;
@@ -23,6 +24,7 @@ use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 
+pub use defrag::Relocation;
 use entry::{Entry, PackedLoc};
 use skerry_store::format::{RecordKind, RecordMeta, VALUE_TYPE_STRING};
 use skerry_store::{Location, StoreError, Writer};

@@ -1,0 +1,82 @@
+//! The keyspace's half of defrag: deciding, record by record, whether a record read back
+//! from a victim block is still a key's current version, and moving it to the log head if
+//! so. The loop that picks blocks, reads them and paces the work is `crate::defrag`.
+
+use skerry_store::format::{RecordKind, RecordMeta};
+use skerry_store::{Location, StoreError};
+
+use super::entry::PackedLoc;
+use super::table::hash_key;
+use super::{split_record_key, Keyspace};
+
+/// What [`Keyspace::relocate`] did with one record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Relocation {
+    /// The record was the key's current version; a copy now is, the old one is released.
+    Moved,
+    /// The record is obsolete here (superseded, deleted, expired, or a key of another
+    /// worker): nothing to do.
+    Obsolete,
+    /// The copy could not be written (no space, too large): the record stays where it is.
+    Refused,
+}
+
+impl Keyspace {
+    /// Moves the record at `from` (record key `record_key`, `value_type`, `value`, as read
+    /// back from the device) to the log head if this worker's index still points at it.
+    /// The copy gets a fresh mutation sequence: it is the key's current version, and newer
+    /// writes get higher sequences still. The old record is released, which takes effect
+    /// once the copy is durable.
+    pub fn relocate(
+        &mut self,
+        record_key: &[u8],
+        from: &Location,
+        value_type: u8,
+        value: &[u8],
+        now_ms: i64,
+    ) -> Result<Relocation, StoreError> {
+        let Some((db, key)) = split_record_key(record_key) else {
+            return Ok(Relocation::Obsolete);
+        };
+        if db >= self.dbs.len() {
+            return Ok(Relocation::Obsolete);
+        }
+        let hash = hash_key(key);
+        let from_packed = PackedLoc::pack(from);
+        let expire_at_ms = match self.dbs[db].table.get(hash, key) {
+            Some(e) if e.loc() == from_packed && e.value_type() == value_type => {
+                if e.expired(now_ms) {
+                    // Expiry writes its tombstone and releases the record.
+                    return Ok(Relocation::Obsolete);
+                }
+                e.expire_at_ms()
+            }
+            _ => return Ok(Relocation::Obsolete),
+        };
+        let meta = RecordMeta {
+            kind: RecordKind::Value,
+            value_type,
+            flags: 0,
+            mutation_seq: self.log.next_seq(),
+            expiry_ms: expire_at_ms,
+        };
+        let to = match self.log.append_relocated(meta, record_key, value) {
+            Ok(to) => to,
+            Err(e @ (StoreError::NoSpace | StoreError::TooLarge { .. })) => {
+                tracing::debug!("defrag copy refused: {e}");
+                return Ok(Relocation::Refused);
+            }
+            Err(e) => return Err(e),
+        };
+        if to.offset_bytes == skerry_store::format::BLOCK_HEADER_BYTES as u32 {
+            self.sync_if_backlogged();
+        }
+        let e = self.dbs[db]
+            .table
+            .get_mut(hash, key)
+            .expect("entry checked above");
+        e.set_loc(PackedLoc::pack(&to));
+        self.log.release(*from);
+        Ok(Relocation::Moved)
+    }
+}

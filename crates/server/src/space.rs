@@ -1,0 +1,108 @@
+//! Write stalls: when the data devices are nearly full but space can come back (releases
+//! waiting for a sync, blocks waiting for reclaim, sparse blocks for defrag), a command that
+//! may add data (`denyoom`, as Redis's maxmemory check) waits for room instead of failing.
+//!
+//! The first stalled connection of a worker makes room itself (a sync, which applies the
+//! releases of overwritten records, then reclaim); the others poll. The worker's defrag
+//! loop runs meanwhile without its rate limit (see `crate::defrag`). A stall ends when space
+//! is no longer low, when nothing came back for 300 ms (no block freed, nothing copied by
+//! defrag: the live data fills the devices, and the command fails with the usual no-space
+//! error), or after `storage-write-stall-max-ms` (0: never stall).
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::worker::{local_shard, Shared};
+
+/// Write stalls since start (all workers).
+pub static STALLS: AtomicU64 = AtomicU64::new(0);
+/// Milliseconds commands spent stalled (all workers).
+pub static STALLED_MS: AtomicU64 = AtomicU64::new(0);
+/// Stalls that ended without room (timeout, or nothing could come back).
+pub static STALLS_FAILED: AtomicU64 = AtomicU64::new(0);
+
+/// A stall gives up when no block was freed and defrag copied nothing for this long.
+const NO_PROGRESS: Duration = Duration::from_millis(300);
+
+thread_local! {
+    /// A connection of this worker is syncing and reclaiming for the stalled ones.
+    static MAKING_ROOM: Cell<bool> = const { Cell::new(false) };
+    /// The progress mark when a stall of this worker last gave up.
+    static LAST_FAILED: Cell<Option<(u64, u64, u64)>> = const { Cell::new(None) };
+}
+
+/// True when space is low on the data devices (one atomic load; the fast path of every
+/// `denyoom` command).
+pub fn space_low() -> bool {
+    local_shard().borrow().keyspace.log().store().space_low()
+}
+
+/// Waits until a write can find room (see the module doc). Call when [`space_low`].
+pub async fn wait_for_room(shared: &Shared) {
+    let max_ms = shared.config.get_i64("storage-write-stall-max-ms").max(0) as u64;
+    if max_ms == 0 {
+        return;
+    }
+    let log = local_shard().borrow().keyspace.log().clone();
+    let store = log.store().clone();
+    let started = Instant::now();
+    STALLS.fetch_add(1, Ordering::Relaxed);
+    let mark = || {
+        let (free, reclaimed) = store.space_mark();
+        (
+            free,
+            reclaimed,
+            crate::defrag::COUNTERS.records.load(Ordering::Relaxed),
+        )
+    };
+    let (mut progress, mut progress_at) = (mark(), Instant::now());
+    let mut ok = false;
+    loop {
+        if !MAKING_ROOM.get() {
+            MAKING_ROOM.set(true);
+            let r = async {
+                log.commit().await?;
+                log.reclaim().await
+            }
+            .await;
+            MAKING_ROOM.set(false);
+            if let Err(e) = r {
+                tracing::error!("making room for a write failed: {e}");
+                break;
+            }
+        }
+        if !store.space_low() {
+            ok = true;
+            break;
+        }
+        if LAST_FAILED.get() == Some(mark()) {
+            // Nothing changed since the last stall of this worker gave up: fail at once
+            // (a full device answers as fast as Redis at maxmemory).
+            break;
+        }
+        // Is space coming back (blocks freed or allocated, defrag copying)? If nothing
+        // moved for a while, the live data fills the devices (or what is dead cannot be
+        // freed yet): the write fails instead of waiting out the maximum.
+        let now_mark = mark();
+        if now_mark != progress {
+            (progress, progress_at) = (now_mark, Instant::now());
+        } else if progress_at.elapsed() >= NO_PROGRESS {
+            break;
+        }
+        if started.elapsed() >= Duration::from_millis(max_ms) {
+            tracing::warn!(
+                "a write waited {max_ms} ms for room on the data devices (storage-write-stall-max-ms); it fails"
+            );
+            break;
+        }
+        compio::time::sleep(Duration::from_millis(1)).await;
+    }
+    if ok {
+        LAST_FAILED.set(None);
+    } else {
+        LAST_FAILED.set(Some(mark()));
+        STALLS_FAILED.fetch_add(1, Ordering::Relaxed);
+    }
+    STALLED_MS.fetch_add(started.elapsed().as_millis() as u64, Ordering::Relaxed);
+}

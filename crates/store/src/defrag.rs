@@ -1,0 +1,356 @@
+//! Store-side support for defrag: choosing the block a worker should rewrite next, and
+//! reading a block's records for it.
+//!
+//! The store cannot tell which records of a block are still needed (only the caller's index
+//! knows), so defrag is driven by the caller: it asks [`Store::defrag_victim`] for a block,
+//! reads it with [`Writer::read_block`], and for every record its index still points at,
+//! appends a copy through its writer (a fresh mutation sequence: the copy *is* the key's
+//! current version) and [`Writer::release`]s the old location. Releases take effect once
+//! the copies are durable, and the emptied block is then reclaimed like any other. Because
+//! copies only ever move live records to the log head, the ordering arguments of recovery
+//! and the log-tail rule of reclaim hold unchanged (`docs/decisions/0007-defrag.md`).
+//!
+//! Which worker rewrites which block: a block written in this run holds only keys of the
+//! worker that wrote it, so only that worker is offered it; a recovered block may hold keys
+//! of any worker (the thread count may have changed), so every worker is offered it once and
+//! moves its own keys (the caller remembers which recovered blocks it has done).
+
+use std::ops::Range;
+use std::sync::atomic::Ordering;
+
+use compio::BufResult;
+
+use crate::error::Result;
+use crate::format::{
+    BlockHeader, BlockKind, BlockState, RecordKind, RecordMeta, BLOCK_HEADER_BYTES,
+};
+use crate::recovery::{scan_area, AreaItem};
+use crate::store::{block_state, io_err, BlockId, Location};
+use crate::{AlignedBuf, Device, Store, Writer};
+
+/// What defrag may do ([`Store::defrag_victim`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DefragPolicy {
+    /// A block is rewritten only when its live bytes are below this percentage of its
+    /// record area.
+    pub max_live_ratio_pct: u32,
+    /// Sparse blocks are rewritten only while free blocks are below this percentage of all
+    /// blocks (100: always). Rewriting early costs device bandwidth for space not needed yet.
+    pub free_target_pct: u32,
+    /// When at least this many blocks holding only obsolete records and tombstones wait
+    /// behind the log tail (the oldest block in use, which still has live records), the
+    /// tail block is rewritten whatever its live ratio, so the tombstones can go. 0: never.
+    pub tombstone_backlog_blocks: u32,
+}
+
+impl Default for DefragPolicy {
+    fn default() -> Self {
+        DefragPolicy {
+            max_live_ratio_pct: 50,
+            free_target_pct: 20,
+            tombstone_backlog_blocks: 4,
+        }
+    }
+}
+
+/// Why a block was chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VictimReason {
+    /// Its live ratio is under the policy's limit and free space is under the target.
+    Sparse,
+    /// It is the log tail holding tombstone blocks back.
+    LogTail,
+}
+
+/// A block to rewrite.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Victim {
+    /// The block.
+    pub id: BlockId,
+    /// Its block sequence when chosen (the block is skipped if it changes).
+    pub block_seq: u64,
+    /// Its live bytes when chosen.
+    pub live_bytes: u64,
+    /// Why.
+    pub reason: VictimReason,
+}
+
+/// Space facts defrag reports ([`Store::defrag_outlook`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DefragOutlook {
+    /// Sealed or recovered blocks with live bytes under the policy's ratio.
+    pub sparse_blocks: u64,
+    /// Blocks holding only obsolete records and tombstones, waiting for the log tail.
+    pub tombstone_backlog_blocks: u64,
+}
+
+impl Store {
+    /// The block `worker` should rewrite next under `policy`, if any; `done(id, block_seq)`
+    /// says which recovered blocks the caller has already rewritten its keys from.
+    pub fn defrag_victim(
+        &self,
+        worker: u16,
+        policy: &DefragPolicy,
+        done: impl Fn(BlockId, u64) -> bool,
+    ) -> Option<Victim> {
+        let recovery_done = self.inner().recovery_done.load(Ordering::SeqCst);
+        if !recovery_done {
+            return None;
+        }
+        let mut total = 0u64;
+        let mut tail: Option<(u64, BlockId)> = None;
+        let mut backlog = 0u32;
+        let mut best: Option<(u64, BlockId, u64)> = None; // (live, id, seq)
+        for (d, metas) in self.inner().blocks.iter().enumerate() {
+            for (b, m) in metas.iter().enumerate() {
+                total += 1;
+                let state = m.state.load(Ordering::SeqCst);
+                if matches!(state, block_state::FREE | block_state::RESERVED) {
+                    continue;
+                }
+                let id = BlockId {
+                    device: d as u16,
+                    block: b as u32,
+                };
+                let seq = m.seq.load(Ordering::SeqCst);
+                if tail.is_none_or(|(s, _)| seq < s) {
+                    tail = Some((seq, id));
+                }
+                let live = m.live_bytes.load(Ordering::SeqCst);
+                let settled = matches!(state, block_state::SEALED | block_state::RECOVERED);
+                if settled && live == 0 && m.tombstones.load(Ordering::SeqCst) {
+                    backlog += 1;
+                }
+                if !self.defraggable(id, state, worker) || live == 0 || done(id, seq) {
+                    continue;
+                }
+                if best.is_none_or(|(l, _, _)| live < l) {
+                    best = Some((live, id, seq));
+                }
+            }
+        }
+        let free = self.inner().free_count.load(Ordering::Relaxed);
+        if let Some((live, id, seq)) = best {
+            let area = self.block_size_bytes(id.device) - BLOCK_HEADER_BYTES as u64;
+            let sparse = live * 100 < area * u64::from(policy.max_live_ratio_pct);
+            // Short of space: under the target, or low enough that writes wait for room.
+            let short = free * 100 < total * u64::from(policy.free_target_pct) || self.space_low();
+            if sparse && short && !self.is_adoptable(id) {
+                return Some(Victim {
+                    id,
+                    block_seq: seq,
+                    live_bytes: live,
+                    reason: VictimReason::Sparse,
+                });
+            }
+        }
+        if policy.tombstone_backlog_blocks > 0 && backlog >= policy.tombstone_backlog_blocks {
+            if let Some((seq, id)) = tail {
+                let m = self.meta(id);
+                let state = m.state.load(Ordering::SeqCst);
+                let live = m.live_bytes.load(Ordering::SeqCst);
+                if live > 0
+                    && self.defraggable(id, state, worker)
+                    && !done(id, seq)
+                    && !self.is_adoptable(id)
+                {
+                    return Some(Victim {
+                        id,
+                        block_seq: seq,
+                        live_bytes: live,
+                        reason: VictimReason::LogTail,
+                    });
+                }
+            }
+        }
+        None
+    }
+
+    /// Counts of what defrag may have to do (for INFO; one pass over the blocks).
+    pub fn defrag_outlook(&self, policy: &DefragPolicy) -> DefragOutlook {
+        let mut out = DefragOutlook::default();
+        for (d, metas) in self.inner().blocks.iter().enumerate() {
+            let area = self.block_size_bytes(d as u16) - BLOCK_HEADER_BYTES as u64;
+            for m in metas {
+                let state = m.state.load(Ordering::Relaxed);
+                if !matches!(state, block_state::SEALED | block_state::RECOVERED) {
+                    continue;
+                }
+                let live = m.live_bytes.load(Ordering::Relaxed);
+                if live == 0 {
+                    if m.tombstones.load(Ordering::Relaxed) {
+                        out.tombstone_backlog_blocks += 1;
+                    }
+                } else if live * 100 < area * u64::from(policy.max_live_ratio_pct) {
+                    out.sparse_blocks += 1;
+                }
+            }
+        }
+        out
+    }
+
+    /// A settled block `worker` may rewrite: sealed and durable (or recovered, after
+    /// recovery), written by `worker` in this run or recovered.
+    fn defraggable(&self, id: BlockId, state: u8, worker: u16) -> bool {
+        if !matches!(state, block_state::SEALED | block_state::RECOVERED) {
+            return false;
+        }
+        let writer = self.meta(id).run_writer.load(Ordering::Relaxed);
+        writer == 0 || writer == u32::from(worker) + 1
+    }
+}
+
+/// One record of a [`BlockImage`].
+#[derive(Clone, Debug)]
+struct ImageRecord {
+    offset_bytes: u32,
+    len_bytes: u32,
+    meta: RecordMeta,
+    key: Range<usize>,
+    value: Range<usize>,
+}
+
+/// The value records of one block as read from its device (CRC-checked), for defrag.
+pub struct BlockImage {
+    id: BlockId,
+    block_seq: u64,
+    buf: AlignedBuf,
+    records: Vec<ImageRecord>,
+}
+
+impl BlockImage {
+    /// The block.
+    pub fn id(&self) -> BlockId {
+        self.id
+    }
+
+    /// The block sequence the image was read with.
+    pub fn block_seq(&self) -> u64 {
+        self.block_seq
+    }
+
+    /// Number of value records (tombstones are not listed: they are never live).
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// The buffer the block was read into, for the next [`Writer::read_block`].
+    pub fn into_buf(self) -> AlignedBuf {
+        self.buf
+    }
+
+    /// True when the block holds no value records.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// Value record `i`: where it is, its header fields, key and value.
+    pub fn record(&self, i: usize) -> (Location, &RecordMeta, &[u8], &[u8]) {
+        let r = &self.records[i];
+        (
+            Location {
+                device: self.id.device,
+                block: self.id.block,
+                offset_bytes: r.offset_bytes,
+                len_bytes: r.len_bytes,
+            },
+            &r.meta,
+            &self.buf[r.key.clone()],
+            &self.buf[r.value.clone()],
+        )
+    }
+}
+
+impl Writer {
+    /// Reads block `id` for defrag and lists its valid value records. `None` when the block
+    /// is no longer the one chosen (its block sequence changed: reclaimed, reused) or its
+    /// header is not a data block's with that sequence. Damaged records are skipped (their
+    /// keys keep reporting the damage).
+    ///
+    /// `spare` is a buffer from an earlier image ([`BlockImage::into_buf`]) to read into
+    /// instead of mapping a new block-sized one (it is used when its size and alignment
+    /// fit); every byte the image looks at is overwritten by the read.
+    pub async fn read_block(
+        &self,
+        id: BlockId,
+        block_seq: u64,
+        spare: Option<AlignedBuf>,
+    ) -> Result<Option<BlockImage>> {
+        if self.store().block_seq(id) != block_seq {
+            return Ok(None);
+        }
+        let dev = &self.devices()[usize::from(id.device)];
+        let block_size = self.store().block_size_bytes(id.device) as usize;
+        let align = self.store().align_bytes(id.device);
+        let block_offset = self.store().block_offset_bytes(id);
+        let mut buf = match spare {
+            Some(b) if b.capacity_bytes() == block_size && b.align_bytes() >= align => b,
+            _ => AlignedBuf::new(block_size, align),
+        };
+        buf.set_len_bytes(block_size);
+        let BufResult(res, buf) = dev.read_at(buf, block_offset).await;
+        let read_bytes = res.map_err(|e| io_err(id.device, block_offset, e))?;
+        if read_bytes != block_size {
+            return Err(io_err(
+                id.device,
+                block_offset,
+                std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    format!("short read of a block: {read_bytes} of {block_size} bytes"),
+                ),
+            ));
+        }
+        if self.store().block_seq(id) != block_seq {
+            return Ok(None);
+        }
+        let header = match BlockHeader::decode(&buf[..BLOCK_HEADER_BYTES]) {
+            Ok(Some(h)) if h.kind == BlockKind::Data && h.block_seq == block_seq => h,
+            _ => {
+                tracing::warn!(
+                    device = id.device,
+                    block = id.block,
+                    "defrag: block header is not the expected one; block skipped"
+                );
+                return Ok(None);
+            }
+        };
+        let end = match header.state {
+            BlockState::Sealed => {
+                (BLOCK_HEADER_BYTES + header.committed_len_bytes as usize).min(block_size)
+            }
+            _ => block_size,
+        };
+        let mut records = Vec::new();
+        let area = &buf[BLOCK_HEADER_BYTES..end];
+        let base = buf.as_ptr() as usize;
+        scan_area(area, block_seq, |offset, item| {
+            if let AreaItem::Valid(r) = item {
+                if r.meta.kind == RecordKind::Tombstone {
+                    return;
+                }
+                // Key and value are sub-slices of `area`; keep them as ranges of `buf`.
+                let range = |s: &[u8]| {
+                    if s.is_empty() {
+                        0..0
+                    } else {
+                        let at = s.as_ptr() as usize - base;
+                        at..at + s.len()
+                    }
+                };
+                records.push(ImageRecord {
+                    offset_bytes: (BLOCK_HEADER_BYTES + offset) as u32,
+                    len_bytes: r.encoded_len_bytes as u32,
+                    meta: r.meta,
+                    key: range(r.key),
+                    value: range(r.value),
+                });
+            }
+        });
+        Ok(Some(BlockImage {
+            id,
+            block_seq,
+            buf,
+            records,
+        }))
+    }
+}
