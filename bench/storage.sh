@@ -387,7 +387,7 @@ fi
 
 # ---------------------------------------------------------------- 2. (and 4.) each server
 declare -A RSS_EMPTY RSS_FILL
-RESTART_PING=nan RESTART_READY=nan RSS_RESTART=nan
+RESTART_PING=nan RESTART_READY=nan RSS_RESTART=nan RSS_SETTLED=nan
 measure_server() { # NAME KIND [SERVER ARGS...]
     local s=$1 kind=$2 r t0 t1 p
     shift 2
@@ -405,6 +405,11 @@ measure_server() { # NAME KIND [SERVER ARGS...]
     if [[ $kind == skerry && $SKIP_RESTART != 1 ]]; then
         # 4. Cold restart: kill -9 after the fill, start again on the same data dir.
         sleep "$RESTART_SETTLE"
+        # The fill's transient buffers (staging images, connection buffers) are gone once
+        # the server has idled a moment: what stays is the index.
+        RSS_SETTLED=$(rss_bytes "${PID[$s]}")
+        fact "$s.rss_settled" "$RSS_SETTLED"
+        log "$s: RSS ${RESTART_SETTLE}s after the fill: $(human_bytes "$RSS_SETTLED"): $(calc "$RSS_SETTLED / $N") bytes per key"
         log "$s: kill -9 (pid ${PID[$s]}) and restart"
         kill -KILL "${PID[$s]}"
         wait "${WRAP[$s]}" 2>/dev/null || true
@@ -590,7 +595,8 @@ fact summary.get_ref "$GET_REF"
     echo
     if [[ $RESTART_READY != nan ]]; then
         echo "Cold restart of Skerry (kill -9 ${RESTART_SETTLE}s after the fill, same data dir): PING answered after $(printf %.2f "$RESTART_PING") s,"
-        echo "DBSIZE == $N after $(printf %.2f "$RESTART_READY") s; RSS after the restart $(human_bytes "$RSS_RESTART")."
+        echo "DBSIZE == $N after $(printf %.2f "$RESTART_READY") s; RSS after the restart $(human_bytes "$RSS_RESTART") ($(calc "$RSS_RESTART / $N" | xargs printf %.1f) bytes per key)."
+        echo "RSS ${RESTART_SETTLE} s after the fill (idle, before the kill): $(human_bytes "$RSS_SETTLED") ($(calc "$RSS_SETTLED / $N" | xargs printf %.1f) bytes per key)."
         echo
     fi
     echo "Raw data: \`runs.tsv\` (every run, incl. fill and warm-up), \`facts.tsv\` (checks, RSS, restart),"
