@@ -1160,9 +1160,9 @@ fn active_expiry_removes_untouched_keys() {
         info_u64(&mut r, "storage", "storage_live_bytes").unwrap() - live_before
     };
     let expired_before = info_u64(&mut r, "stats", "expired_keys").unwrap();
-    fill(&mut r, "short:", 5000, Some("300"));
+    fill(&mut r, "short:", 5000, Some("3000"));
     assert_eq!(r.cmd(&["SELECT", "7"]), ok());
-    fill(&mut r, "db7:", 500, Some("200"));
+    fill(&mut r, "db7:", 500, Some("2500"));
     assert_eq!(r.cmd(&["SELECT", "0"]), ok());
     assert_eq!(r.cmd(&["DBSIZE"]), int(5150));
 
