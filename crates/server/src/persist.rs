@@ -716,6 +716,18 @@ async fn open_checkpointed(
             .zip(pending.iter_mut())
             .map(|((file, idx), pend)| {
                 scope.spawn(move || -> Result<(u64, u64), String> {
+                    // Count the entries per database first (a quick pass that also brings
+                    // the file into the page cache), so each table is sized once for its
+                    // load instead of growing through every step on the way.
+                    let mut per_db = vec![0usize; databases];
+                    crate::checkpoint::for_each_entry(file, |e| {
+                        if let Some(n) = per_db.get_mut(e.db) {
+                            *n += 1;
+                        }
+                    })?;
+                    for (db, n) in per_db.into_iter().enumerate() {
+                        idx.reserve(db, n);
+                    }
                     let (mut entries, mut lost) = (0u64, 0u64);
                     crate::checkpoint::for_each_entry(file, |e| {
                         if e.db >= databases {

@@ -619,18 +619,26 @@ async fn cron(shared: Arc<Shared>, _id: usize) {
                 drop(s);
                 continue;
             }
-            // Keys with and without TTL share the table, so finding due keys means scanning;
-            // the work per tick follows the number of keys with a TTL (Redis samples only
-            // those), capped in time.
-            let volatile: usize = (0..s.keyspace.databases())
-                .map(|db| s.keyspace.volatile_len(db))
+            // Keys with and without TTL share the table, so finding due keys means scanning.
+            // Each tick looks at a tenth of the tables that hold keys with a TTL (a full pass
+            // a second, a few ms per tick at millions of keys) and keeps going, up to the time
+            // budget, only while more than one key in ten it looks at is due (Redis's
+            // adaptive cycle: work follows what is expiring, not what has a TTL).
+            let tables: usize = (0..s.keyspace.databases())
+                .filter(|&db| s.keyspace.volatile_len(db) > 0)
+                .map(|db| s.keyspace.len(db))
                 .sum();
-            let mut budget_keys = (volatile * 20).max(1024);
-            if volatile > 0 {
+            if tables > 0 {
+                let base = (tables / 10).max(1024);
+                let (mut examined, mut removed) = (0usize, 0usize);
                 loop {
-                    let (examined, _, done) = s.keyspace.active_expire_step(now_ms, 512);
-                    budget_keys = budget_keys.saturating_sub(examined.max(1));
-                    if done || budget_keys == 0 || started.elapsed() > EXPIRE_BUDGET {
+                    let (e, r, wrapped) = s.keyspace.active_expire_step(now_ms, 512);
+                    examined += e.max(1);
+                    removed += r;
+                    let few_due = removed * 10 <= examined;
+                    if started.elapsed() > EXPIRE_BUDGET
+                        || (few_due && (examined >= base || wrapped))
+                    {
                         break;
                     }
                 }

@@ -305,6 +305,12 @@ impl RecoveredIndex {
         }
     }
 
+    /// Sizes database `db`'s table for `entries` keys before a load that knows its count
+    /// (see [`table::SegTable::reserve_empty`]); only while it is empty.
+    pub fn reserve(&mut self, db: usize, entries: usize) {
+        self.dbs[db].table.reserve_empty(entries);
+    }
+
     /// A value record of `key` at `loc` (replaces an older one).
     pub fn value(&mut self, db: usize, key: &[u8], loc: &Location, value_type: u8, at_ms: i64) {
         let e = Entry::new(key, PackedLoc::pack(loc), value_type, at_ms);
