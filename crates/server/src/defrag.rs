@@ -162,12 +162,7 @@ pub async fn run(shared: Arc<Shared>, worker: usize) {
                 // Space is low and nothing to rewrite: apply this worker's releases and
                 // reclaim what they free (the other workers' stalled writes wait on it).
                 last_room = Instant::now();
-                if let Err(e) = async {
-                    log.commit().await?;
-                    log.reclaim().await
-                }
-                .await
-                {
+                if let Err(e) = log.reclaim().await {
                     tracing::error!("defrag: making room failed: {e}");
                 }
             }
@@ -266,12 +261,8 @@ pub async fn run(shared: Arc<Shared>, worker: usize) {
         if victim.reason == VictimReason::LogTail {
             COUNTERS.tail_blocks.fetch_add(1, Ordering::Relaxed);
         }
-        // Make the copies durable now so the releases apply and the block comes back
-        // without waiting for the next tick.
-        if let Err(e) = log.commit().await {
-            tracing::error!("defrag: sync failed: {e}");
-            continue;
-        }
+        // Reclaim now (it syncs first, so the copies are durable and the victim's releases
+        // apply) so the block comes back without waiting for the next tick.
         if let Err(e) = log.reclaim().await {
             tracing::error!("defrag: reclaim failed: {e}");
         }

@@ -2,8 +2,9 @@
 //! waiting for a sync, blocks waiting for reclaim, sparse blocks for defrag), a command that
 //! may add data (`denyoom`, as Redis's maxmemory check) waits for room instead of failing.
 //!
-//! The first stalled connection of a worker makes room itself (a sync, which applies the
-//! releases of overwritten records, then reclaim); the others poll. The worker's defrag
+//! The first stalled connection of a worker makes room itself (`Writer::reclaim`, which
+//! first syncs when releases of overwritten records are pending, applying them); the
+//! others poll. The worker's defrag
 //! loop runs meanwhile without its rate limit (see `crate::defrag`). A stall ends when space
 //! is no longer low, when nothing came back for 300 ms (no block freed, nothing copied by
 //! defrag: the live data fills the devices, and the command fails with the usual no-space
@@ -61,11 +62,8 @@ pub async fn wait_for_room(shared: &Shared) {
     loop {
         if !MAKING_ROOM.get() {
             MAKING_ROOM.set(true);
-            let r = async {
-                log.commit().await?;
-                log.reclaim().await
-            }
-            .await;
+            // reclaim syncs first when releases are pending (that applies them).
+            let r = log.reclaim().await;
             MAKING_ROOM.set(false);
             if let Err(e) = r {
                 tracing::error!("making room for a write failed: {e}");
