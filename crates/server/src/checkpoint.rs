@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use skerry_store::{BlockId, SealedBlock};
 
-use crate::commands::server::{Figure, FigureKind, FigureValue};
+use crate::commands::server::{Figure, FigureKind};
 use crate::keyspace::entry::PackedLoc;
 use crate::worker::{local_shard, unix_ms, Shared};
 
@@ -129,24 +129,18 @@ pub(crate) fn figures() -> Vec<Figure> {
     use FigureKind::{Counter, Gauge};
     let g = global();
     let r = g.report.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    let num = |name, kind, help, v: u64| Figure {
-        name,
-        kind,
-        help,
-        value: FigureValue::Num(v),
-    };
+    let num = Figure::num;
     let source = if r.source.is_empty() {
         "scan"
     } else {
         r.source
     };
     vec![
-        Figure {
-            name: "recovery_source",
-            kind: Gauge,
-            help: "How the index was rebuilt at start: checkpoint or scan.",
-            value: FigureValue::Text(source.to_string()),
-        },
+        Figure::text(
+            "recovery_source",
+            "How the index was rebuilt at start: checkpoint or scan.",
+            source.to_string(),
+        ),
         num(
             "recovery_scanned_blocks",
             Gauge,

@@ -673,6 +673,28 @@ pub(crate) struct Figure {
     pub(crate) value: FigureValue,
 }
 
+impl Figure {
+    /// A numeric figure (INFO storage and `/metrics`).
+    pub(crate) fn num(name: &'static str, kind: FigureKind, help: &'static str, v: u64) -> Self {
+        Figure {
+            name,
+            kind,
+            help,
+            value: FigureValue::Num(v),
+        }
+    }
+
+    /// A text figure (INFO storage only).
+    pub(crate) fn text(name: &'static str, help: &'static str, v: String) -> Self {
+        Figure {
+            name,
+            kind: FigureKind::Gauge,
+            help,
+            value: FigureValue::Text(v),
+        }
+    }
+}
+
 /// The device latencies of every worker, merged.
 pub(crate) fn merged_io(w: &[WorkerInfo]) -> skerry_store::IoLatency {
     let mut io = skerry_store::IoLatency::default();
@@ -701,18 +723,7 @@ pub(crate) fn storage_figures(shared: &crate::worker::Shared, w: &[WorkerInfo]) 
         skerry_store::Durability::No => "no",
     };
     let io = merged_io(w);
-    let num = |name, kind, help, v: u64| Figure {
-        name,
-        kind,
-        help,
-        value: FigureValue::Num(v),
-    };
-    let text = |name, help, v: String| Figure {
-        name,
-        kind: Gauge,
-        help,
-        value: FigureValue::Text(v),
-    };
+    let (num, text) = (Figure::num, Figure::text);
     let mut figures = vec![
         num(
             "devices",
