@@ -511,7 +511,18 @@ pub struct Hot {
     pub output_soft_limit: AtomicU64,
     /// Seconds a client may stay over the soft limit.
     pub output_soft_seconds: AtomicU64,
+    /// The collection encoding thresholds (`hash-max-listpack-entries`, ...).
+    pub coll: crate::coll::HotThresholds,
 }
+
+/// Redis's old names for parameters (both names always hold the same value).
+pub const ALIASES: &[(&str, &str)] = &[
+    ("hash-max-ziplist-entries", "hash-max-listpack-entries"),
+    ("hash-max-ziplist-value", "hash-max-listpack-value"),
+    ("zset-max-ziplist-entries", "zset-max-listpack-entries"),
+    ("zset-max-ziplist-value", "zset-max-listpack-value"),
+    ("list-max-ziplist-size", "list-max-listpack-size"),
+];
 
 /// The process-wide configuration.
 #[derive(Debug)]
@@ -690,6 +701,7 @@ impl Config {
                 output_hard_limit: AtomicU64::new(0),
                 output_soft_limit: AtomicU64::new(0),
                 output_soft_seconds: AtomicU64::new(0),
+                coll: Default::default(),
             },
         };
         c.refresh_hot();
@@ -718,6 +730,16 @@ impl Config {
         if param.name == "data-file" && !values[i].is_empty() && !v.is_empty() {
             // Repeatable at startup: each occurrence adds one more data device.
             v = format!("{} {v}", values[i]);
+        }
+        for (old, new) in ALIASES {
+            let other = if param.name == *old {
+                new
+            } else if param.name == *new {
+                old
+            } else {
+                continue;
+            };
+            values[crate::config::param(other).expect("alias").0] = v.clone();
         }
         values[i] = v;
         drop(values);
@@ -749,6 +771,13 @@ impl Config {
             .store(!get("requirepass").is_empty(), Ordering::Relaxed);
         h.query_buffer_limit
             .store(num("client-query-buffer-limit"), Ordering::Relaxed);
+        h.coll.set(crate::coll::Thresholds {
+            hash_max_listpack_entries: num("hash-max-listpack-entries") as usize,
+            hash_max_listpack_value: num("hash-max-listpack-value") as usize,
+            set_max_intset_entries: num("set-max-intset-entries") as usize,
+            zset_max_listpack_entries: num("zset-max-listpack-entries") as usize,
+            zset_max_listpack_value: num("zset-max-listpack-value") as usize,
+        });
         if let Ok(limits) = parse_output_limits(&get("client-output-buffer-limit")) {
             if let Some((_, hard, soft, secs)) = limits.iter().find(|l| l.0 == "normal") {
                 h.output_hard_limit.store(*hard as u64, Ordering::Relaxed);
@@ -963,5 +992,22 @@ mod tests {
             vec!["requirepass", "a b"]
         );
         assert!(split_config_line("x \"ab").is_none());
+    }
+}
+
+#[cfg(test)]
+mod alias_tests {
+    use super::*;
+
+    #[test]
+    fn old_and_new_names_hold_one_value() {
+        let c = Config::defaults();
+        c.set("hash-max-ziplist-entries", "7", true).unwrap();
+        assert_eq!(c.get("hash-max-listpack-entries"), "7");
+        c.set("zset-max-listpack-value", "9", true).unwrap();
+        assert_eq!(c.get("zset-max-ziplist-value"), "9");
+        let t = c.hot.coll.get();
+        assert_eq!(t.hash_max_listpack_entries, 7);
+        assert_eq!(t.zset_max_listpack_value, 9);
     }
 }

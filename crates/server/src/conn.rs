@@ -92,8 +92,17 @@ pub fn exec_keyed(
         now_ms,
         reply,
         config: &shard.shared.config,
+        block: None,
     };
     run(&mut x, argv);
+    let block = x.block.take();
+    if let Some(b) = &block {
+        // Not waiting yet (crate::blocking comes next): answer as if the time ran out.
+        match b.on_timeout {
+            crate::commands::TimeoutReply::NullArray => reply.null_array(),
+            crate::commands::TimeoutReply::NullBulk => reply.null(),
+        }
+    }
     if let Some(e) = shard.keyspace.take_error() {
         // An append to the data devices or a value read failed: nothing was changed (or
         // nothing wrong served); say why.
@@ -115,7 +124,8 @@ fn exec_failed(shard: &mut Shard, idx: usize, reply: &mut Reply, msg: &str) {
 /// The key arguments of keyed command `idx`.
 fn key_args<'a>(idx: usize, argv: &[&'a [u8]]) -> SmallVec<[&'a [u8]; 4]> {
     COMMANDS[idx]
-        .key_positions(argv.len())
+        .key_positions(argv)
+        .into_iter()
         .map(|p| argv[p])
         .collect()
 }
@@ -271,7 +281,7 @@ impl Conn {
             return Some(0);
         }
         let mut owner = None;
-        for p in spec.key_positions(argv.len()) {
+        for p in spec.key_positions(argv) {
             let w = slot::owner(argv[p], workers);
             match owner {
                 None => owner = Some(w),
@@ -600,7 +610,6 @@ mod s_cross {
                         .map(|(i, k)| {
                             let v = match s.keyspace.get(db, &k, now).map(|g| g.value) {
                                 Some(Value::Str(v)) => Some(v),
-                                #[allow(unreachable_patterns)]
                                 _ => None,
                             };
                             (i, v)
@@ -733,7 +742,6 @@ mod s_cross {
                     match s.keyspace.get(db, &probe, now).map(|g| g.value) {
                         None => Ok(Vec::new()),
                         Some(Value::Str(v)) => Ok(v),
-                        #[allow(unreachable_patterns)]
                         Some(_) => Err(()),
                     }
                 })
@@ -760,6 +768,7 @@ mod s_cross {
             now_ms: now,
             reply: &mut c.reply,
             config: &s.shared.config,
+            block: None,
         };
         crate::commands::string::lcs_reply(&mut x, argv, &values[0], &values[1]);
     }

@@ -5,6 +5,7 @@
 
 pub mod checkpoint;
 pub mod client;
+pub mod coll;
 pub mod commands;
 pub mod config;
 pub mod conn;

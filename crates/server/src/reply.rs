@@ -52,8 +52,15 @@ impl Reply {
     pub fn error(&mut self, msg: &str) {
         resp::error(&mut self.buf, msg.as_bytes());
     }
+    /// An array of simple strings (HELP texts).
+    pub fn simple_lines(&mut self, lines: &[&str]) {
+        self.array(lines.len());
+        for l in lines {
+            self.simple(l);
+        }
+    }
+
     /// An integer.
-    #[inline]
     pub fn int(&mut self, n: i64) {
         resp::integer(&mut self.buf, n);
     }

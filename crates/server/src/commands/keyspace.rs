@@ -6,7 +6,7 @@ use super::{is, parse_i64, Exec};
 use crate::conn::Conn;
 use crate::glob::glob_match;
 use crate::keyspace::table::SCAN_GRANULE_BITS;
-use crate::keyspace::{Expiry, Got, Value};
+use crate::keyspace::{Expiry, Got};
 use crate::reply::errors::*;
 
 /// DEL / UNLINK key [key ...] (keys on this worker)
@@ -110,9 +110,9 @@ pub async fn rename_cross(c: &mut Conn, a: &[&[u8]]) {
         .await;
     let (value, at) = match taken {
         Ok(Some(Got {
-            value: Value::Str(v),
+            value,
             expire_at_ms,
-        })) => (v, expire_at_ms),
+        })) => (value, expire_at_ms),
         Ok(None) => {
             c.reply.error("ERR no such key");
             return;
@@ -127,7 +127,7 @@ pub async fn rename_cross(c: &mut Conn, a: &[&[u8]]) {
         .run(wd, move |s| {
             let ok = s
                 .keyspace
-                .put(db, &dst, &value, Expiry::of_entry_ms(at), now);
+                .put_value(db, &dst, &value, Expiry::of_entry_ms(at), now);
             (ok, s.keyspace.take_error())
         })
         .await;
@@ -230,9 +230,9 @@ pub async fn copy_cross(c: &mut Conn, a: &[&[u8]]) {
         .await;
     let (value, at) = match found {
         Ok(Some(Got {
-            value: Value::Str(v),
+            value,
             expire_at_ms,
-        })) => (v, expire_at_ms),
+        })) => (value, expire_at_ms),
         Ok(None) => {
             c.reply.int(0);
             return;
@@ -248,7 +248,7 @@ pub async fn copy_cross(c: &mut Conn, a: &[&[u8]]) {
                 return Ok(false);
             }
             if s.keyspace
-                .put(dst_db, &dst, &value, Expiry::of_entry_ms(at), now)
+                .put_value(dst_db, &dst, &value, Expiry::of_entry_ms(at), now)
             {
                 Ok(true)
             } else {
@@ -660,4 +660,48 @@ pub async fn randomkey(c: &mut Conn) {
         }
     }
     c.reply.null();
+}
+
+/// OBJECT ENCODING|REFCOUNT|IDLETIME|FREQ key, OBJECT HELP
+pub fn object(x: &mut Exec, a: &[&[u8]]) {
+    if is(a[1], "help") {
+        x.reply.simple_lines(&[
+            "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "ENCODING <key>",
+            "    Return the kind of internal representation used in order to store the value",
+            "    associated with a <key>.",
+            "FREQ <key>",
+            "    Return the access frequency index of the <key>. The returned integer is",
+            "    proportional to the logarithm of the recent access frequency of the key.",
+            "IDLETIME <key>",
+            "    Return the idle time of the <key>, that is the approximated number of",
+            "    seconds elapsed since the last access to the key.",
+            "REFCOUNT <key>",
+            "    Return the number of references of the value associated with the specified",
+            "    <key>.",
+            "HELP",
+            "    Print this help.",
+        ]);
+        return;
+    }
+    let key = a[2];
+    if is(a[1], "encoding") {
+        match x.ks.encoding(x.db, key, x.now_ms) {
+            Some(e) => x.reply.bulk(e.as_bytes()),
+            None => x.reply.null(),
+        }
+        return;
+    }
+    if !x.ks.exists(x.db, key, x.now_ms) {
+        x.reply.null();
+        return;
+    }
+    if is(a[1], "refcount") {
+        x.reply.int(1);
+    } else if is(a[1], "idletime") {
+        // Skerry keeps no access time per key.
+        x.reply.int(0);
+    } else {
+        x.reply.error("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.");
+    }
 }

@@ -1,18 +1,24 @@
 //! The command table, as data: name, arity, flags, key positions, group, version and summary
 //! for every command. Dispatch, arity errors, key routing and `COMMAND` all come from it.
 //!
-//! One file per command family: `string.rs`, `keyspace.rs`, `connection.rs`, `server.rs`.
+//! One file per command family: `string.rs`, `hash.rs`, `list.rs`, `set.rs`, `zset.rs`,
+//! `keyspace.rs`, `connection.rs`, `server.rs`.
 
 pub mod connection;
 pub mod docs;
+pub mod hash;
 pub mod keyspace;
+pub mod list;
 pub mod server;
+pub mod set;
 pub mod storage;
 pub mod string;
+pub mod zset;
 
+use crate::coll::Thresholds;
 use crate::config::Config;
 use crate::conn::Conn;
-use crate::keyspace::Keyspace;
+use crate::keyspace::{CollError, Keyspace};
 use crate::reply::Reply;
 
 /// A command that runs on the worker owning its keys, synchronously.
@@ -126,6 +132,46 @@ pub struct CommandSpec {
     pub handler: Handler,
     /// Subcommands (for containers such as CLIENT and CONFIG).
     pub subcommands: &'static [SubSpec],
+    /// Finds the key arguments of commands whose keys move with their arguments (a
+    /// `numkeys` argument: ZUNIONSTORE, LMPOP, ...); None: first/last/step say where.
+    pub key_finder: Option<KeyFinder>,
+}
+
+/// Positions of the key arguments in an argument vector (for commands with `numkeys`). A
+/// `numkeys` that does not parse or does not fit gives no keys; the handler then replies
+/// with Redis's error.
+pub type KeyFinder = fn(&[&[u8]]) -> smallvec::SmallVec<[usize; 8]>;
+
+/// Keys after a `numkeys` argument at `at` (e.g. ZINTER numkeys key...: `at` = 1).
+fn keys_after_numkeys(argv: &[&[u8]], at: usize) -> smallvec::SmallVec<[usize; 8]> {
+    let mut out = smallvec::SmallVec::new();
+    let Some(n) = argv.get(at).and_then(|a| parse_i64(a)) else {
+        return out;
+    };
+    if n <= 0 || (at + 1) as i64 + n > argv.len() as i64 {
+        return out;
+    }
+    out.extend(at + 1..at + 1 + n as usize);
+    out
+}
+
+/// `CMD numkeys key... [options]` (ZINTER, ZUNION, ZDIFF, SINTERCARD, ZINTERCARD, LMPOP, ZMPOP).
+pub fn keys_numkeys_at_1(argv: &[&[u8]]) -> smallvec::SmallVec<[usize; 8]> {
+    keys_after_numkeys(argv, 1)
+}
+
+/// `CMD destination numkeys key... [options]` (ZUNIONSTORE, ZINTERSTORE, ZDIFFSTORE).
+pub fn keys_dest_numkeys(argv: &[&[u8]]) -> smallvec::SmallVec<[usize; 8]> {
+    let mut out = keys_after_numkeys(argv, 2);
+    if !out.is_empty() {
+        out.insert(0, 1);
+    }
+    out
+}
+
+/// `CMD timeout numkeys key... [options]` (BLMPOP, BZMPOP).
+pub fn keys_timeout_numkeys(argv: &[&[u8]]) -> smallvec::SmallVec<[usize; 8]> {
+    keys_after_numkeys(argv, 2)
 }
 
 impl CommandSpec {
@@ -140,8 +186,12 @@ impl CommandSpec {
         }
     }
 
-    /// Positions of the key arguments for this argument vector.
-    pub fn key_positions(&self, argc: usize) -> impl Iterator<Item = usize> {
+    /// Positions of the key arguments in `argv`.
+    pub fn key_positions(&self, argv: &[&[u8]]) -> smallvec::SmallVec<[usize; 8]> {
+        if let Some(f) = self.key_finder {
+            return f(argv);
+        }
+        let argc = argv.len();
         let (first, step) = (self.first_key, self.step.max(1) as usize);
         let last = if self.last_key < 0 {
             argc as i32 + self.last_key
@@ -153,7 +203,7 @@ impl CommandSpec {
         } else {
             first as usize..last as usize + 1
         };
-        range.step_by(step)
+        range.step_by(step).collect()
     }
 
     /// The subcommand named `name` (case-insensitive), for containers such as CONFIG.
@@ -196,6 +246,54 @@ pub struct Exec<'a> {
     pub reply: &'a mut Reply,
     /// Configuration.
     pub config: &'a Config,
+    /// Set by a blocking command (BLPOP, BZPOPMIN, ...) that found nothing to serve: the
+    /// connection waits for one of the keys to be written, then runs the command again
+    /// (see `crate::blocking`). The handler wrote no reply.
+    pub block: Option<BlockRequest>,
+}
+
+/// What a blocking command waits for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockRequest {
+    /// The keys whose change may let the command go on (in the command's database).
+    pub keys: Vec<Vec<u8>>,
+    /// How long to wait in milliseconds; 0 = for ever.
+    pub timeout_ms: u64,
+    /// The reply when the time runs out.
+    pub on_timeout: TimeoutReply,
+}
+
+/// A blocking command's reply when its time runs out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeoutReply {
+    /// A null array (BLPOP, BRPOP, BLMPOP, BZPOPMIN, BZPOPMAX, BZMPOP).
+    NullArray,
+    /// A null bulk string (BLMOVE, BRPOPLPUSH).
+    NullBulk,
+}
+
+impl Exec<'_> {
+    /// Makes a blocking command wait on `keys` (it replies nothing now); see [`BlockRequest`].
+    pub fn block_on(&mut self, keys: &[&[u8]], timeout_ms: u64, on_timeout: TimeoutReply) {
+        self.block = Some(BlockRequest {
+            keys: keys.iter().map(|k| k.to_vec()).collect(),
+            timeout_ms,
+            on_timeout,
+        });
+    }
+
+    /// The collection encoding thresholds (for [`Keyspace::put_coll`]).
+    pub fn thresholds(&self) -> Thresholds {
+        self.config.hot.coll.get()
+    }
+}
+
+/// Replies for a collection that could not be handed out: WRONGTYPE, or nothing when the
+/// keyspace kept a read error (the dispatcher replies with it).
+pub fn coll_error(reply: &mut Reply, e: CollError) {
+    if e == CollError::WrongType {
+        reply.error(crate::reply::errors::WRONGTYPE);
+    }
 }
 
 const W: &[&str] = &["write", "denyoom"];
@@ -211,7 +309,40 @@ const A_STR_W: &[&str] = &["@write", "@string"];
 const A_STR_WF: &[&str] = &["@write", "@string", "@fast"];
 const A_STR_R: &[&str] = &["@read", "@string"];
 const A_STR_RF: &[&str] = &["@read", "@string", "@fast"];
+#[allow(dead_code)] // until every family uses it
+const A_HASH_W: &[&str] = &["@write", "@hash", "@slow"];
+#[allow(dead_code)] // until every family uses it
+const A_HASH_WF: &[&str] = &["@write", "@hash", "@fast"];
+#[allow(dead_code)] // until every family uses it
+const A_HASH_R: &[&str] = &["@read", "@hash", "@slow"];
+#[allow(dead_code)] // until every family uses it
+const A_HASH_RF: &[&str] = &["@read", "@hash", "@fast"];
+#[allow(dead_code)] // until every family uses it
+const A_LIST_W: &[&str] = &["@write", "@list", "@slow"];
+#[allow(dead_code)] // until every family uses it
+const A_LIST_WF: &[&str] = &["@write", "@list", "@fast"];
+#[allow(dead_code)] // until every family uses it
+const A_LIST_R: &[&str] = &["@read", "@list", "@slow"];
+#[allow(dead_code)] // until every family uses it
+const A_LIST_RF: &[&str] = &["@read", "@list", "@fast"];
+#[allow(dead_code)] // until every family uses it
+const A_SET_W: &[&str] = &["@write", "@set", "@slow"];
+#[allow(dead_code)] // until every family uses it
+const A_SET_WF: &[&str] = &["@write", "@set", "@fast"];
+#[allow(dead_code)] // until every family uses it
+const A_SET_R: &[&str] = &["@read", "@set", "@slow"];
+#[allow(dead_code)] // until every family uses it
+const A_SET_RF: &[&str] = &["@read", "@set", "@fast"];
+#[allow(dead_code)] // until every family uses it
+const A_ZSET_W: &[&str] = &["@write", "@sortedset", "@slow"];
+#[allow(dead_code)] // until every family uses it
+const A_ZSET_WF: &[&str] = &["@write", "@sortedset", "@fast"];
+#[allow(dead_code)] // until every family uses it
+const A_ZSET_R: &[&str] = &["@read", "@sortedset", "@slow"];
+#[allow(dead_code)] // until every family uses it
+const A_ZSET_RF: &[&str] = &["@read", "@sortedset", "@fast"];
 const A_KS_W: &[&str] = &["@keyspace", "@write"];
+const A_KS_R: &[&str] = &["@keyspace", "@read", "@slow"];
 const A_KS_RF: &[&str] = &["@keyspace", "@read", "@fast"];
 const A_CONN: &[&str] = &["@fast", "@connection"];
 const A_ADMIN: &[&str] = &["@admin", "@slow", "@dangerous"];
@@ -241,6 +372,7 @@ const fn spec(
         acl,
         handler,
         subcommands: &[],
+        key_finder: None,
     }
 }
 
@@ -259,9 +391,13 @@ const K1: (i32, i32, i32) = (1, 1, 1);
 const KALL: (i32, i32, i32) = (1, -1, 1);
 
 use connection as c;
+use hash as h;
 use keyspace as k;
+use list as l;
 use server as sv;
+use set as st;
 use string as s;
+use zset as z;
 
 /// Every command Skerry knows.
 pub static COMMANDS: &[CommandSpec] = &[
@@ -288,6 +424,20 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("substr", 4, R, K1, "string", "1.0.0", "Returns a substring from a string value.", A_STR_R, keyed(s::getrange)),
     spec("setrange", 4, W, K1, "string", "2.2.0", "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.", A_STR_W, keyed(s::setrange)),
     spec("lcs", -3, R, (1, 2, 1), "string", "7.0.0", "Finds the longest common substring.", A_STR_R, keyed_x(s::lcs, AsyncCmd::Lcs)),
+    // hash (commands/hash.rs)
+    spec("hset", -4, WF, K1, "hash", "2.0.0", "Creates or modifies the value of a field in a hash.", A_HASH_WF, keyed(h::hset)),
+    spec("hmset", -4, WF, K1, "hash", "2.0.0", "Sets the values of multiple fields.", A_HASH_WF, keyed(h::hset)),
+    spec("hget", 3, RF, K1, "hash", "2.0.0", "Returns the value of a field in a hash.", A_HASH_RF, keyed(h::hget)),
+    //
+    // list (commands/list.rs)
+    spec("llen", 2, RF, K1, "list", "1.0.0", "Returns the length of a list.", A_LIST_RF, keyed(l::llen)),
+    //
+    // set (commands/set.rs)
+    spec("scard", 2, RF, K1, "set", "1.0.0", "Returns the number of members in a set.", A_SET_RF, keyed(st::scard)),
+    //
+    // sorted set (commands/zset.rs)
+    spec("zcard", 2, RF, K1, "sorted-set", "1.2.0", "Returns the number of members in a sorted set.", A_ZSET_RF, keyed(z::zcard)),
+    //
     // generic (keyspace)
     spec("del", -2, WDEL, KALL, "generic", "1.0.0", "Deletes one or more keys.", A_KS_W, keyed_x(k::del, AsyncCmd::Del)),
     spec("unlink", -2, WDELF, KALL, "generic", "4.0.0", "Asynchronously deletes one or more keys.", A_KS_W, keyed_x(k::del, AsyncCmd::Del)),
@@ -310,6 +460,10 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("expireat", -3, WF, K1, "generic", "1.2.0", "Sets the expiration time of a key to a Unix timestamp.", A_KS_W, keyed(k::expireat)),
     spec("pexpireat", -3, WF, K1, "generic", "2.6.0", "Sets the expiration time of a key to a Unix milliseconds timestamp.", A_KS_W, keyed(k::pexpireat)),
     spec("persist", 2, WF, K1, "generic", "2.2.0", "Removes the expiration time of a key.", A_KS_W, keyed(k::persist)),
+    CommandSpec {
+        subcommands: OBJECT_SUBS,
+        ..spec("object", -2, &["readonly"], (2, 2, 1), "generic", "2.2.3", "A container for object introspection commands.", A_KS_R, keyed(k::object))
+    },
     spec("dbsize", 1, &["readonly", "fast"], NOKEY, "server", "1.0.0", "Returns the number of keys in the database.", &["@keyspace", "@read", "@fast"], Handler::Async(AsyncCmd::Dbsize)),
     spec("flushdb", -1, &["write"], NOKEY, "server", "1.0.0", "Remove all keys from the current database.", &["@keyspace", "@write", "@slow", "@dangerous"], Handler::Async(AsyncCmd::Flushdb)),
     spec("flushall", -1, &["write"], NOKEY, "server", "1.0.0", "Removes all keys from all databases.", &["@keyspace", "@write", "@slow", "@dangerous"], Handler::Async(AsyncCmd::Flushall)),
@@ -413,6 +567,40 @@ pub static CLIENT_SUBS: &[SubSpec] = &[
         name: "client|help",
         arity: 2,
         flags: CONN,
+        summary: "Returns helpful text about the different subcommands.",
+    },
+];
+
+/// OBJECT's subcommands.
+pub static OBJECT_SUBS: &[SubSpec] = &[
+    SubSpec {
+        name: "object|encoding",
+        arity: 3,
+        flags: &["readonly"],
+        summary: "Returns the internal encoding of a Redis object.",
+    },
+    SubSpec {
+        name: "object|refcount",
+        arity: 3,
+        flags: &["readonly"],
+        summary: "Returns the reference count of a value of a key.",
+    },
+    SubSpec {
+        name: "object|idletime",
+        arity: 3,
+        flags: &["readonly"],
+        summary: "Returns the time since the last access to a Redis object.",
+    },
+    SubSpec {
+        name: "object|freq",
+        arity: 3,
+        flags: &["readonly"],
+        summary: "Returns the logarithmic access frequency counter of a Redis object.",
+    },
+    SubSpec {
+        name: "object|help",
+        arity: 2,
+        flags: &["loading", "stale"],
         summary: "Returns helpful text about the different subcommands.",
     },
 ];
@@ -641,6 +829,25 @@ pub fn parse_f64(b: &[u8]) -> Option<f64> {
     Some(v)
 }
 
+/// Parses a blocking command's timeout (seconds, decimals allowed) into milliseconds (0 =
+/// for ever), replying with Redis's error when it is not valid.
+pub fn parse_block_timeout(reply: &mut Reply, arg: &[u8]) -> Option<u64> {
+    let Some(secs) = parse_f64(arg).filter(|v| v.is_finite()) else {
+        reply.error("ERR timeout is not a float or out of range");
+        return None;
+    };
+    if secs < 0.0 {
+        reply.error("ERR timeout is negative");
+        return None;
+    }
+    let ms = (secs * 1000.0).ceil();
+    if ms > (i64::MAX / 2) as f64 {
+        reply.error("ERR timeout is out of range");
+        return None;
+    }
+    Some(ms as u64)
+}
+
 /// Case-insensitive comparison of an argument with a lower-case word.
 #[inline]
 pub fn is(arg: &[u8], word: &str) -> bool {
@@ -671,11 +878,29 @@ mod tests {
     #[test]
     fn key_positions() {
         let mset = &COMMANDS[lookup(b"mset").unwrap()];
-        assert_eq!(mset.key_positions(5).collect::<Vec<_>>(), vec![1, 3]);
+        let argv: Vec<&[u8]> = vec![b"mset", b"a", b"1", b"b", b"2"];
+        assert_eq!(mset.key_positions(&argv).to_vec(), vec![1, 3]);
         let get = &COMMANDS[lookup(b"get").unwrap()];
-        assert_eq!(get.key_positions(2).collect::<Vec<_>>(), vec![1]);
+        assert_eq!(get.key_positions(&argv[..2]).to_vec(), vec![1]);
         let del = &COMMANDS[lookup(b"del").unwrap()];
-        assert_eq!(del.key_positions(4).collect::<Vec<_>>(), vec![1, 2, 3]);
+        assert_eq!(del.key_positions(&argv[..4]).to_vec(), vec![1, 2, 3]);
+        let z: Vec<&[u8]> = vec![
+            b"zunionstore",
+            b"d",
+            b"2",
+            b"a",
+            b"b",
+            b"weights",
+            b"1",
+            b"2",
+        ];
+        assert_eq!(keys_dest_numkeys(&z).to_vec(), vec![1, 3, 4]);
+        let bad: Vec<&[u8]> = vec![b"zunionstore", b"d", b"5", b"a"];
+        assert!(keys_dest_numkeys(&bad).is_empty());
+        let m: Vec<&[u8]> = vec![b"blmpop", b"0", b"2", b"a", b"b", b"left"];
+        assert_eq!(keys_timeout_numkeys(&m).to_vec(), vec![3, 4]);
+        let l: Vec<&[u8]> = vec![b"lmpop", b"1", b"a", b"left"];
+        assert_eq!(keys_numkeys_at_1(&l).to_vec(), vec![2]);
     }
 
     #[test]

@@ -338,7 +338,7 @@ pub fn command(c: &mut Conn, a: &[&[u8]]) {
                     .error("ERR Invalid number of arguments specified for command");
                 return;
             }
-            let keys: Vec<usize> = cmd.key_positions(argv.len()).collect();
+            let keys: Vec<usize> = cmd.key_positions(argv).to_vec();
             if keys.is_empty() || !matches!(cmd.handler, Handler::Keyed { .. }) {
                 c.reply.error("ERR The command has no key arguments");
                 return;
@@ -538,6 +538,7 @@ pub(crate) struct StorageInfo {
     pub(crate) cache: crate::keyspace::cache::CacheStats,
     pub(crate) index_bytes: usize,
     pub(crate) read_buffer_bytes: usize,
+    pub(crate) decoded_coll_bytes: usize,
     pub(crate) store: skerry_store::StoreStats,
     pub(crate) durability: skerry_store::Durability,
     /// Device read, write and fdatasync latencies of the worker's writer.
@@ -553,6 +554,7 @@ impl StorageInfo {
             cache: ks.value_cache_stats(),
             index_bytes: ks.index_bytes(),
             read_buffer_bytes: ks.read_buffer_bytes(),
+            decoded_coll_bytes: ks.decoded_coll_bytes(),
             store: log.store().stats(),
             durability: log.durability(),
             io: log.io_latency(),
@@ -872,6 +874,12 @@ pub(crate) fn storage_figures(shared: &crate::worker::Shared, w: &[WorkerInfo]) 
             Gauge,
             "Bytes of values held in the read buffers.",
             sum(&|s| s.read_buffer_bytes as u64),
+        ),
+        num(
+            "decoded_collection_bytes",
+            Gauge,
+            "Bytes of RAM held by decoded collections (the decoded-collection cache).",
+            sum(&|s| s.decoded_coll_bytes as u64),
         ),
         num(
             "index_bytes",

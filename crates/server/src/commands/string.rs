@@ -11,7 +11,6 @@ fn read_str(x: &mut Exec, key: &[u8]) -> Result<Option<Vec<u8>>, ()> {
     match found {
         None => Ok(None),
         Some(Value::Str(s)) => Ok(Some(s)),
-        #[allow(unreachable_patterns)]
         Some(_) => {
             x.reply.error(WRONGTYPE);
             Err(())
@@ -24,7 +23,6 @@ fn peek_str(x: &mut Exec, key: &[u8]) -> Result<Option<Vec<u8>>, ()> {
     match x.ks.peek(x.db, key, x.now_ms).map(|g| g.value) {
         None => Ok(None),
         Some(Value::Str(s)) => Ok(Some(s)),
-        #[allow(unreachable_patterns)]
         Some(_) => {
             x.reply.error(WRONGTYPE);
             Err(())
@@ -41,13 +39,14 @@ fn max_len(x: &Exec) -> u64 {
 
 /// GET key
 pub fn get(x: &mut Exec, a: &[&[u8]]) {
-    // Strings are the only type so far; WRONGTYPE comes with the other types.
     let reply = &mut *x.reply;
     let found = x.ks.with_value(x.db, a[1], x.now_ms, |v| {
         skerry_resp::bulk(&mut reply.buf, v)
     });
-    if found.is_none() {
-        reply.null();
+    match found {
+        Ok(Some(())) => {}
+        Ok(None) => reply.null(),
+        Err(_) => reply.error(WRONGTYPE),
     }
 }
 
@@ -326,7 +325,6 @@ pub fn mget(x: &mut Exec, a: &[&[u8]]) {
     for key in &a[1..] {
         match x.ks.get(x.db, key, x.now_ms).map(|g| g.value) {
             Some(Value::Str(s)) => skerry_resp::bulk(&mut x.reply.buf, &s),
-            #[allow(unreachable_patterns)]
             _ => x.reply.null(),
         }
     }
@@ -595,7 +593,6 @@ pub fn lcs(x: &mut Exec, a: &[&[u8]]) {
         match x.ks.get(x.db, key, x.now_ms).map(|g| g.value) {
             None => values.push(Vec::new()),
             Some(Value::Str(s)) => values.push(s),
-            #[allow(unreachable_patterns)]
             Some(_) => {
                 x.reply
                     .error("ERR The specified keys must contain string values");

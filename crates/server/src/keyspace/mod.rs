@@ -15,6 +15,7 @@
 //! `value-cache-mb`), which serves later reads of the same record without I/O.
 
 pub mod cache;
+mod colls;
 mod defrag;
 pub mod entry;
 mod seg_alloc;
@@ -24,6 +25,7 @@ use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 
+use crate::coll::{Coll, Thresholds};
 pub use defrag::Relocation;
 use entry::{Entry, PackedLoc};
 use skerry_store::format::{RecordKind, RecordMeta, VALUE_TYPE_STRING};
@@ -35,6 +37,13 @@ use table::{hash_key, Keyed, SegTable};
 pub enum Value {
     /// A string.
     Str(Vec<u8>),
+    /// A collection (hash, list, set, sorted set) as its record value (see [`crate::coll`]).
+    Coll {
+        /// The record value type (`coll::VALUE_TYPE_*`).
+        value_type: u8,
+        /// The encoded collection.
+        encoded: Vec<u8>,
+    },
 }
 
 impl Value {
@@ -42,16 +51,39 @@ impl Value {
     pub fn type_name(&self) -> &'static str {
         match self {
             Value::Str(_) => "string",
+            Value::Coll { value_type, .. } => type_name(*value_type),
+        }
+    }
+
+    /// The record value type and bytes.
+    pub fn record(&self) -> (u8, &[u8]) {
+        match self {
+            Value::Str(v) => (VALUE_TYPE_STRING, v),
+            Value::Coll {
+                value_type,
+                encoded,
+            } => (*value_type, encoded),
         }
     }
 }
 
 /// The name TYPE prints for a value type byte.
 pub fn type_name(value_type: u8) -> &'static str {
-    match value_type {
-        VALUE_TYPE_STRING => "string",
-        _ => "unknown",
-    }
+    crate::coll::type_name(value_type)
+}
+
+/// The key holds a value of another type (the handler replies Redis's WRONGTYPE error).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WrongType;
+
+/// Why a collection could not be handed to a command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CollError {
+    /// The key holds another type: reply WRONGTYPE.
+    WrongType,
+    /// The value could not be read or decoded; the error is kept for the reply (the
+    /// dispatcher sends it), so the handler just returns.
+    Failed,
 }
 
 /// What a write does to the key's expiry.
@@ -227,6 +259,8 @@ pub struct Keyspace {
     read_buf: ReadBuf,
     /// Values read before, kept for later reads (`value-cache-mb`).
     cache: cache::ValueCache,
+    /// Collections decoded for earlier commands, by record (see [`colls::CollCache`]).
+    colls: colls::CollCache,
     /// Set when an append or a value read failed (the change was not applied); the
     /// dispatcher turns it into the command's error reply.
     error: Option<String>,
@@ -382,6 +416,7 @@ impl Keyspace {
             log,
             read_buf: ReadBuf::default(),
             cache: cache::ValueCache::default(),
+            colls: colls::CollCache::default(),
             error: None,
             wrote: false,
             heap_key_bytes: index.heap_key_bytes,
@@ -431,6 +466,11 @@ impl Keyspace {
     /// Bytes held by the read buffer.
     pub fn read_buffer_bytes(&self) -> usize {
         self.read_buf.bytes
+    }
+
+    /// Bytes of RAM held by decoded collections (a cache; see `keyspace/colls.rs`).
+    pub fn decoded_coll_bytes(&self) -> usize {
+        self.colls.bytes()
     }
 
     /// Sets the value cache's budget (this worker's share of `value-cache-mb`); a smaller
@@ -594,6 +634,9 @@ impl Keyspace {
         if self.read_buf.get_since(k, mark).is_some() {
             return true;
         }
+        if self.colls.contains(k) {
+            return true;
+        }
         if self.cache.get(k).is_some() {
             return true;
         }
@@ -617,6 +660,7 @@ impl Keyspace {
     /// removed on the way. Older values than `mark` may be evicted from the read buffer.
     pub fn missing(&mut self, db: usize, keys: &[&[u8]], now_ms: i64, mark: u64) -> Vec<Location> {
         self.read_buf.make_room(mark);
+        self.colls.make_room();
         let mut out = Vec::new();
         for key in keys {
             let hash = hash_key(key);
@@ -689,6 +733,7 @@ impl Keyspace {
             d.volatile -= 1;
             self.heap_key_bytes -= e.heap_bytes();
             self.stats.expired += 1;
+            self.forget_decoded(&e);
             if logged {
                 self.log.release(e.loc().unpack());
             }
@@ -744,24 +789,62 @@ impl Keyspace {
         key: &[u8],
         now_ms: i64,
         f: impl FnOnce(&[u8]) -> R,
-    ) -> Option<R> {
-        let found = self
-            .live_loc(db, hash_key(key), key, now_ms)
-            .and_then(|(loc, _)| self.resident_value(loc));
+    ) -> Result<Option<R>, WrongType> {
+        let hash = hash_key(key);
+        let found = match self.live_loc(db, hash, key, now_ms) {
+            None => None,
+            Some((loc, _)) => {
+                if self.value_type_at(db, hash, key) != VALUE_TYPE_STRING {
+                    self.stats.hits += 1;
+                    return Err(WrongType);
+                }
+                self.resident_value(loc)
+            }
+        };
         let Some(v) = found else {
             self.stats.misses += 1;
-            return None;
+            return Ok(None);
         };
         self.stats.hits += 1;
-        Some(f(&v))
+        Ok(Some(f(&v)))
+    }
+
+    fn value_type_at(&self, db: usize, hash: u64, key: &[u8]) -> u8 {
+        self.dbs[db]
+            .table
+            .get(hash, key)
+            .map_or(VALUE_TYPE_STRING, |e| e.value_type())
     }
 
     /// [`Keyspace::get`] without touching hit/miss counters (for writes that read).
     pub fn peek(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<Got> {
-        let (loc, expire_at_ms) = self.live_loc(db, hash_key(key), key, now_ms)?;
+        let hash = hash_key(key);
+        let (loc, expire_at_ms) = self.live_loc(db, hash, key, now_ms)?;
+        let value_type = self.value_type_at(db, hash, key);
+        if value_type != VALUE_TYPE_STRING {
+            if let Some(c) = self.colls.get(self.buf_key(loc)) {
+                let mut encoded = Vec::new();
+                c.encode(&mut encoded);
+                return Some(Got {
+                    value: Value::Coll {
+                        value_type,
+                        encoded,
+                    },
+                    expire_at_ms,
+                });
+            }
+        }
         let v = self.resident_value(loc)?;
+        let value = if value_type == VALUE_TYPE_STRING {
+            Value::Str(v.to_vec())
+        } else {
+            Value::Coll {
+                value_type,
+                encoded: v.to_vec(),
+            }
+        };
         Some(Got {
-            value: Value::Str(v.to_vec()),
+            value,
             expire_at_ms,
         })
     }
@@ -791,6 +874,21 @@ impl Keyspace {
         expiry: Expiry,
         now_ms: i64,
     ) -> bool {
+        self.put_record(db, key, VALUE_TYPE_STRING, value, expiry, now_ms)
+            .is_some()
+    }
+
+    /// Stores `value` (a record value of `value_type`) under `key`; the new record's
+    /// location, None when the write was refused (the error is kept; nothing changed).
+    fn put_record(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        value_type: u8,
+        value: &[u8],
+        expiry: Expiry,
+        now_ms: i64,
+    ) -> Option<PackedLoc> {
         let hash = hash_key(key);
         // An expired old version is simply superseded by the new record.
         let old = self.dbs[db]
@@ -806,16 +904,15 @@ impl Keyspace {
             Expiry::Keep => kept,
             Expiry::At(t) => t,
         };
-        let Some(loc) = self.append_value(db, key, VALUE_TYPE_STRING, value, at) else {
-            return false;
-        };
+        let loc = self.append_value(db, key, value_type, value, at)?;
         let d = &mut self.dbs[db];
         if let Some(e) = d.table.get_mut(hash, key) {
             let old_loc = e.loc();
+            let old_type = e.value_type();
             let was_volatile = e.expire_at_ms() != 0;
             e.set_loc(loc);
             e.set_expire_at_ms(at);
-            e.set_value_type(VALUE_TYPE_STRING);
+            e.set_value_type(value_type);
             match (was_volatile, at != 0) {
                 (false, true) => d.volatile += 1,
                 (true, false) => d.volatile -= 1,
@@ -824,16 +921,42 @@ impl Keyspace {
             if matches!(old, Some((true, _))) {
                 self.stats.expired += 1;
             }
+            if old_type != VALUE_TYPE_STRING {
+                let k = self.buf_key(old_loc);
+                self.colls.remove(k);
+            }
             self.log.release(old_loc.unpack());
-            return true;
+            return Some(loc);
         }
         if at != 0 {
             d.volatile += 1;
         }
-        let e = Entry::new(key, loc, VALUE_TYPE_STRING, at);
+        let e = Entry::new(key, loc, value_type, at);
         self.heap_key_bytes += e.heap_bytes();
         d.table.insert(e);
-        true
+        Some(loc)
+    }
+
+    /// Stores `value` (of any type) under `key` with `expiry`; false when refused.
+    pub fn put_value(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        value: &Value,
+        expiry: Expiry,
+        now_ms: i64,
+    ) -> bool {
+        let (value_type, bytes) = value.record();
+        self.put_record(db, key, value_type, bytes, expiry, now_ms)
+            .is_some()
+    }
+
+    /// Drops the decoded copy of a collection entry being removed or replaced.
+    fn forget_decoded(&mut self, e: &Entry) {
+        if e.value_type() != VALUE_TYPE_STRING {
+            let k = self.buf_key(e.loc());
+            self.colls.remove(k);
+        }
     }
 
     /// Removes `key`; true when a live key was removed.
@@ -851,6 +974,7 @@ impl Keyspace {
             d.volatile -= 1;
         }
         self.heap_key_bytes -= e.heap_bytes();
+        self.forget_decoded(&e);
         self.log.release(e.loc().unpack());
         true
     }
@@ -867,26 +991,28 @@ impl Keyspace {
         now_ms: i64,
     ) -> bool {
         let Some(Got {
-            value: Value::Str(v),
+            value,
             expire_at_ms,
         }) = self.peek(db, key, now_ms)
         else {
             return false;
         };
-        self.put(dst_db, dst, &v, Expiry::of_entry_ms(expire_at_ms), now_ms)
+        self.put_value(
+            dst_db,
+            dst,
+            &value,
+            Expiry::of_entry_ms(expire_at_ms),
+            now_ms,
+        )
     }
 
     /// Sets or clears the expiry of an existing key (rewriting its record, so its value
     /// must be resident); false when the key does not exist or the write was refused.
     pub fn set_expiry(&mut self, db: usize, key: &[u8], expire_at_ms: i64, now_ms: i64) -> bool {
-        let Some(Got {
-            value: Value::Str(v),
-            ..
-        }) = self.peek(db, key, now_ms)
-        else {
+        let Some(Got { value, .. }) = self.peek(db, key, now_ms) else {
             return false;
         };
-        self.put(db, key, &v, Expiry::At(expire_at_ms), now_ms)
+        self.put_value(db, key, &value, Expiry::At(expire_at_ms), now_ms)
     }
 
     /// Number of keys in `db` (including keys whose time ran out but were not yet removed,
@@ -938,6 +1064,7 @@ impl Keyspace {
                     d.volatile -= 1;
                 }
                 self.heap_key_bytes -= e.heap_bytes();
+                self.forget_decoded(&e);
                 self.log.release(e.loc().unpack());
             }
         }
@@ -1016,6 +1143,148 @@ impl Keyspace {
                 f(e)
             }
         })
+    }
+}
+
+/// Collections (see [`crate::coll`]): a handler borrows a live collection with
+/// [`Keyspace::coll`], or takes it out with [`Keyspace::take_coll`], changes it, and hands
+/// the new version back with [`Keyspace::put_coll`], which appends it as one record.
+impl Keyspace {
+    /// Checks that `key`, if live, holds a `value_type` collection, and makes sure its decoded
+    /// form is in the cache. Ok(None) when the key does not exist.
+    fn decode_coll(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        value_type: u8,
+        now_ms: i64,
+    ) -> Result<Option<colls::CollKey>, CollError> {
+        let hash = hash_key(key);
+        let Some((loc, _)) = self.live_loc(db, hash, key, now_ms) else {
+            return Ok(None);
+        };
+        if self.value_type_at(db, hash, key) != value_type {
+            return Err(CollError::WrongType);
+        }
+        let k = self.buf_key(loc);
+        if self.colls.contains(k) {
+            return Ok(Some(k));
+        }
+        let Some(bytes) = self.resident_value(loc) else {
+            return Err(CollError::Failed);
+        };
+        match Coll::decode(value_type, &bytes) {
+            Ok(c) => {
+                self.colls.insert(k, c);
+                Ok(Some(k))
+            }
+            Err(e) => {
+                let l = loc.unpack();
+                tracing::error!(
+                    "collection record of a key in db {db} at {l:?} does not decode: {e}"
+                );
+                self.fail(format!(
+                    "data corruption detected on data device {}, block {}, offset {}; the value is not served",
+                    l.device, l.block, l.offset_bytes
+                ));
+                Err(CollError::Failed)
+            }
+        }
+    }
+
+    /// The live `value_type` collection under `key`, counting a keyspace hit or miss:
+    /// Ok(None) when the key does not exist; `CollError::WrongType` when it holds another
+    /// type. The dispatcher made its record resident.
+    pub fn coll(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        value_type: u8,
+        now_ms: i64,
+    ) -> Result<Option<&Coll>, CollError> {
+        match self.decode_coll(db, key, value_type, now_ms) {
+            Ok(Some(k)) => {
+                self.stats.hits += 1;
+                Ok(self.colls.get(k))
+            }
+            Ok(None) => {
+                self.stats.misses += 1;
+                Ok(None)
+            }
+            Err(e) => {
+                self.stats.hits += 1;
+                Err(e)
+            }
+        }
+    }
+
+    /// Takes the live `value_type` collection under `key` out of the cache to change it
+    /// (hand it back with [`Keyspace::put_coll`]; dropping it changes nothing). Ok(None)
+    /// when the key does not exist.
+    pub fn take_coll(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        value_type: u8,
+        now_ms: i64,
+    ) -> Result<Option<Coll>, CollError> {
+        Ok(self
+            .decode_coll(db, key, value_type, now_ms)?
+            .and_then(|k| self.colls.take(k)))
+    }
+
+    /// Stores `coll` as the new version of `key` (keeping the key's TTL; a new key has
+    /// none), or removes the key when `coll` is empty, as Redis does. False when the write
+    /// was refused (the error is kept for the reply; nothing changed).
+    pub fn put_coll(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        mut coll: Coll,
+        thresholds: &Thresholds,
+        now_ms: i64,
+    ) -> bool {
+        if coll.is_empty() {
+            self.delete(db, key, now_ms);
+            return self.error.is_none();
+        }
+        coll.note_encoding(thresholds);
+        let mut bytes = Vec::new();
+        coll.encode(&mut bytes);
+        let Some(loc) = self.put_record(db, key, coll.value_type(), &bytes, Expiry::Keep, now_ms)
+        else {
+            return false;
+        };
+        let k = self.buf_key(loc);
+        self.colls.insert(k, coll);
+        true
+    }
+
+    /// OBJECT ENCODING's answer for a live key (its value must be resident).
+    pub fn encoding(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&'static str> {
+        let hash = hash_key(key);
+        let (loc, _) = self.live_loc(db, hash, key, now_ms)?;
+        let value_type = self.value_type_at(db, hash, key);
+        if value_type == VALUE_TYPE_STRING {
+            let v = self.resident_value(loc)?;
+            return Some(string_encoding(&v));
+        }
+        match self.decode_coll(db, key, value_type, now_ms) {
+            Ok(Some(k)) => self.colls.get(k).map(|c| c.encoding_name()),
+            _ => None,
+        }
+    }
+}
+
+/// Redis's encoding of a string value: `int` for a canonical integer, `embstr` up to 44
+/// bytes, `raw` beyond.
+pub fn string_encoding(v: &[u8]) -> &'static str {
+    if v.len() <= 20 && crate::commands::parse_i64(v).is_some() {
+        "int"
+    } else if v.len() <= 44 {
+        "embstr"
+    } else {
+        "raw"
     }
 }
 
@@ -1146,6 +1415,7 @@ mod tests {
     fn val(ks: &mut Keyspace, db: usize, k: &[u8], now: i64) -> Option<Vec<u8>> {
         ks.get(db, k, now).map(|g| match g.value {
             Value::Str(v) => v,
+            Value::Coll { .. } => panic!("not a string"),
         })
     }
 

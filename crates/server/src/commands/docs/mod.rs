@@ -8,6 +8,11 @@
 
 use crate::reply::Reply;
 
+mod hash;
+mod list;
+mod set;
+mod zset;
+
 /// The type of a command argument.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ArgType {
@@ -247,7 +252,17 @@ const fn doc(name: &'static str, since: &'static str, complexity: &'static str) 
 
 /// The documentation of `name` (lower case; `parent|sub` for subcommands).
 pub fn doc_of(name: &str) -> Option<&'static Doc> {
-    DOCS.iter().find(|d| d.name == name)
+    all_docs().find(|d| d.name == name)
+}
+
+/// Every documentation entry: the generic, string, connection and server commands here, the
+/// collection families in their own files.
+pub fn all_docs() -> impl Iterator<Item = &'static Doc> {
+    DOCS.iter()
+        .chain(hash::DOCS)
+        .chain(list::DOCS)
+        .chain(set::DOCS)
+        .chain(zset::DOCS)
 }
 
 /// The arguments of `name` (lower case; `parent|sub` for subcommands); None when it takes
@@ -656,6 +671,24 @@ pub static DOCS: &[Doc] = &[
         .args(&[
             key("key", 0),
         ]),
+    doc("object", "2.2.3", "Depends on subcommand."),
+    doc("object|encoding", "2.2.3", "O(1)")
+        .args(&[
+            key("key", 0),
+        ]),
+    doc("object|refcount", "2.2.3", "O(1)")
+        .args(&[
+            key("key", 0),
+        ]),
+    doc("object|idletime", "2.2.3", "O(1)")
+        .args(&[
+            key("key", 0),
+        ]),
+    doc("object|freq", "4.0.0", "O(1)")
+        .args(&[
+            key("key", 0),
+        ]),
+    doc("object|help", "6.2.0", "O(1)"),
     doc("dbsize", "1.0.0", "O(1)"),
     doc("flushdb", "1.0.0", "O(N) where N is the number of keys in the selected database")
         .history(&[
@@ -905,7 +938,7 @@ mod tests {
     /// Commands whose arity allows arguments but that Redis documents without any: containers
     /// (documented through their subcommands; DEFRAG parses its own) and QUIT (it ignores its arguments).
     const NO_ARGUMENTS: &[&str] = &[
-        "client", "config", "command", "debug", "defrag", "function", "quit",
+        "client", "object", "config", "command", "debug", "defrag", "function", "quit",
     ];
 
     fn check_args(cmd: &str, args: &[Arg]) {
@@ -964,7 +997,7 @@ mod tests {
     #[test]
     fn no_duplicate_or_stray_subcommand_docs() {
         let mut seen = std::collections::HashSet::new();
-        for d in DOCS {
+        for d in all_docs() {
             assert!(seen.insert(d.name), "{} documented twice", d.name);
             if let Some((parent, sub)) = d.name.split_once('|') {
                 let c = COMMANDS.iter().find(|c| c.name == parent);
@@ -997,7 +1030,7 @@ mod tests {
     fn replies_are_well_formed() {
         use skerry_resp::{decode_value, Proto, Value};
         for proto in [Proto::Resp2, Proto::Resp3] {
-            for d in DOCS {
+            for d in all_docs() {
                 let mut r = Reply::new(proto);
                 r.map(field_count(d.name));
                 write_fields(&mut r, d.name);

@@ -1,0 +1,119 @@
+//! The byte-level pieces of a collection record: a flags byte, LEB128 counts and lengths,
+//! length-prefixed byte strings, and f64 scores (8 bytes, little-endian).
+
+/// A collection record that does not decode (damaged or from an incompatible version).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("collection record does not decode: {0}")]
+pub struct DecodeError(pub String);
+
+/// Appends `n` as LEB128.
+#[inline]
+pub fn put_varint(out: &mut Vec<u8>, mut n: u64) {
+    loop {
+        let byte = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
+/// Appends a length-prefixed byte string.
+#[inline]
+pub fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    put_varint(out, b.len() as u64);
+    out.extend_from_slice(b);
+}
+
+/// Appends an f64 (its bits, little-endian).
+#[inline]
+pub fn put_f64(out: &mut Vec<u8>, v: f64) {
+    out.extend_from_slice(&v.to_bits().to_le_bytes());
+}
+
+/// Reads a collection record front to back.
+pub struct Reader<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    /// A reader over a record value.
+    pub fn new(bytes: &'a [u8]) -> Self {
+        Reader { bytes, pos: 0 }
+    }
+
+    fn err(&self, what: &str) -> DecodeError {
+        DecodeError(format!("{what} at byte {}", self.pos))
+    }
+
+    /// One byte.
+    pub fn byte(&mut self) -> Result<u8, DecodeError> {
+        let b = *self
+            .bytes
+            .get(self.pos)
+            .ok_or_else(|| self.err("truncated"))?;
+        self.pos += 1;
+        Ok(b)
+    }
+
+    /// A LEB128 number.
+    pub fn varint(&mut self) -> Result<u64, DecodeError> {
+        let mut n: u64 = 0;
+        for i in 0..10 {
+            let b = self.byte()?;
+            n |= u64::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                return Ok(n);
+            }
+        }
+        Err(self.err("varint too long"))
+    }
+
+    /// A count of items that each take at least `min_item_bytes`, checked against what is
+    /// left (so a damaged count cannot make the decoder reserve huge amounts of memory).
+    pub fn count(&mut self, min_item_bytes: usize) -> Result<usize, DecodeError> {
+        let n = self.varint()?;
+        let left = (self.bytes.len() - self.pos) as u64;
+        if n.saturating_mul(min_item_bytes.max(1) as u64) > left {
+            return Err(self.err("count larger than the record"));
+        }
+        Ok(n as usize)
+    }
+
+    /// A length-prefixed byte string.
+    pub fn bytes(&mut self) -> Result<&'a [u8], DecodeError> {
+        let n = self.varint()?;
+        let end = (self.pos as u64)
+            .checked_add(n)
+            .filter(|&e| e <= self.bytes.len() as u64)
+            .ok_or_else(|| self.err("string past the end"))? as usize;
+        let b = &self.bytes[self.pos..end];
+        self.pos = end;
+        Ok(b)
+    }
+
+    /// An f64.
+    pub fn f64(&mut self) -> Result<f64, DecodeError> {
+        let end = self.pos + 8;
+        let b = self
+            .bytes
+            .get(self.pos..end)
+            .ok_or_else(|| self.err("truncated score"))?;
+        self.pos = end;
+        Ok(f64::from_bits(u64::from_le_bytes(
+            b.try_into().expect("8 bytes"),
+        )))
+    }
+
+    /// Ok when every byte was read.
+    pub fn finish(&self) -> Result<(), DecodeError> {
+        if self.pos == self.bytes.len() {
+            Ok(())
+        } else {
+            Err(self.err("trailing bytes"))
+        }
+    }
+}

@@ -1,0 +1,122 @@
+//! The decoded-collection cache: collections decoded (or written) for earlier commands,
+//! keyed like the read buffer by record location and block sequence, so a stale copy is
+//! never found once the key moves on. A command that finds its collection here neither
+//! reads the device nor decodes. It is only a cache: the record on the device is always the
+//! copy of record, and an entry taken out by a handler that then fails is simply gone.
+//!
+//! Eviction (oldest first, past [`BUDGET_BYTES`]) happens only in [`CollCache::make_room`],
+//! which the keyspace calls before a command's residency check, never while a handler
+//! runs: a collection found resident stays until the command is done.
+
+use std::collections::VecDeque;
+
+use hashbrown::HashMap;
+
+use crate::coll::Coll;
+
+/// A cache key: packed location bits and the block's sequence.
+pub type CollKey = (u64, u64);
+
+/// RAM budget of one worker's decoded collections.
+pub const BUDGET_BYTES: usize = 128 << 20;
+
+/// See the module documentation.
+#[derive(Default)]
+pub struct CollCache {
+    map: HashMap<CollKey, (Coll, usize, u64), foldhash::fast::FixedState>,
+    order: VecDeque<(CollKey, u64)>,
+    bytes: usize,
+    next: u64,
+}
+
+impl CollCache {
+    /// True when the collection at `k` is here.
+    pub fn contains(&self, k: CollKey) -> bool {
+        self.map.contains_key(&k)
+    }
+
+    /// The collection at `k`.
+    pub fn get(&self, k: CollKey) -> Option<&Coll> {
+        self.map.get(&k).map(|(c, _, _)| c)
+    }
+
+    /// Takes the collection at `k` out.
+    pub fn take(&mut self, k: CollKey) -> Option<Coll> {
+        let (c, bytes, _) = self.map.remove(&k)?;
+        self.bytes -= bytes;
+        Some(c)
+    }
+
+    /// Drops the collection at `k`, if here.
+    pub fn remove(&mut self, k: CollKey) {
+        self.take(k);
+    }
+
+    /// Puts `c` under `k` (replacing what was there).
+    pub fn insert(&mut self, k: CollKey, c: Coll) {
+        let bytes = c.ram_bytes();
+        self.remove(k);
+        self.bytes += bytes;
+        let n = self.next;
+        self.next += 1;
+        self.map.insert(k, (c, bytes, n));
+        self.order.push_back((k, n));
+        // Queue entries of keys taken or replaced since: drop them when they pile up.
+        if self.order.len() > 2 * self.map.len() + 64 {
+            let map = &self.map;
+            self.order
+                .retain(|(k, n)| map.get(k).is_some_and(|(_, _, m)| m == n));
+        }
+    }
+
+    /// Evicts the oldest collections past the budget.
+    pub fn make_room(&mut self) {
+        while self.bytes > BUDGET_BYTES {
+            let Some((k, n)) = self.order.pop_front() else {
+                break;
+            };
+            if self.map.get(&k).is_some_and(|(_, _, m)| *m == n) {
+                self.remove(k);
+            }
+        }
+    }
+
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::coll::set::Set;
+
+    fn set_of(n: usize) -> Coll {
+        let mut s = Set::default();
+        for i in 0..n {
+            s.insert(format!("member-{i}").as_bytes());
+        }
+        Coll::Set(s)
+    }
+
+    #[test]
+    fn evicts_oldest_only_in_make_room() {
+        let mut c = CollCache::default();
+        let big = set_of(200_000);
+        let per = big.ram_bytes();
+        let fit = BUDGET_BYTES / per;
+        for i in 0..fit as u64 + 3 {
+            c.insert((i, 1), big.clone());
+        }
+        assert!(c.bytes() > BUDGET_BYTES, "no eviction while inserting");
+        assert!(c.contains((0, 1)));
+        c.make_room();
+        assert!(c.bytes() <= BUDGET_BYTES);
+        assert!(!c.contains((0, 1)), "oldest went first");
+        assert!(c.contains((fit as u64 + 2, 1)), "newest kept");
+        let taken = c.take((fit as u64 + 2, 1)).unwrap();
+        assert_eq!(taken, big);
+        assert!(!c.contains((fit as u64 + 2, 1)));
+    }
+}
