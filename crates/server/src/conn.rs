@@ -70,9 +70,37 @@ pub struct Conn {
     /// The subcommand of the command being run (`config|get`), for its statistics.
     subcommand: Option<&'static str>,
     pending: Option<Pending>,
+    /// The connection's outgoing queue (replies before a blocking command leave before it
+    /// waits).
+    outbox: Option<Rc<Outbox>>,
+}
+
+/// Which of two futures finished first.
+enum Either<A, B> {
+    Left(A),
+    Right(B),
+}
+
+/// Waits for the first of two futures (the other is dropped).
+async fn futures_select<A: std::future::Future, B: std::future::Future>(
+    mut a: std::pin::Pin<&mut A>,
+    mut b: std::pin::Pin<&mut B>,
+) -> Either<A::Output, B::Output> {
+    std::future::poll_fn(|cx| {
+        if let std::task::Poll::Ready(v) = a.as_mut().poll(cx) {
+            return std::task::Poll::Ready(Either::Left(v));
+        }
+        if let std::task::Poll::Ready(v) = b.as_mut().poll(cx) {
+            return std::task::Poll::Ready(Either::Right(v));
+        }
+        std::task::Poll::Pending
+    })
+    .await
 }
 
 /// Executes a keyed command on the shard that owns its keys, recording statistics there.
+/// Returns the blocking command's request to wait, when it found nothing to serve (it
+/// replied nothing then; see `crate::blocking`).
 pub fn exec_keyed(
     shard: &mut Shard,
     idx: usize,
@@ -80,7 +108,7 @@ pub fn exec_keyed(
     now_ms: i64,
     reply: &mut Reply,
     argv: &[&[u8]],
-) {
+) -> Option<crate::commands::BlockRequest> {
     let Handler::Keyed { run, .. } = COMMANDS[idx].handler else {
         unreachable!("exec_keyed on a non-keyed command")
     };
@@ -95,21 +123,19 @@ pub fn exec_keyed(
         block: None,
     };
     run(&mut x, argv);
-    let block = x.block.take();
-    if let Some(b) = &block {
-        // Not waiting yet (crate::blocking comes next): answer as if the time ran out.
-        match b.on_timeout {
-            crate::commands::TimeoutReply::NullArray => reply.null_array(),
-            crate::commands::TimeoutReply::NullBulk => reply.null(),
-        }
-    }
+    let mut block = x.block.take();
     if let Some(e) = shard.keyspace.take_error() {
         // An append to the data devices or a value read failed: nothing was changed (or
         // nothing wrong served); say why.
         reply.buf.truncate(mark);
         reply.error(&format!("ERR {e}"));
+        block = None;
     }
-    record(shard, idx, None, started, &reply.buf[mark..]);
+    if block.is_none() {
+        record(shard, idx, None, started, &reply.buf[mark..]);
+    }
+    crate::blocking::serve_ready(shard);
+    block
 }
 
 /// Answers keyed command `idx` with `ERR msg` without running it (its values could not be
@@ -141,6 +167,8 @@ struct Batch {
     tx: flume::Sender<Vec<u8>>,
     /// Read-buffer mark of the command waiting for its values (see `Keyspace::read_mark`).
     mark: Option<u64>,
+    /// Set for a blocking command sent alone (see `crate::blocking`).
+    wait: Option<Arc<crate::blocking::WaitState>>,
 }
 
 /// Runs the rest of `b` on the owner. A command whose values are not resident suspends the
@@ -164,7 +192,31 @@ fn run_batch(s: &mut Shard, mut b: Batch) {
                 Vec::new()
             };
             if missing.is_empty() {
-                exec_keyed(s, idx, db, b.now_ms, &mut b.reply, &argv);
+                if let Some(wait) = &b.wait {
+                    if !wait.may_run() {
+                        // Its connection gave up while the values were read.
+                        return;
+                    }
+                }
+                if let Some(req) = exec_keyed(s, idx, db, b.now_ms, &mut b.reply, &argv) {
+                    match b.wait.take() {
+                        Some(state) => {
+                            let w = crate::blocking::Waiter::new(
+                                db,
+                                idx,
+                                &argv,
+                                req.keys,
+                                b.reply.proto,
+                                b.tx,
+                                state,
+                            );
+                            crate::blocking::register(s, w);
+                            return;
+                        }
+                        // Not sent as a blocking command: answer as if the time ran out.
+                        None => crate::blocking::timeout_reply(&mut b.reply, req.on_timeout),
+                    }
+                }
                 b.start = start;
                 b.next += 1;
                 b.mark = None;
@@ -348,6 +400,12 @@ impl Conn {
             crate::space::wait_for_room(&self.shared).await;
         }
         match spec.handler {
+            Handler::Keyed { .. }
+                if spec.has_flag("blocking") && self.owner(spec, argv).is_some() =>
+            {
+                let w = self.owner(spec, argv).expect("checked");
+                self.run_blocking(w, idx, argv).await;
+            }
             Handler::Keyed { cross, .. } => match self.owner(spec, argv) {
                 Some(w) if w == self.worker => {
                     self.flush_pending().await;
@@ -383,7 +441,11 @@ impl Conn {
                     }
                     let mut s = shard.borrow_mut();
                     let mark = self.reply.buf.len();
-                    exec_keyed(&mut s, idx, self.db, self.now_ms, &mut self.reply, argv);
+                    if let Some(req) =
+                        exec_keyed(&mut s, idx, self.db, self.now_ms, &mut self.reply, argv)
+                    {
+                        crate::blocking::timeout_reply(&mut self.reply, req.on_timeout);
+                    }
                     drop(s);
                     self.apply_reply_mode(mark);
                 }
@@ -525,11 +587,133 @@ impl Conn {
                 now_ms,
                 tx,
                 mark: None,
+                wait: None,
             };
             run_batch(s, b);
         });
         let out = self.send_job(worker, job, rx).await;
         self.reply.buf.extend_from_slice(&out);
+        self.apply_reply_mode(mark);
+    }
+
+    /// Runs blocking command `idx` on its owner `w` as a batch of its own, then waits for its
+    /// reply until its time-out, the client's disconnect or a CLIENT KILL (see
+    /// `crate::blocking`).
+    async fn run_blocking(&mut self, w: usize, idx: usize, argv: &[&[u8]]) {
+        self.flush_pending().await;
+        // Replies of the commands before it leave now: the client may wait a long time.
+        self.ack_local_writes().await;
+        if !self.reply.buf.is_empty() {
+            if let Some(out) = &self.outbox {
+                out.push(&mut self.reply.buf);
+            }
+        }
+        let timeout = crate::blocking::timeout_of(COMMANDS[idx].name, argv);
+        let state = Arc::new(crate::blocking::WaitState::default());
+        let proto = self.reply.proto;
+        let now_ms = self.now_ms;
+        let (tx, rx) = flume::bounded::<Vec<u8>>(1);
+        let mut p = Pending {
+            worker: w,
+            data: Vec::new(),
+            cmds: Vec::new(),
+        };
+        let mut ends = SmallVec::new();
+        for a in argv {
+            p.data.extend_from_slice(a);
+            ends.push(p.data.len() as u32);
+        }
+        p.cmds.push((idx, self.db, ends));
+        let wait = state.clone();
+        let job: crate::worker::Job = Box::new(move |s: &mut Shard| {
+            let b = Batch {
+                p,
+                next: 0,
+                start: 0,
+                reply: Reply {
+                    buf: Vec::with_capacity(256),
+                    proto,
+                },
+                now_ms,
+                tx,
+                mark: None,
+                wait: Some(wait),
+            };
+            run_batch(s, b);
+        });
+        if w == self.worker {
+            if local_shard().borrow().hold.is_some() {
+                wait_local_unheld().await;
+            }
+            job(&mut local_shard().borrow_mut());
+        } else if self.shared.inboxes[w]
+            .send(crate::worker::Envelope { txn: 0, job })
+            .is_err()
+        {
+            panic!("worker {w} has stopped");
+        }
+        let started = Instant::now();
+        // Not idle while blocked (the `timeout` config spares it, as Redis does).
+        self.info.blocked_in_command.set(true);
+        let limit = match timeout {
+            Some((ms, _)) if ms > 0 => Some(Duration::from_millis(ms)),
+            _ => None,
+        };
+        let out = loop {
+            let tick = Duration::from_millis(100);
+            let wait_for = match limit {
+                Some(l) => l.saturating_sub(started.elapsed()).min(tick),
+                None => tick,
+            };
+            let got = {
+                let recv = std::pin::pin!(rx.recv_async());
+                let sleep = std::pin::pin!(compio::time::sleep(wait_for));
+                match futures_select(recv, sleep).await {
+                    Either::Left(r) => Some(r),
+                    Either::Right(()) => None,
+                }
+            };
+            if let Some(r) = got {
+                break r.ok();
+            }
+            let timed_out = limit.is_some_and(|l| started.elapsed() >= l);
+            let gone = self.info.killed.get() || crate::blocking::peer_closed(self.info.fd);
+            if !(timed_out || gone) {
+                continue;
+            }
+            match state.cancel() {
+                Some(registered) => {
+                    if registered {
+                        self.shared
+                            .blocked_clients
+                            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+                        let job: crate::worker::Job = Box::new(crate::blocking::drop_cancelled);
+                        if w == self.worker {
+                            job(&mut local_shard().borrow_mut());
+                        } else {
+                            let _ = self.shared.inboxes[w]
+                                .send(crate::worker::Envelope { txn: 0, job });
+                        }
+                    }
+                    if gone {
+                        self.close_after_reply = true;
+                        break Some(Vec::new());
+                    }
+                    let mut r = Reply::new(proto);
+                    let on_timeout =
+                        timeout.map_or(crate::commands::TimeoutReply::NullArray, |t| t.1);
+                    crate::blocking::timeout_reply(&mut r, on_timeout);
+                    break Some(r.buf);
+                }
+                // Being served right now: the reply is coming.
+                None => continue,
+            }
+        };
+        self.info.blocked_in_command.set(false);
+        let mark = self.reply.buf.len();
+        if let Some(out) = out {
+            self.reply.buf.extend_from_slice(&out);
+        }
         self.apply_reply_mode(mark);
     }
 
@@ -960,8 +1144,10 @@ async fn serve(stream: TcpStream, addr: std::net::SocketAddr, shared: Arc<Shared
         now_ms: 0,
         subcommand: None,
         pending: None,
+        outbox: None,
     };
     let outbox = Rc::new(Outbox::default());
+    conn.outbox = Some(outbox.clone());
     let writer_task = compio::runtime::spawn(writer(stream.clone(), outbox.clone(), shard.clone()));
     read_loop(stream, &mut conn, &outbox, &shard).await;
     outbox.closing.set(true);

@@ -270,6 +270,10 @@ pub struct Keyspace {
     heap_key_bytes: usize,
     /// An early sync (too many full blocks waiting for durability) is running.
     early_sync: Rc<std::cell::Cell<bool>>,
+    /// Keys blocked commands wait on, with how many wait (see `crate::blocking`).
+    watched: hashbrown::HashMap<(usize, Vec<u8>), u32>,
+    /// Watched keys written since the blocked commands were last served.
+    ready: Vec<(usize, Vec<u8>)>,
 }
 
 /// Full blocks' staging images waiting for their sync beyond this start a sync at once
@@ -421,6 +425,8 @@ impl Keyspace {
             wrote: false,
             heap_key_bytes: index.heap_key_bytes,
             early_sync: Rc::default(),
+            watched: Default::default(),
+            ready: Vec::new(),
         };
         // Keys that expired while the server was down: a tombstone each, so an older
         // version can never come back once their records' blocks are reclaimed.
@@ -905,6 +911,9 @@ impl Keyspace {
             Expiry::At(t) => t,
         };
         let loc = self.append_value(db, key, value_type, value, at)?;
+        if !self.watched.is_empty() {
+            self.mark_ready(db, key);
+        }
         let d = &mut self.dbs[db];
         if let Some(e) = d.table.get_mut(hash, key) {
             let old_loc = e.loc();
@@ -1272,6 +1281,48 @@ impl Keyspace {
         match self.decode_coll(db, key, value_type, now_ms) {
             Ok(Some(k)) => self.colls.get(k).map(|c| c.encoding_name()),
             _ => None,
+        }
+    }
+}
+
+/// Keys that blocked commands wait on (see `crate::blocking`): every write of a watched key
+/// marks it ready; the worker then serves its waiters.
+impl Keyspace {
+    /// One more blocked command waits on `key`.
+    pub fn watch(&mut self, db: usize, key: &[u8]) {
+        *self.watched.entry((db, key.to_vec())).or_insert(0) += 1;
+    }
+
+    /// One blocked command fewer waits on `key`.
+    pub fn unwatch(&mut self, db: usize, key: &[u8]) {
+        let k = (db, key.to_vec());
+        if let Some(n) = self.watched.get_mut(&k) {
+            *n -= 1;
+            if *n == 0 {
+                self.watched.remove(&k);
+            }
+        }
+    }
+
+    /// Marks `key` ready when blocked commands wait on it.
+    pub fn mark_ready(&mut self, db: usize, key: &[u8]) {
+        let k = (db, key.to_vec());
+        if self.watched.contains_key(&k) && !self.ready.contains(&k) {
+            self.ready.push(k);
+        }
+    }
+
+    /// True when a watched key was written since the last [`Keyspace::pop_ready`].
+    pub fn has_ready(&self) -> bool {
+        !self.ready.is_empty()
+    }
+
+    /// The oldest ready key.
+    pub fn pop_ready(&mut self) -> Option<(usize, Vec<u8>)> {
+        if self.ready.is_empty() {
+            None
+        } else {
+            Some(self.ready.remove(0))
         }
     }
 }
