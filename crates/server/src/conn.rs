@@ -454,6 +454,13 @@ impl Conn {
                     self.flush_pending().await;
                     match cross {
                         Some(cmd) => self.run_async(idx, cmd, argv).await,
+                        None if matches!(spec.group, "hash" | "list" | "set" | "sorted-set") => {
+                            let mark = self.reply.buf.len();
+                            self.info.blocked_in_command.set(true);
+                            self.cross_keyed(idx, argv).await;
+                            self.info.blocked_in_command.set(false);
+                            self.apply_reply_mode(mark);
+                        }
                         None => self.with_reply_mode(|c| {
                             c.reject(
                                 Some(idx),
@@ -594,6 +601,111 @@ impl Conn {
         let out = self.send_job(worker, job, rx).await;
         self.reply.buf.extend_from_slice(&out);
         self.apply_reply_mode(mark);
+    }
+
+    /// Runs keyed command `idx` whose keys live on several workers, atomically: every owner
+    /// (and this worker) is held, the keys' values are lent to this worker's keyspace, the
+    /// handler runs on them, and each changed key goes back to its owner, writes before
+    /// deletions (see `keyspace::lent`).
+    async fn cross_keyed(&mut self, idx: usize, argv: &[&[u8]]) {
+        let spec = &COMMANDS[idx];
+        let (db, now) = (self.db, self.now_ms);
+        let workers = self.shared.workers;
+        let mut keys: Vec<Vec<u8>> = Vec::new();
+        for p in spec.key_positions(argv) {
+            if !keys.iter().any(|k| k[..] == *argv[p]) {
+                keys.push(argv[p].to_vec());
+            }
+        }
+        let mut owners: Vec<usize> = keys.iter().map(|k| slot::owner(k, workers)).collect();
+        owners.push(self.worker);
+        let txn = crate::worker::Txn::begin(&self.shared, self.worker, owners).await;
+        let mut items = Vec::with_capacity(keys.len());
+        for w in 0..workers {
+            let group: Vec<Vec<u8>> = keys
+                .iter()
+                .filter(|k| slot::owner(k, workers) == w)
+                .cloned()
+                .collect();
+            if group.is_empty() {
+                continue;
+            }
+            let got = txn
+                .run_resident(w, db, group.clone(), now, move |s| {
+                    group
+                        .into_iter()
+                        .map(|k| {
+                            let v = s.keyspace.peek(db, &k, now);
+                            (k, v, s.keyspace.take_error())
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .await;
+            match got {
+                Ok(list) => {
+                    for (k, v, err) in list {
+                        if let Some(e) = err {
+                            self.reply.error(&format!("ERR {e}"));
+                            return;
+                        }
+                        items.push((k, v));
+                    }
+                }
+                Err(e) => {
+                    self.reply.error(&format!("ERR {e}"));
+                    return;
+                }
+            }
+        }
+        let (changes, block, out) = {
+            let shard = local_shard();
+            let mut s = shard.borrow_mut();
+            if let Err(e) = s.keyspace.lend(db, items) {
+                self.reply.error(&format!("ERR {e}"));
+                return;
+            }
+            let mut reply = Reply::new(self.reply.proto);
+            let block = exec_keyed(&mut s, idx, db, now, &mut reply, argv);
+            let changes = s.keyspace.end_lend();
+            (changes, block, reply.buf)
+        };
+        if block.is_some() {
+            self.reply.error(
+                "ERR a blocking command whose keys live on different workers cannot wait yet; put its keys in one hash slot with a hash tag, e.g. {user}a {user}b",
+            );
+            return;
+        }
+        let mut changes = changes;
+        // Writes first, deletions last: a write refused on one worker (a full device)
+        // leaves a copy too many rather than a value lost.
+        changes.sort_by_key(|(_, v)| v.is_none());
+        let mut wrote = false;
+        let mut out = Some(out);
+        for (key, value) in changes {
+            let w = slot::owner(&key, workers);
+            let failed = txn
+                .run(w, move |s| {
+                    let ok = s.keyspace.apply_lent(db, &key, value, now);
+                    let e = s.keyspace.take_error();
+                    (!ok).then(|| e.unwrap_or_default())
+                })
+                .await;
+            wrote = true;
+            if let Some(e) = failed {
+                out = None;
+                self.reply.error(&format!("ERR {e}"));
+                break;
+            }
+        }
+        drop(txn);
+        if let Some(out) = out {
+            self.reply.buf.extend_from_slice(&out);
+        }
+        if wrote
+            && crate::persist::durability(&self.shared.config) == skerry_store::Durability::Always
+        {
+            crate::worker::sync_all(&self.shared, self.worker).await;
+        }
     }
 
     /// Runs blocking command `idx` on its owner `w` as a batch of its own, then waits for its

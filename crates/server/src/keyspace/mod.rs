@@ -18,6 +18,7 @@ pub mod cache;
 mod colls;
 mod defrag;
 pub mod entry;
+pub mod lent;
 mod seg_alloc;
 pub mod table;
 
@@ -274,6 +275,8 @@ pub struct Keyspace {
     watched: hashbrown::HashMap<(usize, Vec<u8>), u32>,
     /// Watched keys written since the blocked commands were last served.
     ready: Vec<(usize, Vec<u8>)>,
+    /// Keys of other workers lent to the running command (see [`lent`]).
+    lent: Option<lent::Lent>,
 }
 
 /// Full blocks' staging images waiting for their sync beyond this start a sync at once
@@ -427,6 +430,7 @@ impl Keyspace {
             early_sync: Rc::default(),
             watched: Default::default(),
             ready: Vec::new(),
+            lent: None,
         };
         // Keys that expired while the server was down: a tombstone each, so an older
         // version can never come back once their records' blocks are reclaimed.
@@ -824,6 +828,9 @@ impl Keyspace {
 
     /// [`Keyspace::get`] without touching hit/miss counters (for writes that read).
     pub fn peek(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<Got> {
+        if let Some(l) = self.lent_for(db, key) {
+            return l.get(db, key, now_ms).map(|v| v.to_got());
+        }
         let hash = hash_key(key);
         let (loc, expire_at_ms) = self.live_loc(db, hash, key, now_ms)?;
         let value_type = self.value_type_at(db, hash, key);
@@ -857,6 +864,12 @@ impl Keyspace {
 
     /// The live key's metadata, without reading its value.
     pub fn meta(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<Meta> {
+        if let Some(l) = self.lent_for(db, key) {
+            return l.get(db, key, now_ms).map(|v| Meta {
+                expire_at_ms: v.expire_at_ms,
+                value_type: v.value_type(),
+            });
+        }
         self.live_entry(db, key, now_ms).map(|e| Meta {
             expire_at_ms: e.expire_at_ms(),
             value_type: e.value_type(),
@@ -865,6 +878,9 @@ impl Keyspace {
 
     /// True when `key` exists and has not expired.
     pub fn exists(&mut self, db: usize, key: &[u8], now_ms: i64) -> bool {
+        if let Some(l) = self.lent_for(db, key) {
+            return l.get(db, key, now_ms).is_some();
+        }
         self.live_entry(db, key, now_ms).is_some()
     }
 
@@ -880,6 +896,10 @@ impl Keyspace {
         expiry: Expiry,
         now_ms: i64,
     ) -> bool {
+        if let Some(l) = self.lent_for_mut(db, key) {
+            l.set(db, key, Some(lent::LentData::Str(value.to_vec())), expiry);
+            return true;
+        }
         self.put_record(db, key, VALUE_TYPE_STRING, value, expiry, now_ms)
             .is_some()
     }
@@ -955,6 +975,24 @@ impl Keyspace {
         expiry: Expiry,
         now_ms: i64,
     ) -> bool {
+        if self.lent_for(db, key).is_some() {
+            let data = match value {
+                Value::Str(v) => lent::LentData::Str(v.clone()),
+                Value::Coll {
+                    value_type,
+                    encoded,
+                } => match Coll::decode(*value_type, encoded) {
+                    Ok(c) => lent::LentData::Coll(c),
+                    Err(e) => {
+                        self.fail(e.to_string());
+                        return false;
+                    }
+                },
+            };
+            let l = self.lent_for_mut(db, key).expect("lent");
+            l.set(db, key, Some(data), expiry);
+            return true;
+        }
         let (value_type, bytes) = value.record();
         self.put_record(db, key, value_type, bytes, expiry, now_ms)
             .is_some()
@@ -970,6 +1008,11 @@ impl Keyspace {
 
     /// Removes `key`; true when a live key was removed.
     pub fn delete(&mut self, db: usize, key: &[u8], now_ms: i64) -> bool {
+        if let Some(l) = self.lent_for_mut(db, key) {
+            let existed = l.get(db, key, now_ms).is_some();
+            l.set(db, key, None, Expiry::Persist);
+            return existed;
+        }
         let hash = hash_key(key);
         if self.expire_if_due(db, hash, key, now_ms) {
             return false;
@@ -1211,6 +1254,17 @@ impl Keyspace {
         value_type: u8,
         now_ms: i64,
     ) -> Result<Option<&Coll>, CollError> {
+        if self.lent_for(db, key).is_some() {
+            let l = self.lent.as_ref().expect("lent");
+            return match l.get(db, key, now_ms) {
+                None => Ok(None),
+                Some(lent::LentValue {
+                    data: lent::LentData::Coll(c),
+                    ..
+                }) if c.value_type() == value_type => Ok(Some(c)),
+                Some(_) => Err(CollError::WrongType),
+            };
+        }
         match self.decode_coll(db, key, value_type, now_ms) {
             Ok(Some(k)) => {
                 self.stats.hits += 1;
@@ -1237,6 +1291,9 @@ impl Keyspace {
         value_type: u8,
         now_ms: i64,
     ) -> Result<Option<Coll>, CollError> {
+        if self.lent_for(db, key).is_some() {
+            return self.coll(db, key, value_type, now_ms).map(|c| c.cloned());
+        }
         Ok(self
             .decode_coll(db, key, value_type, now_ms)?
             .and_then(|k| self.colls.take(k)))
@@ -1258,6 +1315,10 @@ impl Keyspace {
             return self.error.is_none();
         }
         coll.note_encoding(thresholds);
+        if let Some(l) = self.lent_for_mut(db, key) {
+            l.set(db, key, Some(lent::LentData::Coll(coll)), Expiry::Keep);
+            return true;
+        }
         let mut bytes = Vec::new();
         coll.encode(&mut bytes);
         let Some(loc) = self.put_record(db, key, coll.value_type(), &bytes, Expiry::Keep, now_ms)
@@ -1271,6 +1332,12 @@ impl Keyspace {
 
     /// OBJECT ENCODING's answer for a live key (its value must be resident).
     pub fn encoding(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&'static str> {
+        if let Some(l) = self.lent_for(db, key) {
+            return l.get(db, key, now_ms).map(|v| match &v.data {
+                lent::LentData::Str(s) => string_encoding(s),
+                lent::LentData::Coll(c) => c.encoding_name(),
+            });
+        }
         let hash = hash_key(key);
         let (loc, _) = self.live_loc(db, hash, key, now_ms)?;
         let value_type = self.value_type_at(db, hash, key);
@@ -1281,6 +1348,54 @@ impl Keyspace {
         match self.decode_coll(db, key, value_type, now_ms) {
             Ok(Some(k)) => self.colls.get(k).map(|c| c.encoding_name()),
             _ => None,
+        }
+    }
+}
+
+/// Lending keys to a command whose keys live on several workers (see [`lent`]).
+impl Keyspace {
+    #[inline]
+    fn lent_for(&self, db: usize, key: &[u8]) -> Option<&lent::Lent> {
+        self.lent.as_ref().filter(|l| l.has(db, key))
+    }
+
+    #[inline]
+    fn lent_for_mut(&mut self, db: usize, key: &[u8]) -> Option<&mut lent::Lent> {
+        self.lent.as_mut().filter(|l| l.has(db, key))
+    }
+
+    /// Lends `items` (key and value of `db`, as [`Keyspace::peek`] gave them on their
+    /// owners) to the next command; Err when a value does not decode.
+    pub fn lend(&mut self, db: usize, items: Vec<(Vec<u8>, Option<Got>)>) -> Result<(), String> {
+        debug_assert!(self.lent.is_none());
+        self.lent = Some(lent::Lent::new(db, items)?);
+        Ok(())
+    }
+
+    /// Ends the lending: the keys the command changed, with their new values (None:
+    /// deleted), for their owners ([`Keyspace::apply_lent`]).
+    pub fn end_lend(&mut self) -> Vec<(Vec<u8>, Option<Got>)> {
+        self.lent
+            .take()
+            .map(|l| l.into_changes())
+            .unwrap_or_default()
+    }
+
+    /// Applies a change made to one of this worker's keys while it was lent; false when
+    /// the write was refused (the error is kept).
+    pub fn apply_lent(&mut self, db: usize, key: &[u8], value: Option<Got>, now_ms: i64) -> bool {
+        match value {
+            None => {
+                self.delete(db, key, now_ms);
+                self.error.is_none()
+            }
+            Some(g) => self.put_value(
+                db,
+                key,
+                &g.value,
+                Expiry::of_entry_ms(g.expire_at_ms),
+                now_ms,
+            ),
         }
     }
 }
