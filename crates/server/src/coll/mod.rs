@@ -16,6 +16,9 @@ pub mod list;
 pub mod set;
 pub mod zset;
 
+#[cfg(test)]
+mod model_tests;
+
 use std::sync::atomic::{AtomicI64, Ordering};
 
 pub use codec::DecodeError;
