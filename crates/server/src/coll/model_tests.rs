@@ -195,7 +195,7 @@ fn check<M: Model>(cmds: &[Vec<Vec<u8>>], cut_at_write: Option<u64>, torn_sector
             let image = control.durable_image();
             let (mut ks, _log) = open(RamDevice::from_image(image, SECTOR)).await;
             let recovered = state(&mut ks, &keys).await;
-            let matched = states[durable_upto..].iter().any(|s| *s == recovered);
+            let matched = states[durable_upto..].contains(&recovered);
             assert!(
                 matched,
                 "recovered state {recovered:?} is no model state from command {durable_upto} on (of {})",
