@@ -317,7 +317,8 @@ fn send_reply(s: &mut Shard, tx: flume::Sender<Vec<u8>>, buf: Vec<u8>) {
 pub fn timeout_of(name: &str, argv: &[&[u8]]) -> Option<(u64, TimeoutReply)> {
     let (arg, on_timeout) = match name {
         "blmpop" | "bzmpop" => (argv.get(1)?, TimeoutReply::NullArray),
-        "blmove" | "brpoplpush" => (argv.last()?, TimeoutReply::NullBulk),
+        // Redis 7.0 answers a null array to every list and zset time-out, BLMOVE too.
+        "blmove" | "brpoplpush" => (argv.last()?, TimeoutReply::NullArray),
         _ => (argv.last()?, TimeoutReply::NullArray),
     };
     let mut scratch = Reply::new(Proto::Resp2);
@@ -386,7 +387,7 @@ mod tests {
             Some((1500, TimeoutReply::NullArray))
         );
         let a: Vec<&[u8]> = vec![b"blmove", b"a", b"b", b"left", b"right", b"0"];
-        assert_eq!(timeout_of("blmove", &a), Some((0, TimeoutReply::NullBulk)));
+        assert_eq!(timeout_of("blmove", &a), Some((0, TimeoutReply::NullArray)));
         let a: Vec<&[u8]> = vec![b"blmpop", b"0.01", b"1", b"k", b"left"];
         assert_eq!(
             timeout_of("blmpop", &a),
