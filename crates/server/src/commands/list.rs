@@ -26,20 +26,13 @@ fn arity_error(x: &mut Exec, name: &str) {
 }
 
 /// A non-negative integer argument (Redis's `getPositiveLongFromObjectOrReply`): `msg`
-/// answers a negative value, and any fault when `any_fault` is set (Redis passes its
-/// message for both then).
-fn parse_non_negative(x: &mut Exec, arg: &[u8], msg: &str, any_fault: bool) -> Option<i64> {
-    match parse_i64(arg) {
-        Some(v) if v >= 0 => Some(v),
-        Some(_) => {
-            x.reply.error(msg);
-            None
-        }
-        None => {
-            x.reply.error(if any_fault { msg } else { NOT_INT });
-            None
-        }
+/// answers any fault, a negative value or not an integer alike.
+fn parse_non_negative(x: &mut Exec, arg: &[u8], msg: &str) -> Option<i64> {
+    let v = parse_i64(arg).filter(|v| *v >= 0);
+    if v.is_none() {
+        x.reply.error(msg);
     }
+    v
 }
 
 /// An integer argument, replying Redis's error when it is not one.
@@ -130,7 +123,7 @@ fn pop(x: &mut Exec, a: &[&[u8]], end: End) {
     }
     let count = match a.get(2) {
         Some(arg) => {
-            match parse_non_negative(x, arg, "ERR value is out of range, must be positive", false) {
+            match parse_non_negative(x, arg, "ERR value is out of range, must be positive") {
                 Some(n) => Some(n),
                 None => return,
             }
@@ -163,7 +156,7 @@ fn pop(x: &mut Exec, a: &[&[u8]], end: End) {
             }
         }
         Some(n) => {
-            let vals = l.pop_many(end, n.min(usize::MAX as i64) as usize);
+            let vals = l.pop_many(end, n as usize);
             if put_list(x, key, l) {
                 x.reply.array(vals.len());
                 for v in &vals {
@@ -359,13 +352,13 @@ pub fn lpos(x: &mut Exec, a: &[&[u8]]) {
             rank = r;
         } else if is(a[j], "count") && more {
             j += 1;
-            let Some(c) = parse_non_negative(x, a[j], "ERR COUNT can't be negative", true) else {
+            let Some(c) = parse_non_negative(x, a[j], "ERR COUNT can't be negative") else {
                 return;
             };
             count = Some(c);
         } else if is(a[j], "maxlen") && more {
             j += 1;
-            let Some(m) = parse_non_negative(x, a[j], "ERR MAXLEN can't be negative", true) else {
+            let Some(m) = parse_non_negative(x, a[j], "ERR MAXLEN can't be negative") else {
                 return;
             };
             maxlen = m;
@@ -385,7 +378,7 @@ pub fn lpos(x: &mut Exec, a: &[&[u8]]) {
         }
         Err(e) => return coll_error(x.reply, e),
     };
-    let clamp = |v: i64| v.min(usize::MAX as i64) as usize;
+    let clamp = |v: i64| v as usize;
     match count {
         Some(c) => {
             let found = l.positions(a[2], rank, clamp(c), clamp(maxlen));
@@ -535,7 +528,7 @@ fn parse_mpop(x: &mut Exec, a: &[&[u8]], at: usize) -> Option<(usize, usize, End
         if count.is_none() && is(a[j], "count") && j + 1 < a.len() {
             j += 1;
             match parse_i64(a[j]) {
-                Some(n) if n > 0 => count = Some(n.min(usize::MAX as i64) as usize),
+                Some(n) if n > 0 => count = Some(n as usize),
                 _ => {
                     x.reply.error("ERR count should be greater than 0");
                     return None;
@@ -595,10 +588,13 @@ pub fn blmpop(x: &mut Exec, a: &[&[u8]]) {
     }
 }
 
-/// BLMOVE / BRPOPLPUSH once the arguments are parsed.
+/// BLMOVE / BRPOPLPUSH once the arguments are parsed. They wait on the source only (a
+/// wrong-typed destination is found when an element arrives), and time out with a null
+/// array as every blocked list command in Redis 7.0 (`replyToBlockedClientTimedOut`),
+/// though they answer a null bulk where blocking is not allowed (MULTI).
 fn bmove(x: &mut Exec, a: &[&[u8]], from: End, to: End, timeout_ms: u64) {
     if let Moved::NoSource = move_element(x, a[1], a[2], from, to) {
-        x.block_on(&[a[1]], timeout_ms, TimeoutReply::NullBulk);
+        x.block_on(&[a[1]], timeout_ms, TimeoutReply::NullArray);
     }
 }
 
