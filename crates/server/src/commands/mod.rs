@@ -317,13 +317,9 @@ const A_HASH_WF: &[&str] = &["@write", "@hash", "@fast"];
 const A_HASH_R: &[&str] = &["@read", "@hash", "@slow"];
 #[allow(dead_code)] // until every family uses it
 const A_HASH_RF: &[&str] = &["@read", "@hash", "@fast"];
-#[allow(dead_code)] // until every family uses it
 const A_LIST_W: &[&str] = &["@write", "@list", "@slow"];
-#[allow(dead_code)] // until every family uses it
 const A_LIST_WF: &[&str] = &["@write", "@list", "@fast"];
-#[allow(dead_code)] // until every family uses it
 const A_LIST_R: &[&str] = &["@read", "@list", "@slow"];
-#[allow(dead_code)] // until every family uses it
 const A_LIST_RF: &[&str] = &["@read", "@list", "@fast"];
 #[allow(dead_code)] // until every family uses it
 const A_SET_W: &[&str] = &["@write", "@set", "@slow"];
@@ -430,7 +426,34 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("hget", 3, RF, K1, "hash", "2.0.0", "Returns the value of a field in a hash.", A_HASH_RF, keyed(h::hget)),
     //
     // list (commands/list.rs)
+    spec("lpush", -3, WF, K1, "list", "1.0.0", "Prepends one or more elements to a list. Creates the key if it doesn't exist.", A_LIST_WF, keyed(l::lpush)),
+    spec("rpush", -3, WF, K1, "list", "1.0.0", "Appends one or more elements to a list. Creates the key if it doesn't exist.", A_LIST_WF, keyed(l::rpush)),
+    spec("lpushx", -3, WF, K1, "list", "2.2.0", "Prepends one or more elements to a list only when the list exists.", A_LIST_WF, keyed(l::lpushx)),
+    spec("rpushx", -3, WF, K1, "list", "2.2.0", "Appends an element to a list only when the list exists.", A_LIST_WF, keyed(l::rpushx)),
+    spec("lpop", -2, WDELF, K1, "list", "1.0.0", "Returns the first elements in a list after removing it. Deletes the list if the last element was popped.", A_LIST_WF, keyed(l::lpop)),
+    spec("rpop", -2, WDELF, K1, "list", "1.0.0", "Returns and removes the last elements of the list. Deletes the list if the last element was popped.", A_LIST_WF, keyed(l::rpop)),
     spec("llen", 2, RF, K1, "list", "1.0.0", "Returns the length of a list.", A_LIST_RF, keyed(l::llen)),
+    spec("lindex", 3, R, K1, "list", "1.0.0", "Returns an element from a list by its index.", A_LIST_R, keyed(l::lindex)),
+    spec("lrange", 4, R, K1, "list", "1.0.0", "Returns a range of elements from a list.", A_LIST_R, keyed(l::lrange)),
+    spec("lset", 4, W, K1, "list", "1.0.0", "Sets the value of an element in a list by its index.", A_LIST_W, keyed(l::lset)),
+    spec("linsert", 5, W, K1, "list", "2.2.0", "Inserts an element before or after another element in a list.", A_LIST_W, keyed(l::linsert)),
+    spec("lrem", 4, WDEL, K1, "list", "1.0.0", "Removes elements from a list. Deletes the list if the last element was removed.", A_LIST_W, keyed(l::lrem)),
+    spec("ltrim", 4, WDEL, K1, "list", "1.0.0", "Removes elements from both ends a list. Deletes the list if all elements were trimmed.", A_LIST_W, keyed(l::ltrim)),
+    spec("lpos", -3, R, K1, "list", "6.0.6", "Returns the index of matching elements in a list.", A_LIST_R, keyed(l::lpos)),
+    spec("lmove", 5, W, (1, 2, 1), "list", "6.2.0", "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved.", A_LIST_W, keyed(l::lmove)),
+    spec("rpoplpush", 3, W, (1, 2, 1), "list", "1.2.0", "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped.", A_LIST_W, keyed(l::rpoplpush)),
+    CommandSpec {
+        key_finder: Some(keys_numkeys_at_1),
+        ..spec("lmpop", -4, &["write", "movablekeys"], (2, 2, 1), "list", "7.0.0", "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.", A_LIST_W, keyed(l::lmpop))
+    },
+    spec("blpop", -3, &["write", "noscript", "blocking"], (1, -2, 1), "list", "2.0.0", "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", l::A_LIST_BLOCKING, keyed(l::blpop)),
+    spec("brpop", -3, &["write", "noscript", "blocking"], (1, -2, 1), "list", "2.0.0", "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", l::A_LIST_BLOCKING, keyed(l::brpop)),
+    spec("blmove", 6, &["write", "denyoom", "noscript", "blocking"], (1, 2, 1), "list", "6.2.0", "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.", l::A_LIST_BLOCKING, keyed(l::blmove)),
+    spec("brpoplpush", 4, &["write", "denyoom", "noscript", "blocking"], (1, 2, 1), "list", "2.2.0", "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.", l::A_LIST_BLOCKING, keyed(l::brpoplpush)),
+    CommandSpec {
+        key_finder: Some(keys_timeout_numkeys),
+        ..spec("blmpop", -5, &["write", "blocking", "movablekeys"], (3, 3, 1), "list", "7.0.0", "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", l::A_LIST_BLOCKING, keyed(l::blmpop))
+    },
     //
     // set (commands/set.rs)
     spec("scard", 2, RF, K1, "set", "1.0.0", "Returns the number of members in a set.", A_SET_RF, keyed(st::scard)),
