@@ -311,11 +311,8 @@ const A_STR_R: &[&str] = &["@read", "@string"];
 const A_STR_RF: &[&str] = &["@read", "@string", "@fast"];
 #[allow(dead_code)] // until every family uses it
 const A_HASH_W: &[&str] = &["@write", "@hash", "@slow"];
-#[allow(dead_code)] // until every family uses it
 const A_HASH_WF: &[&str] = &["@write", "@hash", "@fast"];
-#[allow(dead_code)] // until every family uses it
 const A_HASH_R: &[&str] = &["@read", "@hash", "@slow"];
-#[allow(dead_code)] // until every family uses it
 const A_HASH_RF: &[&str] = &["@read", "@hash", "@fast"];
 #[allow(dead_code)] // until every family uses it
 const A_LIST_W: &[&str] = &["@write", "@list", "@slow"];
@@ -426,8 +423,21 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("lcs", -3, R, (1, 2, 1), "string", "7.0.0", "Finds the longest common substring.", A_STR_R, keyed_x(s::lcs, AsyncCmd::Lcs)),
     // hash (commands/hash.rs)
     spec("hset", -4, WF, K1, "hash", "2.0.0", "Creates or modifies the value of a field in a hash.", A_HASH_WF, keyed(h::hset)),
+    spec("hsetnx", 4, WF, K1, "hash", "2.0.0", "Sets the value of a field in a hash only when the field doesn't exist.", A_HASH_WF, keyed(h::hsetnx)),
     spec("hmset", -4, WF, K1, "hash", "2.0.0", "Sets the values of multiple fields.", A_HASH_WF, keyed(h::hset)),
     spec("hget", 3, RF, K1, "hash", "2.0.0", "Returns the value of a field in a hash.", A_HASH_RF, keyed(h::hget)),
+    spec("hmget", -3, RF, K1, "hash", "2.0.0", "Returns the values of all fields in a hash.", A_HASH_RF, keyed(h::hmget)),
+    spec("hdel", -3, WDELF, K1, "hash", "2.0.0", "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.", A_HASH_WF, keyed(h::hdel)),
+    spec("hlen", 2, RF, K1, "hash", "2.0.0", "Returns the number of fields in a hash.", A_HASH_RF, keyed(h::hlen)),
+    spec("hstrlen", 3, RF, K1, "hash", "3.2.0", "Returns the length of the value of a field.", A_HASH_RF, keyed(h::hstrlen)),
+    spec("hexists", 3, RF, K1, "hash", "2.0.0", "Determines whether a field exists in a hash.", A_HASH_RF, keyed(h::hexists)),
+    spec("hgetall", 2, R, K1, "hash", "2.0.0", "Returns all fields and values in a hash.", A_HASH_R, keyed(h::hgetall)),
+    spec("hkeys", 2, R, K1, "hash", "2.0.0", "Returns all fields in a hash.", A_HASH_R, keyed(h::hkeys)),
+    spec("hvals", 2, R, K1, "hash", "2.0.0", "Returns all values in a hash.", A_HASH_R, keyed(h::hvals)),
+    spec("hincrby", 4, WF, K1, "hash", "2.0.0", "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the field doesn't exist.", A_HASH_WF, keyed(h::hincrby)),
+    spec("hincrbyfloat", 4, WF, K1, "hash", "2.6.0", "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist.", A_HASH_WF, keyed(h::hincrbyfloat)),
+    spec("hrandfield", -2, R, K1, "hash", "6.2.0", "Returns one or more random fields from a hash.", A_HASH_R, keyed(h::hrandfield)),
+    spec("hscan", -3, R, K1, "hash", "2.8.0", "Iterates over fields and values of a hash.", A_HASH_R, keyed(h::hscan)),
     //
     // list (commands/list.rs)
     spec("llen", 2, RF, K1, "list", "1.0.0", "Returns the length of a list.", A_LIST_RF, keyed(l::llen)),
