@@ -474,6 +474,10 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: OBJECT_SUBS,
         ..spec("object", -2, &["readonly"], (2, 2, 1), "generic", "2.2.3", "A container for object introspection commands.", A_KS_R, keyed(k::object))
     },
+    CommandSpec {
+        subcommands: MEMORY_SUBS,
+        ..spec("memory", -2, &[], (2, 2, 1), "server", "4.0.0", "A container for memory diagnostics commands.", &["@slow"], keyed(k::memory))
+    },
     spec("dbsize", 1, &["readonly", "fast"], NOKEY, "server", "1.0.0", "Returns the number of keys in the database.", &["@keyspace", "@read", "@fast"], Handler::Async(AsyncCmd::Dbsize)),
     spec("flushdb", -1, &["write"], NOKEY, "server", "1.0.0", "Remove all keys from the current database.", &["@keyspace", "@write", "@slow", "@dangerous"], Handler::Async(AsyncCmd::Flushdb)),
     spec("flushall", -1, &["write"], NOKEY, "server", "1.0.0", "Removes all keys from all databases.", &["@keyspace", "@write", "@slow", "@dangerous"], Handler::Async(AsyncCmd::Flushall)),
@@ -609,6 +613,22 @@ pub static OBJECT_SUBS: &[SubSpec] = &[
     },
     SubSpec {
         name: "object|help",
+        arity: 2,
+        flags: &["loading", "stale"],
+        summary: "Returns helpful text about the different subcommands.",
+    },
+];
+
+/// MEMORY's subcommands (USAGE and HELP only).
+pub static MEMORY_SUBS: &[SubSpec] = &[
+    SubSpec {
+        name: "memory|usage",
+        arity: -3,
+        flags: &["readonly"],
+        summary: "Estimates the memory usage of a key.",
+    },
+    SubSpec {
+        name: "memory|help",
         arity: 2,
         flags: &["loading", "stale"],
         summary: "Returns helpful text about the different subcommands.",
