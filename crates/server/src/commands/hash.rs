@@ -132,7 +132,9 @@ pub fn hstrlen(x: &mut Exec, a: &[&[u8]]) {
 
 /// HEXISTS key field
 pub fn hexists(x: &mut Exec, a: &[&[u8]]) {
-    read(x, a[1], |r, h| r.int(h.is_some_and(|h| h.contains(a[2])) as i64));
+    read(x, a[1], |r, h| {
+        r.int(h.is_some_and(|h| h.contains(a[2])) as i64)
+    });
 }
 
 /// HGETALL key (a map in RESP3)
