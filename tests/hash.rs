@@ -997,3 +997,27 @@ fn acknowledged_hash_writes_survive_kill_9_with_appendfsync_always() {
         }
     }
 }
+
+#[test]
+fn memory_usage_of_a_hash() {
+    let (_s, mut r) = start();
+    assert_eq!(r.cmd(&["HSET", "h", "f", &"v".repeat(1000)]), int(1));
+    assert!(r.cmd(&["MEMORY", "USAGE", "h"]).int() > 1000);
+    assert!(r.cmd(&["MEMORY", "USAGE", "h", "SAMPLES", "0"]).int() > 1000);
+    assert_eq!(r.cmd_raw(&["MEMORY", "USAGE", "nokey"]), b"$-1\r\n");
+    assert_eq!(
+        r.cmd(&["MEMORY", "USAGE", "h", "SAMPLES", "-1"]),
+        err(SYNTAX)
+    );
+    assert_eq!(
+        r.cmd(&["MEMORY", "USAGE", "h", "SAMPLES", "x"]),
+        err(NOT_INT)
+    );
+    assert_eq!(r.cmd(&["MEMORY", "USAGE", "h", "SAMPLES"]), err(SYNTAX));
+    assert_eq!(r.cmd(&["MEMORY", "USAGE", "h", "BOGUS", "1"]), err(SYNTAX));
+    assert_eq!(
+        r.cmd(&["MEMORY", "USAGE"]),
+        err("ERR wrong number of arguments for 'memory|usage' command")
+    );
+    assert!(r.cmd(&["MEMORY", "HELP"]).strings()[0].starts_with("MEMORY <subcommand>"));
+}

@@ -244,7 +244,7 @@ pub fn hincrbyfloat(x: &mut Exec, a: &[&[u8]]) {
 
 /// Most elements one HRANDFIELD with a negative count replies with (Redis has no limit but
 /// the memory of the reply; this keeps a runaway count from exhausting the server's).
-const HRANDFIELD_MAX_REPEATS: u64 = 1 << 27;
+const HRANDFIELD_MAX_REPEATS: u64 = 1 << 24;
 
 /// HRANDFIELD key [count [WITHVALUES]]
 pub fn hrandfield(x: &mut Exec, a: &[&[u8]]) {
