@@ -1021,3 +1021,60 @@ fn memory_usage_of_a_hash() {
     );
     assert!(r.cmd(&["MEMORY", "HELP"]).strings()[0].starts_with("MEMORY <subcommand>"));
 }
+
+#[test]
+fn keyspace_hits_count_reads_only() {
+    let (_s, mut r) = start();
+    let stats = |r: &mut Raw| {
+        (
+            info_u64(r, "stats", "keyspace_hits").unwrap(),
+            info_u64(r, "stats", "keyspace_misses").unwrap(),
+        )
+    };
+    let (h0, m0) = stats(&mut r);
+    assert_eq!(r.cmd(&["HSET", "h", "f", "1", "g", "x"]), int(2));
+    assert_eq!(r.cmd(&["HSETNX", "h", "f", "2"]), int(0));
+    assert_eq!(r.cmd(&["HSETNX", "h", "n", "2"]), int(1));
+    assert_eq!(r.cmd(&["HDEL", "h", "absent"]), int(0));
+    assert_eq!(r.cmd(&["HDEL", "nokey", "absent"]), int(0));
+    assert_eq!(r.cmd(&["HDEL", "h", "n"]), int(1));
+    assert_eq!(r.cmd(&["HINCRBY", "h", "f", "1"]), int(2));
+    assert_eq!(
+        r.cmd(&["HINCRBY", "h", "g", "1"]),
+        err("ERR hash value is not an integer")
+    );
+    assert_eq!(r.cmd(&["HINCRBYFLOAT", "h", "f", "0.5"]), bulk("2.5"));
+    assert_eq!(stats(&mut r), (h0, m0), "writes count no hits or misses");
+    assert_eq!(r.cmd(&["HGET", "h", "f"]), bulk("2.5"));
+    assert_eq!(r.cmd(&["HGET", "h", "absent"]), Value::Null);
+    assert_eq!(r.cmd(&["HMGET", "nokey", "f"]), arr(vec![Value::Null]));
+    assert_eq!(r.cmd(&["HLEN", "nokey"]), int(0));
+    assert_eq!(stats(&mut r), (h0 + 2, m0 + 2));
+    // The no-op writes changed nothing.
+    assert_eq!(r.cmd(&["HGETALL", "h"]), bulks(&["f", "2.5", "g", "x"]));
+}
+
+#[test]
+fn hrandfield_refuses_a_runaway_negative_count() {
+    // Skerry-only: Redis would try to build a reply of 2^63 elements.
+    skip_if_redis!();
+    let (_s, mut r) = start();
+    assert_eq!(r.cmd(&["HSET", "h", "f", "v"]), int(1));
+    assert_eq!(
+        r.cmd(&["HRANDFIELD", "h", "-9223372036854775807"]),
+        err("ERR value is out of range")
+    );
+    assert_eq!(
+        r.cmd(&["HRANDFIELD", "h", "-16777217"]),
+        err("ERR value is out of range")
+    );
+    assert_eq!(
+        r.cmd(&["HRANDFIELD", "h", "-100000"]).items().len(),
+        100_000
+    );
+    // A large positive count is fine: it is capped by the hash's size.
+    assert_eq!(
+        r.cmd(&["HRANDFIELD", "h", "9223372036854775807"]),
+        bulks(&["f"])
+    );
+}

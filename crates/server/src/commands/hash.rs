@@ -30,6 +30,19 @@ fn put(x: &mut Exec, key: &[u8], h: Hash) -> bool {
     x.ks.put_coll(x.db, key, Coll::Hash(h), &t, x.now_ms)
 }
 
+/// Runs `f` on the hash under `key` (None when the key does not exist) without counting a
+/// keyspace hit or miss: a write checks first whether it changes anything, and a no-op
+/// keeps the decoded hash cached. None after replying WRONGTYPE.
+fn peek<R>(x: &mut Exec, key: &[u8], f: impl FnOnce(Option<&Hash>) -> R) -> Option<R> {
+    match x.ks.peek_coll(x.db, key, VALUE_TYPE_HASH, x.now_ms) {
+        Ok(c) => Some(f(c.map(|c| c.as_hash()))),
+        Err(e) => {
+            coll_error(x.reply, e);
+            None
+        }
+    }
+}
+
 /// HSET key field value [field value ...] / HMSET (which replies +OK)
 pub fn hset(x: &mut Exec, a: &[&[u8]]) {
     let hmset = is(a[0], "hmset");
@@ -56,11 +69,13 @@ pub fn hset(x: &mut Exec, a: &[&[u8]]) {
 
 /// HSETNX key field value
 pub fn hsetnx(x: &mut Exec, a: &[&[u8]]) {
-    let Some(mut h) = take(x, a[1]) else { return };
-    if h.contains(a[2]) {
-        x.reply.int(0);
+    let Some(present) = peek(x, a[1], |h| h.is_some_and(|h| h.contains(a[2]))) else {
         return;
+    };
+    if present {
+        return x.reply.int(0);
     }
+    let Some(mut h) = take(x, a[1]) else { return };
     h.insert(a[2], a[3]);
     if put(x, a[1], h) {
         x.reply.int(1);
@@ -99,6 +114,15 @@ pub fn hmget(x: &mut Exec, a: &[&[u8]]) {
 
 /// HDEL key field [field ...]
 pub fn hdel(x: &mut Exec, a: &[&[u8]]) {
+    let Some(any) = peek(x, a[1], |h| {
+        h.is_some_and(|h| a[2..].iter().any(|f| h.contains(f)))
+    }) else {
+        return;
+    };
+    // Nothing to remove (a missing key is an empty hash): nothing to write.
+    if !any {
+        return x.reply.int(0);
+    }
     let Some(mut h) = take(x, a[1]) else { return };
     let mut deleted = 0;
     for f in &a[2..] {
@@ -108,10 +132,6 @@ pub fn hdel(x: &mut Exec, a: &[&[u8]]) {
                 break;
             }
         }
-    }
-    // Nothing removed: nothing to write (a missing key is an empty hash).
-    if deleted == 0 {
-        return x.reply.int(0);
     }
     if put(x, a[1], h) {
         x.reply.int(deleted);
@@ -183,21 +203,20 @@ pub fn hincrby(x: &mut Exec, a: &[&[u8]]) {
         x.reply.error(NOT_INT);
         return;
     };
-    let Some(mut h) = take(x, a[1]) else { return };
-    let old = match h.get(a[2]) {
-        None => 0,
-        Some(v) => match parse_i64(v) {
-            Some(n) => n,
-            None => {
-                x.reply.error("ERR hash value is not an integer");
-                return;
-            }
-        },
-    };
-    let Some(new) = old.checked_add(incr) else {
-        x.reply.error(OVERFLOW);
+    let Some(new) = peek(x, a[1], |h| {
+        let old = match h.and_then(|h| h.get(a[2])) {
+            None => 0,
+            Some(v) => parse_i64(v).ok_or("ERR hash value is not an integer")?,
+        };
+        old.checked_add(incr).ok_or(OVERFLOW)
+    }) else {
         return;
     };
+    let new = match new {
+        Ok(n) => n,
+        Err(e) => return x.reply.error(e),
+    };
+    let Some(mut h) = take(x, a[1]) else { return };
     let mut buf = itoa::Buffer::new();
     h.insert(a[2], buf.format(new).as_bytes());
     if put(x, a[1], h) {
@@ -211,31 +230,23 @@ pub fn hincrbyfloat(x: &mut Exec, a: &[&[u8]]) {
     // The increment alone: not a float, or NaN/Infinity (0 + inf is not finite).
     match add(None, a[3]) {
         Ok(_) => {}
-        Err(LdError::NotFinite) => {
-            x.reply.error("ERR value is NaN or Infinity");
-            return;
-        }
-        Err(_) => {
-            x.reply.error(NOT_FLOAT);
-            return;
-        }
+        Err(LdError::NotFinite) => return x.reply.error("ERR value is NaN or Infinity"),
+        Err(_) => return x.reply.error(NOT_FLOAT),
     }
-    let Some(mut h) = take(x, a[1]) else { return };
-    let text = match add(h.get(a[2]), a[3]) {
-        Ok(t) => t,
-        Err(LdError::BaseNotFloat) => {
-            x.reply.error("ERR hash value is not a float");
-            return;
-        }
-        Err(LdError::NotFinite) => {
-            x.reply.error("ERR increment would produce NaN or Infinity");
-            return;
-        }
-        Err(LdError::IncrNotFloat) => {
-            x.reply.error(NOT_FLOAT);
-            return;
-        }
+    let Some(text) = peek(x, a[1], |h| {
+        add(h.and_then(|h| h.get(a[2])), a[3]).map_err(|e| match e {
+            LdError::BaseNotFloat => "ERR hash value is not a float",
+            LdError::NotFinite => "ERR increment would produce NaN or Infinity",
+            LdError::IncrNotFloat => NOT_FLOAT,
+        })
+    }) else {
+        return;
     };
+    let text = match text {
+        Ok(t) => t,
+        Err(e) => return x.reply.error(e),
+    };
+    let Some(mut h) = take(x, a[1]) else { return };
     h.insert(a[2], &text);
     if put(x, a[1], h) {
         x.reply.bulk(&text);
