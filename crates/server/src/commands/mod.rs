@@ -311,11 +311,8 @@ const A_STR_R: &[&str] = &["@read", "@string"];
 const A_STR_RF: &[&str] = &["@read", "@string", "@fast"];
 #[allow(dead_code)] // until every family uses it
 const A_HASH_W: &[&str] = &["@write", "@hash", "@slow"];
-#[allow(dead_code)] // until every family uses it
 const A_HASH_WF: &[&str] = &["@write", "@hash", "@fast"];
-#[allow(dead_code)] // until every family uses it
 const A_HASH_R: &[&str] = &["@read", "@hash", "@slow"];
-#[allow(dead_code)] // until every family uses it
 const A_HASH_RF: &[&str] = &["@read", "@hash", "@fast"];
 const A_LIST_W: &[&str] = &["@write", "@list", "@slow"];
 const A_LIST_WF: &[&str] = &["@write", "@list", "@fast"];
@@ -422,8 +419,21 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("lcs", -3, R, (1, 2, 1), "string", "7.0.0", "Finds the longest common substring.", A_STR_R, keyed_x(s::lcs, AsyncCmd::Lcs)),
     // hash (commands/hash.rs)
     spec("hset", -4, WF, K1, "hash", "2.0.0", "Creates or modifies the value of a field in a hash.", A_HASH_WF, keyed(h::hset)),
+    spec("hsetnx", 4, WF, K1, "hash", "2.0.0", "Sets the value of a field in a hash only when the field doesn't exist.", A_HASH_WF, keyed(h::hsetnx)),
     spec("hmset", -4, WF, K1, "hash", "2.0.0", "Sets the values of multiple fields.", A_HASH_WF, keyed(h::hset)),
     spec("hget", 3, RF, K1, "hash", "2.0.0", "Returns the value of a field in a hash.", A_HASH_RF, keyed(h::hget)),
+    spec("hmget", -3, RF, K1, "hash", "2.0.0", "Returns the values of all fields in a hash.", A_HASH_RF, keyed(h::hmget)),
+    spec("hdel", -3, WDELF, K1, "hash", "2.0.0", "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.", A_HASH_WF, keyed(h::hdel)),
+    spec("hlen", 2, RF, K1, "hash", "2.0.0", "Returns the number of fields in a hash.", A_HASH_RF, keyed(h::hlen)),
+    spec("hstrlen", 3, RF, K1, "hash", "3.2.0", "Returns the length of the value of a field.", A_HASH_RF, keyed(h::hstrlen)),
+    spec("hexists", 3, RF, K1, "hash", "2.0.0", "Determines whether a field exists in a hash.", A_HASH_RF, keyed(h::hexists)),
+    spec("hgetall", 2, R, K1, "hash", "2.0.0", "Returns all fields and values in a hash.", A_HASH_R, keyed(h::hgetall)),
+    spec("hkeys", 2, R, K1, "hash", "2.0.0", "Returns all fields in a hash.", A_HASH_R, keyed(h::hkeys)),
+    spec("hvals", 2, R, K1, "hash", "2.0.0", "Returns all values in a hash.", A_HASH_R, keyed(h::hvals)),
+    spec("hincrby", 4, WF, K1, "hash", "2.0.0", "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the field doesn't exist.", A_HASH_WF, keyed(h::hincrby)),
+    spec("hincrbyfloat", 4, WF, K1, "hash", "2.6.0", "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist.", A_HASH_WF, keyed(h::hincrbyfloat)),
+    spec("hrandfield", -2, R, K1, "hash", "6.2.0", "Returns one or more random fields from a hash.", A_HASH_R, keyed(h::hrandfield)),
+    spec("hscan", -3, R, K1, "hash", "2.8.0", "Iterates over fields and values of a hash.", A_HASH_R, keyed(h::hscan)),
     //
     // list (commands/list.rs)
     spec("lpush", -3, WF, K1, "list", "1.0.0", "Prepends one or more elements to a list. Creates the key if it doesn't exist.", A_LIST_WF, keyed(l::lpush)),
@@ -486,6 +496,10 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         subcommands: OBJECT_SUBS,
         ..spec("object", -2, &["readonly"], (2, 2, 1), "generic", "2.2.3", "A container for object introspection commands.", A_KS_R, keyed(k::object))
+    },
+    CommandSpec {
+        subcommands: MEMORY_SUBS,
+        ..spec("memory", -2, &[], (2, 2, 1), "server", "4.0.0", "A container for memory diagnostics commands.", &["@slow"], keyed(k::memory))
     },
     spec("dbsize", 1, &["readonly", "fast"], NOKEY, "server", "1.0.0", "Returns the number of keys in the database.", &["@keyspace", "@read", "@fast"], Handler::Async(AsyncCmd::Dbsize)),
     spec("flushdb", -1, &["write"], NOKEY, "server", "1.0.0", "Remove all keys from the current database.", &["@keyspace", "@write", "@slow", "@dangerous"], Handler::Async(AsyncCmd::Flushdb)),
@@ -622,6 +636,22 @@ pub static OBJECT_SUBS: &[SubSpec] = &[
     },
     SubSpec {
         name: "object|help",
+        arity: 2,
+        flags: &["loading", "stale"],
+        summary: "Returns helpful text about the different subcommands.",
+    },
+];
+
+/// MEMORY's subcommands (USAGE and HELP only).
+pub static MEMORY_SUBS: &[SubSpec] = &[
+    SubSpec {
+        name: "memory|usage",
+        arity: -3,
+        flags: &["readonly"],
+        summary: "Estimates the memory usage of a key.",
+    },
+    SubSpec {
+        name: "memory|help",
         arity: 2,
         flags: &["loading", "stale"],
         summary: "Returns helpful text about the different subcommands.",

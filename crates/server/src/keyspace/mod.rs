@@ -1281,6 +1281,21 @@ impl Keyspace {
         }
     }
 
+    /// Like [`Keyspace::coll`] but without counting a keyspace hit or miss: for a write
+    /// command that first checks whether it has anything to change (HDEL of absent fields,
+    /// HSETNX of a present one), so that a no-op keeps the decoded collection cached.
+    pub fn peek_coll(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        value_type: u8,
+        now_ms: i64,
+    ) -> Result<Option<&Coll>, CollError> {
+        Ok(self
+            .decode_coll(db, key, value_type, now_ms)?
+            .and_then(|k| self.colls.get(k)))
+    }
+
     /// Takes the live `value_type` collection under `key` out of the cache to change it
     /// (hand it back with [`Keyspace::put_coll`]; dropping it changes nothing). Ok(None)
     /// when the key does not exist.

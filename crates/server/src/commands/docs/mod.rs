@@ -689,6 +689,13 @@ pub static DOCS: &[Doc] = &[
             key("key", 0),
         ]),
     doc("object|help", "6.2.0", "O(1)"),
+    doc("memory", "4.0.0", "Depends on subcommand."),
+    doc("memory|usage", "4.0.0", "O(N) where N is the number of samples.")
+        .args(&[
+            key("key", 0),
+            integer("count").token("SAMPLES").optional(),
+        ]),
+    doc("memory|help", "4.0.0", "O(1)"),
     doc("dbsize", "1.0.0", "O(1)"),
     doc("flushdb", "1.0.0", "O(N) where N is the number of keys in the selected database")
         .history(&[
@@ -938,7 +945,7 @@ mod tests {
     /// Commands whose arity allows arguments but that Redis documents without any: containers
     /// (documented through their subcommands; DEFRAG parses its own) and QUIT (it ignores its arguments).
     const NO_ARGUMENTS: &[&str] = &[
-        "client", "object", "config", "command", "debug", "defrag", "function", "quit",
+        "client", "object", "memory", "config", "command", "debug", "defrag", "function", "quit",
     ];
 
     fn check_args(cmd: &str, args: &[Arg]) {
