@@ -140,6 +140,8 @@ pub struct Registry {
     by_key: HashMap<(usize, Vec<u8>), VecDeque<u64>>,
     next_id: u64,
     serving: bool,
+    /// Set while a MULTI/EXEC runs: waiters are served once it is done, as in Redis.
+    pub paused: bool,
 }
 
 impl Registry {
@@ -213,7 +215,7 @@ pub fn drop_cancelled(s: &mut Shard) {
 /// documentation). Runs after every command and job on the owner; cheap when nothing is
 /// ready.
 pub fn serve_ready(s: &mut Shard) {
-    if s.blocking.serving || !s.keyspace.has_ready() {
+    if s.blocking.serving || s.blocking.paused || !s.keyspace.has_ready() {
         return;
     }
     s.blocking.serving = true;

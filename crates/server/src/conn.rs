@@ -73,6 +73,21 @@ pub struct Conn {
     /// The connection's outgoing queue (replies before a blocking command leave before it
     /// waits).
     outbox: Option<Rc<Outbox>>,
+    /// Commands queued since MULTI.
+    pub multi: Option<Multi>,
+    /// Set by the owners of WATCHed keys when one changes.
+    cas_flag: Arc<std::sync::atomic::AtomicBool>,
+    /// The keys this connection WATCHes.
+    watched: Vec<(usize, Vec<u8>)>,
+}
+
+/// A transaction being queued (MULTI ... EXEC).
+#[derive(Default)]
+pub struct Multi {
+    /// Command index and arguments.
+    pub queue: Vec<(usize, Vec<Vec<u8>>)>,
+    /// A command was refused while queueing: EXEC answers EXECABORT.
+    pub error: bool,
 }
 
 /// Which of two futures finished first.
@@ -348,6 +363,9 @@ impl Conn {
     pub async fn dispatch(&mut self, argv: &[&[u8]]) {
         let Some(idx) = commands::lookup(argv[0]) else {
             self.flush_pending().await;
+            if let Some(m) = &mut self.multi {
+                m.error = true;
+            }
             let msg = unknown_command_message(argv);
             self.with_reply_mode(|c| c.reject_bytes(None, &msg));
             return;
@@ -357,6 +375,9 @@ impl Conn {
         self.subcommand = None;
         if !spec.arity_ok(argv.len()) {
             self.flush_pending().await;
+            if let Some(m) = &mut self.multi {
+                m.error = true;
+            }
             let msg = format!("ERR wrong number of arguments for '{}' command", spec.name);
             self.with_reply_mode(|c| c.reject(Some(idx), &msg));
             return;
@@ -393,6 +414,28 @@ impl Conn {
                 return;
             }
             self.authenticated = true;
+        }
+        if self.multi.is_some()
+            && !matches!(
+                spec.name,
+                "exec" | "discard" | "multi" | "watch" | "unwatch" | "reset" | "quit"
+            )
+        {
+            self.flush_pending().await;
+            let m = self.multi.as_mut().expect("in MULTI");
+            if matches!(spec.handler, Handler::Async(_)) {
+                m.error = true;
+                let msg = format!(
+                    "ERR '{}' inside MULTI is not supported by Skerry yet",
+                    spec.name
+                );
+                self.with_reply_mode(|c| c.reject(Some(idx), &msg));
+                return;
+            }
+            m.queue
+                .push((idx, argv.iter().map(|a| a.to_vec()).collect()));
+            self.with_reply_mode(|c| c.reply.simple("QUEUED"));
+            return;
         }
         if crate::space::space_low() && spec.has_flag("denyoom") {
             // Nearly full data devices: wait for room rather than fail (crate::space).
@@ -541,6 +584,8 @@ impl Conn {
             AsyncCmd::Info => sv::info(self, argv).await,
             AsyncCmd::Config => sv::config(self, argv).await,
             AsyncCmd::Client => c::client(self, argv).await,
+            AsyncCmd::Exec => self.exec_multi().await,
+            AsyncCmd::Watch => self.watch_keys(&argv[1..]).await,
         }
         self.info.blocked_in_command.set(false);
         if COMMANDS[idx].has_flag("write")
@@ -604,22 +649,51 @@ impl Conn {
     }
 
     /// Runs keyed command `idx` whose keys live on several workers, atomically: every owner
-    /// (and this worker) is held, the keys' values are lent to this worker's keyspace, the
-    /// handler runs on them, and each changed key goes back to its owner, writes before
-    /// deletions (see `keyspace::lent`).
+    /// (and this worker) is held while [`Conn::cross_in_txn`] runs it.
     async fn cross_keyed(&mut self, idx: usize, argv: &[&[u8]]) {
+        let workers = self.shared.workers;
+        let mut owners: Vec<usize> = COMMANDS[idx]
+            .key_positions(argv)
+            .into_iter()
+            .map(|p| slot::owner(argv[p], workers))
+            .collect();
+        owners.push(self.worker);
+        let txn = crate::worker::Txn::begin(&self.shared, self.worker, owners).await;
+        let (out, wrote) = self.cross_in_txn(&txn, idx, argv).await;
+        drop(txn);
+        self.reply.buf.extend_from_slice(&out);
+        if wrote
+            && crate::persist::durability(&self.shared.config) == skerry_store::Durability::Always
+        {
+            crate::worker::sync_all(&self.shared, self.worker).await;
+        }
+    }
+
+    /// Runs keyed command `idx` with keys on several workers inside `txn`, which holds them
+    /// all and this worker: the keys' values are lent to this worker's keyspace, the handler
+    /// runs on them, and each changed key goes back to its owner, writes before deletions
+    /// (see `keyspace::lent`). Returns the reply and whether anything was written.
+    async fn cross_in_txn(
+        &mut self,
+        txn: &crate::worker::Txn,
+        idx: usize,
+        argv: &[&[u8]],
+    ) -> (Vec<u8>, bool) {
         let spec = &COMMANDS[idx];
         let (db, now) = (self.db, self.now_ms);
         let workers = self.shared.workers;
+        let proto = self.reply.proto;
+        let err = |msg: &str| {
+            let mut r = Reply::new(proto);
+            r.error(&format!("ERR {msg}"));
+            (r.buf, false)
+        };
         let mut keys: Vec<Vec<u8>> = Vec::new();
         for p in spec.key_positions(argv) {
             if !keys.iter().any(|k| k[..] == *argv[p]) {
                 keys.push(argv[p].to_vec());
             }
         }
-        let mut owners: Vec<usize> = keys.iter().map(|k| slot::owner(k, workers)).collect();
-        owners.push(self.worker);
-        let txn = crate::worker::Txn::begin(&self.shared, self.worker, owners).await;
         let mut items = Vec::with_capacity(keys.len());
         for w in 0..workers {
             let group: Vec<Vec<u8>> = keys
@@ -643,44 +717,37 @@ impl Conn {
                 .await;
             match got {
                 Ok(list) => {
-                    for (k, v, err) in list {
-                        if let Some(e) = err {
-                            self.reply.error(&format!("ERR {e}"));
-                            return;
+                    for (k, v, e) in list {
+                        if let Some(e) = e {
+                            return err(&e);
                         }
                         items.push((k, v));
                     }
                 }
-                Err(e) => {
-                    self.reply.error(&format!("ERR {e}"));
-                    return;
-                }
+                Err(e) => return err(&e),
             }
         }
         let (changes, block, out) = {
             let shard = local_shard();
             let mut s = shard.borrow_mut();
             if let Err(e) = s.keyspace.lend(db, items) {
-                self.reply.error(&format!("ERR {e}"));
-                return;
+                return err(&e);
             }
-            let mut reply = Reply::new(self.reply.proto);
+            let mut reply = Reply::new(proto);
             let block = exec_keyed(&mut s, idx, db, now, &mut reply, argv);
             let changes = s.keyspace.end_lend();
             (changes, block, reply.buf)
         };
         if block.is_some() {
-            self.reply.error(
-                "ERR a blocking command whose keys live on different workers cannot wait yet; put its keys in one hash slot with a hash tag, e.g. {user}a {user}b",
+            return err(
+                "a blocking command whose keys live on different workers cannot wait yet; put its keys in one hash slot with a hash tag, e.g. {user}a {user}b",
             );
-            return;
         }
         let mut changes = changes;
         // Writes first, deletions last: a write refused on one worker (a full device)
         // leaves a copy too many rather than a value lost.
         changes.sort_by_key(|(_, v)| v.is_none());
-        let mut wrote = false;
-        let mut out = Some(out);
+        let wrote = !changes.is_empty();
         for (key, value) in changes {
             let w = slot::owner(&key, workers);
             let failed = txn
@@ -690,22 +757,134 @@ impl Conn {
                     (!ok).then(|| e.unwrap_or_default())
                 })
                 .await;
-            wrote = true;
             if let Some(e) = failed {
-                out = None;
-                self.reply.error(&format!("ERR {e}"));
-                break;
+                return (err(&e).0, true);
             }
         }
-        drop(txn);
-        if let Some(out) = out {
-            self.reply.buf.extend_from_slice(&out);
+        (out, wrote)
+    }
+
+    /// EXEC: runs the queued commands of MULTI atomically. Every worker is held for the
+    /// whole transaction (so no other command interleaves); blocked clients are served
+    /// once it is done, as in Redis. A WATCHed key changed since WATCH aborts it (null
+    /// reply); an error while queueing aborts it with EXECABORT.
+    pub async fn exec_multi(&mut self) {
+        let Some(multi) = self.multi.take() else {
+            self.reply.error("ERR EXEC without MULTI");
+            return;
+        };
+        let dirty = self.cas_dirty();
+        self.unwatch_all();
+        if multi.error {
+            self.reply
+                .error("EXECABORT Transaction discarded because of previous errors.");
+            return;
         }
+        if dirty {
+            self.reply.null_array();
+            return;
+        }
+        let workers = self.shared.workers;
+        let txn =
+            crate::worker::Txn::begin(&self.shared, self.worker, (0..workers).collect()).await;
+        for w in 0..workers {
+            txn.run(w, |s| s.blocking.paused = true).await;
+        }
+        self.reply.array(multi.queue.len());
+        let mut wrote = false;
+        for (idx, args) in multi.queue {
+            let argv: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
+            let spec = &COMMANDS[idx];
+            match spec.handler {
+                Handler::Keyed { .. } => match self.owner(spec, &argv) {
+                    Some(w) => {
+                        let keys: Vec<Vec<u8>> =
+                            key_args(idx, &argv).iter().map(|k| k.to_vec()).collect();
+                        let (db, now, proto) = (self.db, self.now_ms, self.reply.proto);
+                        let out = txn
+                            .run_resident(w, db, keys, now, move |s| {
+                                let argv: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
+                                let mut r = Reply::new(proto);
+                                // Inside MULTI a blocking command does not wait.
+                                if let Some(req) = exec_keyed(s, idx, db, now, &mut r, &argv) {
+                                    crate::blocking::timeout_reply(&mut r, req.on_timeout);
+                                }
+                                (r.buf, s.keyspace.take_wrote())
+                            })
+                            .await;
+                        match out {
+                            Ok((buf, w)) => {
+                                wrote |= w;
+                                self.reply.buf.extend_from_slice(&buf);
+                            }
+                            Err(e) => self.reply.error(&format!("ERR {e}")),
+                        }
+                    }
+                    None => {
+                        let (out, w) = self.cross_in_txn(&txn, idx, &argv).await;
+                        wrote |= w;
+                        self.reply.buf.extend_from_slice(&out);
+                    }
+                },
+                Handler::Conn(f) => f(self, &argv),
+                Handler::Async(_) => self
+                    .reply
+                    .error("ERR this command cannot run inside MULTI in Skerry yet"),
+            }
+        }
+        for w in 0..workers {
+            txn.run(w, |s| {
+                s.blocking.paused = false;
+                crate::blocking::serve_ready(s);
+            })
+            .await;
+        }
+        drop(txn);
         if wrote
             && crate::persist::durability(&self.shared.config) == skerry_store::Durability::Always
         {
             crate::worker::sync_all(&self.shared, self.worker).await;
         }
+    }
+
+    /// True when a key this connection WATCHes changed since WATCH.
+    fn cas_dirty(&self) -> bool {
+        self.cas_flag.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// WATCH key...: each key's owner sets this connection's flag on any change.
+    pub async fn watch_keys(&mut self, keys: &[&[u8]]) {
+        if self.multi.is_some() {
+            self.reply.error("ERR WATCH inside MULTI is not allowed");
+            return;
+        }
+        let db = self.db;
+        for k in keys {
+            let w = slot::owner(k, self.shared.workers);
+            let key = k.to_vec();
+            let flag = self.cas_flag.clone();
+            self.on(w, move |s| s.keyspace.watch_cas(db, &key, flag))
+                .await;
+            self.watched.push((db, k.to_vec()));
+        }
+        self.reply.ok();
+    }
+
+    /// Forgets every WATCH of this connection (UNWATCH, EXEC, DISCARD, disconnect).
+    pub fn unwatch_all(&mut self) {
+        let workers = self.shared.workers;
+        for (db, key) in std::mem::take(&mut self.watched) {
+            let w = slot::owner(&key, workers);
+            let flag = self.cas_flag.clone();
+            let job: crate::worker::Job =
+                Box::new(move |s: &mut Shard| s.keyspace.unwatch_cas(db, &key, &flag));
+            if w == self.worker {
+                job(&mut local_shard().borrow_mut());
+            } else {
+                let _ = self.shared.inboxes[w].send(crate::worker::Envelope { txn: 0, job });
+            }
+        }
+        self.cas_flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
     }
 
     /// Runs blocking command `idx` on its owner `w` as a batch of its own, then waits for its
@@ -1257,11 +1436,15 @@ async fn serve(stream: TcpStream, addr: std::net::SocketAddr, shared: Arc<Shared
         subcommand: None,
         pending: None,
         outbox: None,
+        multi: None,
+        cas_flag: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        watched: Vec::new(),
     };
     let outbox = Rc::new(Outbox::default());
     conn.outbox = Some(outbox.clone());
     let writer_task = compio::runtime::spawn(writer(stream.clone(), outbox.clone(), shard.clone()));
     read_loop(stream, &mut conn, &outbox, &shard).await;
+    conn.unwatch_all();
     outbox.closing.set(true);
     outbox.wake_writer();
     let _ = writer_task.await;

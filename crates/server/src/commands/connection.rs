@@ -162,6 +162,8 @@ pub fn quit(c: &mut Conn, _a: &[&[u8]]) {
 
 /// RESET
 pub fn reset(c: &mut Conn, _a: &[&[u8]]) {
+    c.multi = None;
+    c.unwatch_all();
     c.db = 0;
     c.info.db.set(0);
     c.reply.proto = Proto::Resp2;

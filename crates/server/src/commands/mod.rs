@@ -13,6 +13,7 @@ pub mod server;
 pub mod set;
 pub mod storage;
 pub mod string;
+pub mod transaction;
 pub mod zset;
 
 use crate::coll::Thresholds;
@@ -64,6 +65,10 @@ pub enum AsyncCmd {
     Rename,
     /// COPY with the two keys on different workers.
     Copy,
+    /// EXEC.
+    Exec,
+    /// WATCH.
+    Watch,
 }
 
 /// How a command runs.
@@ -504,6 +509,12 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("dbsize", 1, &["readonly", "fast"], NOKEY, "server", "1.0.0", "Returns the number of keys in the database.", &["@keyspace", "@read", "@fast"], Handler::Async(AsyncCmd::Dbsize)),
     spec("flushdb", -1, &["write"], NOKEY, "server", "1.0.0", "Remove all keys from the current database.", &["@keyspace", "@write", "@slow", "@dangerous"], Handler::Async(AsyncCmd::Flushdb)),
     spec("flushall", -1, &["write"], NOKEY, "server", "1.0.0", "Removes all keys from all databases.", &["@keyspace", "@write", "@slow", "@dangerous"], Handler::Async(AsyncCmd::Flushall)),
+    // transactions (commands/transaction.rs)
+    spec("multi", 1, &["noscript", "loading", "stale", "fast", "allow_busy"], NOKEY, "transactions", "1.2.0", "Starts a transaction.", &["@fast", "@transaction"], Handler::Conn(transaction::multi)),
+    spec("exec", 1, &["noscript", "loading", "stale", "skip_slowlog"], NOKEY, "transactions", "1.2.0", "Executes all commands in a transaction.", &["@slow", "@transaction"], Handler::Async(AsyncCmd::Exec)),
+    spec("discard", 1, &["noscript", "loading", "stale", "fast", "allow_busy"], NOKEY, "transactions", "2.0.0", "Discards a transaction.", &["@fast", "@transaction"], Handler::Conn(transaction::discard)),
+    spec("watch", -2, &["noscript", "loading", "stale", "fast", "allow_busy"], KALL, "transactions", "2.2.0", "Monitors changes to keys to determine the execution of a transaction.", &["@fast", "@transaction"], Handler::Async(AsyncCmd::Watch)),
+    spec("unwatch", 1, &["noscript", "loading", "stale", "fast", "allow_busy"], NOKEY, "transactions", "2.2.0", "Forgets about watched keys of a transaction.", &["@fast", "@transaction"], Handler::Conn(transaction::unwatch)),
     // connection
     spec("ping", -1, &["fast"], NOKEY, "connection", "1.0.0", "Returns the server's liveliness response.", A_CONN, Handler::Conn(c::ping)),
     spec("echo", 2, &["fast"], NOKEY, "connection", "1.0.0", "Returns the given string.", A_CONN, Handler::Conn(c::echo)),

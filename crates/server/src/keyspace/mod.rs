@@ -277,6 +277,8 @@ pub struct Keyspace {
     ready: Vec<(usize, Vec<u8>)>,
     /// Keys of other workers lent to the running command (see [`lent`]).
     lent: Option<lent::Lent>,
+    /// WATCHed keys: the flags of the connections watching them, set by any change.
+    cas: hashbrown::HashMap<(usize, Vec<u8>), Vec<std::sync::Arc<std::sync::atomic::AtomicBool>>>,
 }
 
 /// Full blocks' staging images waiting for their sync beyond this start a sync at once
@@ -431,6 +433,7 @@ impl Keyspace {
             watched: Default::default(),
             ready: Vec::new(),
             lent: None,
+            cas: Default::default(),
         };
         // Keys that expired while the server was down: a tombstone each, so an older
         // version can never come back once their records' blocks are reclaimed.
@@ -748,6 +751,7 @@ impl Keyspace {
                 self.log.release(e.loc().unpack());
             }
         }
+        self.touch(db, key);
     }
 
     /// The location of the live key's record and its expiry (one table lookup; an expired
@@ -934,6 +938,7 @@ impl Keyspace {
         if !self.watched.is_empty() {
             self.mark_ready(db, key);
         }
+        self.touch(db, key);
         let d = &mut self.dbs[db];
         if let Some(e) = d.table.get_mut(hash, key) {
             let old_loc = e.loc();
@@ -1028,6 +1033,7 @@ impl Keyspace {
         self.heap_key_bytes -= e.heap_bytes();
         self.forget_decoded(&e);
         self.log.release(e.loc().unpack());
+        self.touch(db, key);
         true
     }
 
@@ -1103,6 +1109,13 @@ impl Keyspace {
     /// Removes every key of `db` (one tombstone each); returns how many there were. Stops
     /// early (the error kept for the reply) when a tombstone cannot be written.
     pub fn flush(&mut self, db: usize) -> usize {
+        for ((d, _), flags) in &self.cas {
+            if *d == db {
+                for f in flags {
+                    f.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
+            }
+        }
         let mut keys: Vec<Vec<u8>> = Vec::with_capacity(self.dbs[db].table.len());
         self.dbs[db].table.for_each(|e| keys.push(e.key().to_vec()));
         let n = keys.len();
@@ -1411,6 +1424,47 @@ impl Keyspace {
                 Expiry::of_entry_ms(g.expire_at_ms),
                 now_ms,
             ),
+        }
+    }
+}
+
+/// WATCH: connections watching keys learn about any change through a flag.
+impl Keyspace {
+    /// `flag` is set by the next change of `key`.
+    pub fn watch_cas(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        flag: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ) {
+        self.cas.entry((db, key.to_vec())).or_default().push(flag);
+    }
+
+    /// `flag` no longer watches `key`.
+    pub fn unwatch_cas(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        flag: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ) {
+        let k = (db, key.to_vec());
+        if let Some(v) = self.cas.get_mut(&k) {
+            v.retain(|f| !std::sync::Arc::ptr_eq(f, flag));
+            if v.is_empty() {
+                self.cas.remove(&k);
+            }
+        }
+    }
+
+    #[inline]
+    fn touch(&mut self, db: usize, key: &[u8]) {
+        if self.cas.is_empty() {
+            return;
+        }
+        if let Some(v) = self.cas.get(&(db, key.to_vec())) {
+            for f in v {
+                f.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
         }
     }
 }

@@ -671,6 +671,14 @@ pub static DOCS: &[Doc] = &[
         .args(&[
             key("key", 0),
         ]),
+    doc("multi", "1.2.0", "O(1)"),
+    doc("exec", "1.2.0", "Depends on commands in the transaction"),
+    doc("discard", "2.0.0", "O(N), when N is the number of queued commands"),
+    doc("watch", "2.2.0", "O(1) for every key.")
+        .args(&[
+            key("key", 0).multiple(),
+        ]),
+    doc("unwatch", "2.2.0", "O(1)"),
     doc("object", "2.2.3", "Depends on subcommand."),
     doc("object|encoding", "2.2.3", "O(1)")
         .args(&[
