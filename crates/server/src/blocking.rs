@@ -40,6 +40,8 @@ const DONE: u8 = 3;
 const CANCELLED_PENDING: u8 = 4;
 /// Cancelled by the connection while registered.
 const CANCELLED_WAITING: u8 = 5;
+/// Dropped by the owner, which found the client's socket closed (it cleaned up).
+const CLOSED: u8 = 6;
 
 /// The shared fate of one blocked command, between its connection and the owner worker.
 #[derive(Debug, Default)]
@@ -67,6 +69,9 @@ impl WaitState {
         if self.cas(WAITING, CANCELLED_WAITING) {
             return Some(true);
         }
+        if self.0.load(Ordering::SeqCst) == CLOSED {
+            return Some(false);
+        }
         None
     }
 }
@@ -84,6 +89,9 @@ pub struct Waiter {
     proto: Proto,
     tx: flume::Sender<Vec<u8>>,
     state: Arc<WaitState>,
+    /// The client's socket, checked before serving: an element is never handed to a
+    /// client that has closed its connection.
+    fd: std::os::fd::RawFd,
 }
 
 impl Waiter {
@@ -97,6 +105,7 @@ impl Waiter {
         proto: Proto,
         tx: flume::Sender<Vec<u8>>,
         state: Arc<WaitState>,
+        fd: std::os::fd::RawFd,
     ) -> Waiter {
         let mut data = Vec::new();
         let mut ends = Vec::with_capacity(argv.len());
@@ -119,6 +128,7 @@ impl Waiter {
             proto,
             tx,
             state,
+            fd,
         }
     }
 
@@ -241,6 +251,15 @@ fn serve_key(s: &mut Shard, db: usize, key: &[u8]) {
             Some(m) if m.value_type == w.wants => {}
             // Gone, or another type: the waiters keep waiting (Redis 7.0).
             _ => return,
+        }
+        // The socket stays open while the state says WAITING (the connection cancels before
+        // it closes), so this peek looks at the right socket.
+        if peer_closed(w.fd) && w.state.cas(WAITING, CLOSED) {
+            s.shared
+                .blocked_clients
+                .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+            forget(s, id);
+            continue;
         }
         if !w.state.cas(WAITING, SERVING) {
             // Cancelled by its connection.
@@ -379,6 +398,11 @@ mod tests {
         s.0.store(WAITING, Ordering::SeqCst); // nothing to serve after all
         assert_eq!(s.cancel(), Some(true), "now the connection wins");
         assert!(!s.cas(WAITING, SERVING), "and the owner cannot serve it");
+
+        let s = WaitState::default();
+        assert!(s.cas(PENDING, WAITING));
+        assert!(s.cas(WAITING, CLOSED), "owner saw the socket closed");
+        assert_eq!(s.cancel(), Some(false), "connection stops waiting, nothing to clean");
     }
 
     #[test]

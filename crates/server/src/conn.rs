@@ -182,8 +182,9 @@ struct Batch {
     tx: flume::Sender<Vec<u8>>,
     /// Read-buffer mark of the command waiting for its values (see `Keyspace::read_mark`).
     mark: Option<u64>,
-    /// Set for a blocking command sent alone (see `crate::blocking`).
-    wait: Option<Arc<crate::blocking::WaitState>>,
+    /// Set for a blocking command sent alone (see `crate::blocking`), with the client's
+    /// socket.
+    wait: Option<(Arc<crate::blocking::WaitState>, std::os::fd::RawFd)>,
 }
 
 /// Runs the rest of `b` on the owner. A command whose values are not resident suspends the
@@ -207,7 +208,7 @@ fn run_batch(s: &mut Shard, mut b: Batch) {
                 Vec::new()
             };
             if missing.is_empty() {
-                if let Some(wait) = &b.wait {
+                if let Some((wait, _)) = &b.wait {
                     if !wait.may_run() {
                         // Its connection gave up while the values were read.
                         return;
@@ -215,7 +216,7 @@ fn run_batch(s: &mut Shard, mut b: Batch) {
                 }
                 if let Some(req) = exec_keyed(s, idx, db, b.now_ms, &mut b.reply, &argv) {
                     match b.wait.take() {
-                        Some(state) => {
+                        Some((state, fd)) => {
                             let w = crate::blocking::Waiter::new(
                                 db,
                                 idx,
@@ -224,6 +225,7 @@ fn run_batch(s: &mut Shard, mut b: Batch) {
                                 b.reply.proto,
                                 b.tx,
                                 state,
+                                fd,
                             );
                             crate::blocking::register(s, w);
                             return;
@@ -915,7 +917,7 @@ impl Conn {
             ends.push(p.data.len() as u32);
         }
         p.cmds.push((idx, self.db, ends));
-        let wait = state.clone();
+        let wait = (state.clone(), self.info.fd);
         let job: crate::worker::Job = Box::new(move |s: &mut Shard| {
             let b = Batch {
                 p,
