@@ -125,9 +125,19 @@ pub fn smismember(x: &mut Exec, a: &[&[u8]]) {
     }
 }
 
-/// SMEMBERS key (Redis runs SINTER with the one key)
+/// SMEMBERS key (Redis's SINTER of the one key)
 pub fn smembers(x: &mut Exec, a: &[&[u8]]) {
-    inter(x, &a[1..2], Inter::Reply);
+    match x.ks.coll(x.db, a[1], VALUE_TYPE_SET, x.now_ms) {
+        Ok(Some(c)) => {
+            let members = c.as_set().ordered();
+            x.reply.set(members.len());
+            for m in members {
+                x.reply.bulk(m);
+            }
+        }
+        Ok(None) => x.reply.set(0),
+        Err(e) => coll_error(x.reply, e),
+    }
 }
 
 /// SMOVE source destination member
@@ -184,8 +194,8 @@ const SPOP_MOVE_STRATEGY_MUL: usize = 5;
 fn spop_count(x: &mut Exec, a: &[&[u8]]) {
     let count = match parse_i64(a[2]) {
         Some(n) if n >= 0 => n as u64,
-        Some(_) => return x.reply.error("ERR value is out of range, must be positive"),
-        None => return x.reply.error(NOT_INT),
+        // (Redis's getPositiveLongFromObjectOrReply: one message for both.)
+        _ => return x.reply.error("ERR value is out of range, must be positive"),
     };
     let mut s = match take(x, a[1]) {
         Ok(Some(s)) => s,
