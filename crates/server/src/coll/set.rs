@@ -1,6 +1,6 @@
 //! The set type: distinct members, with O(1) random access (SRANDMEMBER, SPOP).
 //!
-//! Record value (the compact form, `docs/storage-format.md`, "Collection values"):
+//! Record value of a set (value type `VALUE_TYPE_SET`, the compact single-record form):
 //!
 //! ```text
 //! flags:u8          bit 0 = FLAG_BIG (the set has outgrown the intset encoding once)

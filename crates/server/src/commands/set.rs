@@ -582,3 +582,21 @@ pub fn sscan(x: &mut Exec, a: &[&[u8]]) {
         x.reply.bulk(m);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::parse_cursor;
+
+    #[test]
+    fn cursors_parse_as_strtoul_does() {
+        assert_eq!(parse_cursor(b"0"), Some(0));
+        assert_eq!(parse_cursor(b""), Some(0));
+        assert_eq!(parse_cursor(b"+7"), Some(7));
+        assert_eq!(parse_cursor(b"-1"), Some(u64::MAX));
+        assert_eq!(parse_cursor(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(parse_cursor(b"18446744073709551616"), None);
+        for bad in [&b" 1"[..], b"1 ", b"x", b"-", b"+", b"1.5", b"0x10"] {
+            assert_eq!(parse_cursor(bad), None, "{bad:?}");
+        }
+    }
+}
