@@ -190,10 +190,37 @@ fn encoding_is_intset_or_hashtable_as_redis_7_0() {
     assert_eq!(encoding(&mut r, "small"), "intset");
     assert_eq!(r.cmd(&["SADD", "small", "5"]), int(1));
     assert_eq!(encoding(&mut r, "small"), "hashtable");
+    // Removing members never converts, even past a lowered threshold; adding one does.
+    assert_eq!(r.cmd(&["SADD", "low", "1", "2", "3", "4"]), int(4));
+    assert_eq!(
+        r.cmd(&["CONFIG", "SET", "set-max-intset-entries", "2"]),
+        ok()
+    );
+    assert_eq!(r.cmd(&["SREM", "low", "1"]), int(1));
+    assert_eq!(encoding(&mut r, "low"), "intset");
+    assert_eq!(r.cmd(&["SPOP", "low", "1"]).items().len(), 1);
+    assert_eq!(encoding(&mut r, "low"), "intset");
+    assert_eq!(r.cmd(&["SADD", "low", "7"]), int(1));
+    assert_eq!(encoding(&mut r, "low"), "hashtable");
     assert_eq!(
         r.cmd(&["CONFIG", "SET", "set-max-intset-entries", "512"]),
         ok()
     );
+    // SDIFFSTORE: with Redis's second algorithm (the first set copied, then the others
+    // removed) a first set holding a string leaves a hashtable even when only integers
+    // remain; with the first algorithm only the remaining members count.
+    r.cmd(&[
+        "SADD", "{t}a", "1", "2", "3", "4", "5", "6", "7", "8", "9", "x",
+    ]);
+    r.cmd(&["SADD", "{t}b", "x"]);
+    r.cmd(&["SADD", "{t}c", "99"]);
+    assert_eq!(
+        r.cmd(&["SDIFFSTORE", "{t}d", "{t}a", "{t}b", "{t}c"]),
+        int(9)
+    );
+    assert_eq!(encoding(&mut r, "{t}d"), "hashtable");
+    assert_eq!(r.cmd(&["SDIFFSTORE", "{t}d", "{t}a", "{t}b"]), int(9));
+    assert_eq!(encoding(&mut r, "{t}d"), "intset");
     // An intset lists its members in numeric order, as Redis's intset does.
     assert_eq!(r.cmd(&["SADD", "ord", "10", "-3", "2", "100"]), int(4));
     assert_eq!(

@@ -9,7 +9,7 @@
 
 use super::{coll_error, is, parse_i64, Exec};
 use crate::coll::set::{fits_intset, sort_numeric, Set};
-use crate::coll::{scan_by_hash, Coll, VALUE_TYPE_SET};
+use crate::coll::{scan_by_hash, Coll, Thresholds, VALUE_TYPE_SET};
 use crate::reply::errors::{NOT_INT, SYNTAX};
 
 /// Takes the set under `key` out to change it: Ok(None) when the key does not exist, Err
@@ -28,6 +28,16 @@ fn take(x: &mut Exec, key: &[u8]) -> Result<Option<Set>, ()> {
 /// when the write was refused: the handler then replies nothing.
 fn put(x: &mut Exec, key: &[u8], s: Set) -> bool {
     let t = x.thresholds();
+    x.ks.put_coll(x.db, key, Coll::Set(s), &t, x.now_ms)
+}
+
+/// [`put`] after members were only removed: Redis never converts a set then (an intset
+/// stays one even when `set-max-intset-entries` was lowered below its size meanwhile).
+fn put_removed(x: &mut Exec, key: &[u8], s: Set) -> bool {
+    let t = Thresholds {
+        set_max_intset_entries: usize::MAX,
+        ..x.thresholds()
+    };
     x.ks.put_coll(x.db, key, Coll::Set(s), &t, x.now_ms)
 }
 
@@ -87,7 +97,7 @@ pub fn srem(x: &mut Exec, a: &[&[u8]]) {
     for m in &a[2..] {
         removed += i64::from(s.remove(m));
     }
-    if removed > 0 && !put(x, a[1], s) {
+    if removed > 0 && !put_removed(x, a[1], s) {
         return;
     }
     x.reply.int(removed);
@@ -155,7 +165,7 @@ pub fn smove(x: &mut Exec, a: &[&[u8]]) {
     if !src.remove(member) {
         return x.reply.int(0);
     }
-    if !put(x, src_key, src) {
+    if !put_removed(x, src_key, src) {
         return;
     }
     let mut dst = dst.unwrap_or_default();
@@ -180,7 +190,7 @@ pub fn spop(x: &mut Exec, a: &[&[u8]]) {
     let m = s
         .pop_random(&mut rand::rng())
         .expect("a stored set is never empty");
-    if put(x, a[1], s) {
+    if put_removed(x, a[1], s) {
         x.reply.bulk(&m);
     }
 }
@@ -222,7 +232,7 @@ fn spop_count(x: &mut Exec, a: &[&[u8]]) {
     let mut popped: Vec<Vec<u8>> = (0..count)
         .map(|_| s.pop_random(&mut rng).expect("count < size"))
         .collect();
-    if remaining * SPOP_MOVE_STRATEGY_MUL <= count {
+    let stored = if remaining * SPOP_MOVE_STRATEGY_MUL <= count {
         // Redis builds a new set of the members that stay and lists the old one.
         s.big = false;
         if was_intset {
@@ -230,8 +240,11 @@ fn spop_count(x: &mut Exec, a: &[&[u8]]) {
             sort_numeric(&mut refs);
             popped = refs.into_iter().map(<[u8]>::to_vec).collect();
         }
-    }
-    if !put(x, a[1], s) {
+        put(x, a[1], s)
+    } else {
+        put_removed(x, a[1], s)
+    };
+    if !stored {
         return;
     }
     x.reply.set(popped.len());
@@ -443,17 +456,23 @@ pub fn sdiffstore(x: &mut Exec, a: &[&[u8]]) {
 /// The union, or the difference (`diff`: the first set minus the others), of the sets
 /// under `keys` (missing keys are empty sets; WRONGTYPE for any key of another type),
 /// replied or stored under `dest`.
+///
+/// The result's encoding (and so its order) is the one Redis's `sunionDiffGenericCommand`
+/// ends with: it adds to a new intset, so the result is an intset when it fits one, except
+/// after its second difference algorithm, which first adds the whole first set.
 fn union_diff(x: &mut Exec, keys: &[&[u8]], dest: Option<&[u8]>, diff: bool) {
-    let mut exists = Vec::with_capacity(keys.len());
+    // Sizes (None: missing) and types first.
+    let mut sizes: Vec<Option<usize>> = Vec::with_capacity(keys.len());
     for k in keys {
         match x.ks.coll(x.db, k, VALUE_TYPE_SET, x.now_ms) {
-            Ok(c) => exists.push(c.is_some()),
+            Ok(c) => sizes.push(c.map(Coll::len)),
             Err(e) => return coll_error(x.reply, e),
         }
     }
     let mut result = Set::default();
+    let mut big = false;
     if !diff {
-        for (k, _) in keys.iter().zip(&exists).filter(|(_, e)| **e) {
+        for (k, _) in keys.iter().zip(&sizes).filter(|(_, n)| n.is_some()) {
             match x.ks.coll(x.db, k, VALUE_TYPE_SET, x.now_ms) {
                 Ok(Some(c)) => {
                     for m in &c.as_set().members {
@@ -464,8 +483,14 @@ fn union_diff(x: &mut Exec, keys: &[&[u8]], dest: Option<&[u8]>, diff: bool) {
                 Err(e) => return coll_error(x.reply, e),
             }
         }
-    } else if exists[0] && !keys[1..].contains(&keys[0]) {
-        // (The first set minus itself is empty.)
+    } else if let Some(first_len) = sizes[0].filter(|_| !keys[1..].contains(&keys[0])) {
+        // (The first set minus itself is empty.) Redis's choice of algorithm: the second
+        // one (copy the first set, then remove the others) when it is clearly less work.
+        let present = sizes.iter().flatten().count();
+        let algo_one_work = first_len * present / 2;
+        let algo_two_work: usize = sizes.iter().flatten().sum();
+        let copies_first = algo_one_work > algo_two_work;
+        let t = x.thresholds();
         match x.ks.coll(x.db, keys[0], VALUE_TYPE_SET, x.now_ms) {
             Ok(Some(c)) => {
                 let first = c.as_set();
@@ -473,11 +498,13 @@ fn union_diff(x: &mut Exec, keys: &[&[u8]], dest: Option<&[u8]>, diff: bool) {
                 for m in first.ordered() {
                     result.insert(m);
                 }
+                big = copies_first
+                    && !fits_intset(first.len(), first.members.iter().map(|m| &m[..]), &t);
             }
             Ok(None) => {}
             Err(e) => return coll_error(x.reply, e),
         }
-        for (k, _) in keys.iter().zip(&exists).skip(1).filter(|(_, e)| **e) {
+        for (k, _) in keys.iter().zip(&sizes).skip(1).filter(|(_, n)| n.is_some()) {
             if result.is_empty() {
                 break;
             }
@@ -494,11 +521,14 @@ fn union_diff(x: &mut Exec, keys: &[&[u8]], dest: Option<&[u8]>, diff: bool) {
     match dest {
         None => {
             let mut refs: Vec<&[u8]> = result.members.iter().map(|m| &m[..]).collect();
-            order_result(x, &mut refs);
+            if !big {
+                order_result(x, &mut refs);
+            }
             reply_set(x, &refs);
         }
         Some(dest) => {
             let n = result.len();
+            result.big = big;
             if store(x, dest, result) {
                 x.reply.int(n as i64);
             }
