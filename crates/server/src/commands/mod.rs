@@ -323,13 +323,9 @@ const A_LIST_W: &[&str] = &["@write", "@list", "@slow"];
 const A_LIST_WF: &[&str] = &["@write", "@list", "@fast"];
 const A_LIST_R: &[&str] = &["@read", "@list", "@slow"];
 const A_LIST_RF: &[&str] = &["@read", "@list", "@fast"];
-#[allow(dead_code)] // until every family uses it
 const A_SET_W: &[&str] = &["@write", "@set", "@slow"];
-#[allow(dead_code)] // until every family uses it
 const A_SET_WF: &[&str] = &["@write", "@set", "@fast"];
-#[allow(dead_code)] // until every family uses it
 const A_SET_R: &[&str] = &["@read", "@set", "@slow"];
-#[allow(dead_code)] // until every family uses it
 const A_SET_RF: &[&str] = &["@read", "@set", "@fast"];
 #[allow(dead_code)] // until every family uses it
 const A_ZSET_W: &[&str] = &["@write", "@sortedset", "@slow"];
@@ -471,7 +467,26 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     //
     // set (commands/set.rs)
+    spec("sadd", -3, WF, K1, "set", "1.0.0", "Adds one or more members to a set. Creates the key if it doesn't exist.", A_SET_WF, keyed(st::sadd)),
+    spec("srem", -3, WDELF, K1, "set", "1.0.0", "Removes one or more members from a set. Deletes the set if the last member was removed.", A_SET_WF, keyed(st::srem)),
     spec("scard", 2, RF, K1, "set", "1.0.0", "Returns the number of members in a set.", A_SET_RF, keyed(st::scard)),
+    spec("sismember", 3, RF, K1, "set", "1.0.0", "Determines whether a member belongs to a set.", A_SET_RF, keyed(st::sismember)),
+    spec("smismember", -3, RF, K1, "set", "6.2.0", "Determines whether multiple members belong to a set.", A_SET_RF, keyed(st::smismember)),
+    spec("smembers", 2, R, K1, "set", "1.0.0", "Returns all members of a set.", A_SET_R, keyed(st::smembers)),
+    spec("srandmember", -2, R, K1, "set", "1.0.0", "Get one or multiple random members from a set", A_SET_R, keyed(st::srandmember)),
+    spec("spop", -2, WDELF, K1, "set", "1.0.0", "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped.", A_SET_WF, keyed(st::spop)),
+    spec("smove", 4, WDELF, (1, 2, 1), "set", "1.0.0", "Moves a member from one set to another.", A_SET_WF, keyed(st::smove)),
+    spec("sinter", -2, R, KALL, "set", "1.0.0", "Returns the intersect of multiple sets.", A_SET_R, keyed(st::sinter)),
+    CommandSpec {
+        key_finder: Some(keys_numkeys_at_1),
+        ..spec("sintercard", -3, R, (2, 2, 1), "set", "7.0.0", "Returns the number of members of the intersect of multiple sets.", A_SET_R, keyed(st::sintercard))
+    },
+    spec("sinterstore", -3, W, KALL, "set", "1.0.0", "Stores the intersect of multiple sets in a key.", A_SET_W, keyed(st::sinterstore)),
+    spec("sunion", -2, R, KALL, "set", "1.0.0", "Returns the union of multiple sets.", A_SET_R, keyed(st::sunion)),
+    spec("sunionstore", -3, W, KALL, "set", "1.0.0", "Stores the union of multiple sets in a key.", A_SET_W, keyed(st::sunionstore)),
+    spec("sdiff", -2, R, KALL, "set", "1.0.0", "Returns the difference of multiple sets.", A_SET_R, keyed(st::sdiff)),
+    spec("sdiffstore", -3, W, KALL, "set", "1.0.0", "Stores the difference of multiple sets in a key.", A_SET_W, keyed(st::sdiffstore)),
+    spec("sscan", -3, R, K1, "set", "2.8.0", "Iterates over members of a set.", A_SET_R, keyed(st::sscan)),
     //
     // sorted set (commands/zset.rs)
     spec("zcard", 2, RF, K1, "sorted-set", "1.2.0", "Returns the number of members in a sorted set.", A_ZSET_RF, keyed(z::zcard)),
