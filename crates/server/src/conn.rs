@@ -948,6 +948,8 @@ impl Conn {
         let started = Instant::now();
         // Not idle while blocked (the `timeout` config spares it, as Redis does).
         self.info.blocked_in_command.set(true);
+        self.info.in_blocking.set(true);
+        self.info.unblock.set(0);
         let limit = match timeout {
             Some((ms, _)) if ms > 0 => Some(Duration::from_millis(ms)),
             _ => None,
@@ -969,7 +971,8 @@ impl Conn {
             if let Some(r) = got {
                 break r.ok();
             }
-            let timed_out = limit.is_some_and(|l| started.elapsed() >= l);
+            let unblocked = self.info.unblock.get();
+            let timed_out = unblocked != 0 || limit.is_some_and(|l| started.elapsed() >= l);
             let gone = self.info.killed.get() || crate::blocking::peer_closed(self.info.fd);
             if !(timed_out || gone) {
                 continue;
@@ -993,9 +996,13 @@ impl Conn {
                         break Some(Vec::new());
                     }
                     let mut r = Reply::new(proto);
-                    let on_timeout =
-                        timeout.map_or(crate::commands::TimeoutReply::NullArray, |t| t.1);
-                    crate::blocking::timeout_reply(&mut r, on_timeout);
+                    if unblocked == 2 {
+                        r.error("UNBLOCKED client unblocked via CLIENT UNBLOCK");
+                    } else {
+                        let on_timeout =
+                            timeout.map_or(crate::commands::TimeoutReply::NullArray, |t| t.1);
+                        crate::blocking::timeout_reply(&mut r, on_timeout);
+                    }
                     break Some(r.buf);
                 }
                 // Being served right now: the reply is coming.
@@ -1003,6 +1010,8 @@ impl Conn {
             }
         };
         self.info.blocked_in_command.set(false);
+        self.info.in_blocking.set(false);
+        self.info.unblock.set(0);
         let mark = self.reply.buf.len();
         if let Some(out) = out {
             self.reply.buf.extend_from_slice(&out);
@@ -1421,6 +1430,8 @@ async fn serve(stream: TcpStream, addr: std::net::SocketAddr, shared: Arc<Shared
         no_touch: Cell::new(false),
         killed: Cell::new(false),
         blocked_in_command: Cell::new(false),
+        in_blocking: Cell::new(false),
+        unblock: Cell::new(0),
         user: RefCell::new("default"),
     });
     let shard = local_shard();

@@ -602,6 +602,12 @@ pub static CLIENT_SUBS: &[SubSpec] = &[
         summary: "Terminates open connections.",
     },
     SubSpec {
+        name: "client|unblock",
+        arity: -3,
+        flags: ADMIN,
+        summary: "Unblocks a client blocked by a blocking command from a different connection.",
+    },
+    SubSpec {
         name: "client|setinfo",
         arity: 4,
         flags: CONN,

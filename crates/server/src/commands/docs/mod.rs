@@ -791,6 +791,14 @@ pub static DOCS: &[Doc] = &[
             ]).token("ID").since("6.2.0").optional(),
         ]),
     doc("client|info", "6.2.0", "O(1)"),
+    doc("client|unblock", "5.0.0", "O(log N) where N is the number of client connections")
+        .args(&[
+            integer("client-id"),
+            oneof("unblock-type", &[
+                pure("timeout", "TIMEOUT"),
+                pure("error", "ERROR"),
+            ]).optional(),
+        ]),
     doc("client|kill", "2.4.0", "O(N) where N is the number of client connections")
         .history(&[
             ("2.8.12", "Added new filter format."),
