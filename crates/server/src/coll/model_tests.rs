@@ -886,8 +886,338 @@ impl Db {
 
     // ----- sorted set -----
 
-    fn zset_cmd(&mut self, cmd: &str, _argv: &[Vec<u8>]) -> Vec<u8> {
-        panic!("zset model: {cmd}")
+    fn zset_cmd(&mut self, cmd: &str, argv: &[Vec<u8>]) -> Vec<u8> {
+        let key = &argv[1];
+        match cmd {
+            "zadd" => return self.zadd(key, &argv[2..], false),
+            "zincrby" => return self.zadd(key, &argv[2..], true),
+            "zunionstore" | "zinterstore" => return self.zstore(cmd == "zinterstore", argv),
+            _ => {}
+        }
+        // Errors Redis finds in the arguments before it looks at the key.
+        let mut ranged = None;
+        match cmd {
+            "zremrangebyrank" => match (strict_i64(&argv[2]), strict_i64(&argv[3])) {
+                (Some(s), Some(e)) => ranged = Some(Range::Rank(s, e)),
+                _ => return err(NOT_INT),
+            },
+            "zremrangebyscore" => match score_range(&argv[2], &argv[3]) {
+                Some(r) => ranged = Some(r),
+                None => return err(NOT_FLOAT_RANGE),
+            },
+            "zrange" => match zrange_options(argv) {
+                Ok(o) => return self.zrange(key, o),
+                Err(e) => return e,
+            },
+            "zpopmin" | "zpopmax" if argv.len() == 3 => match strict_i64(&argv[2]) {
+                None => return err(NOT_INT),
+                Some(n) if n < 0 => return err("ERR value is out of range, must be positive"),
+                _ => {}
+            },
+            _ => {}
+        }
+        if self.wrong(key, Ty::Zset) {
+            return wrongtype();
+        }
+        let exists = self.exists(key);
+        match cmd {
+            "zrem" => {
+                let z = self.zset_mut(key);
+                let mut n = 0;
+                for m in &argv[2..] {
+                    if let Some(i) = z.iter().position(|(x, _)| x == m) {
+                        z.remove(i);
+                        n += 1;
+                    }
+                }
+                int(n)
+            }
+            "zcard" => int(self.zset(key).len() as i64),
+            "zscore" => self
+                .zset(key)
+                .iter()
+                .find(|(m, _)| *m == argv[2])
+                .map_or_else(null, |(_, s)| score_bulk(*s)),
+            "zrank" | "zrevrank" => {
+                let z = self.zset(key);
+                match z.iter().position(|(m, _)| *m == argv[2]) {
+                    None => null(),
+                    Some(i) if cmd == "zrank" => int(i as i64),
+                    Some(i) => int((z.len() - 1 - i) as i64),
+                }
+            }
+            "zremrangebyrank" | "zremrangebyscore" => {
+                if !exists {
+                    return int(0);
+                }
+                let z = self.zset_mut(key);
+                let before = z.len();
+                match ranged.unwrap() {
+                    Range::Rank(s, e) => {
+                        if let Some((s, e)) = range(z.len(), s, e) {
+                            z.drain(s..=e);
+                        }
+                    }
+                    r => z.retain(|(_, s)| !r.contains(*s)),
+                }
+                int((before - z.len()) as i64)
+            }
+            "zpopmin" | "zpopmax" => {
+                let n = if argv.len() == 3 { strict_i64(&argv[2]).unwrap() as usize } else { 1 };
+                let z = self.zset_mut(key);
+                let mut out = Vec::new();
+                for _ in 0..n.min(z.len()) {
+                    let (m, s) = if cmd == "zpopmin" { z.remove(0) } else { z.pop().unwrap() };
+                    out.push(bulk(&m));
+                    out.push(score_bulk(s));
+                }
+                array(out)
+            }
+            other => panic!("zset model: {other}"),
+        }
+    }
+
+    /// ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member ... (`incr_cmd`: ZINCRBY key
+    /// increment member), as Redis's zaddGenericCommand.
+    fn zadd(&mut self, key: &[u8], args: &[Vec<u8>], incr_cmd: bool) -> Vec<u8> {
+        let (mut nx, mut xx, mut gt, mut lt, mut ch, mut incr) = (false, false, false, false, false, incr_cmd);
+        let mut i = 0;
+        while !incr_cmd && i < args.len() {
+            let o = &args[i];
+            if eq(o, "nx") {
+                nx = true;
+            } else if eq(o, "xx") {
+                xx = true;
+            } else if eq(o, "gt") {
+                gt = true;
+            } else if eq(o, "lt") {
+                lt = true;
+            } else if eq(o, "ch") {
+                ch = true;
+            } else if eq(o, "incr") {
+                incr = true;
+            } else {
+                break;
+            }
+            i += 1;
+        }
+        let pairs = &args[i..];
+        if pairs.is_empty() || pairs.len() % 2 == 1 {
+            return err(SYNTAX);
+        }
+        if nx && xx {
+            return err("ERR XX and NX options at the same time are not compatible");
+        }
+        if (gt && nx) || (lt && nx) || (gt && lt) {
+            return err("ERR GT, LT, and/or NX options at the same time are not compatible");
+        }
+        if incr && pairs.len() > 2 {
+            return err("ERR INCR option supports a single increment-element pair");
+        }
+        let mut scores = Vec::new();
+        for p in pairs.chunks(2) {
+            match parse_score(&p[0]) {
+                Some(s) => scores.push(s),
+                None => return err("ERR value is not a valid float"),
+            }
+        }
+        if self.wrong(key, Ty::Zset) {
+            return wrongtype();
+        }
+        let z = self.zset_mut(key);
+        let (mut added, mut updated, mut processed, mut last) = (0, 0, 0, 0.0);
+        for (p, &score) in pairs.chunks(2).zip(&scores) {
+            let m = &p[1];
+            match z.iter().position(|(x, _)| x == m) {
+                Some(at) => {
+                    if nx {
+                        continue;
+                    }
+                    let cur = z[at].1;
+                    let new = if incr { score + cur } else { score };
+                    if new.is_nan() {
+                        return err("ERR resulting score is not a number (NaN)");
+                    }
+                    if (lt && new >= cur) || (gt && new <= cur) {
+                        continue;
+                    }
+                    processed += 1;
+                    last = new;
+                    if new != cur {
+                        z.remove(at);
+                        zinsert(z, m.clone(), new);
+                        updated += 1;
+                    }
+                }
+                None if !xx => {
+                    zinsert(z, m.clone(), score);
+                    added += 1;
+                    processed += 1;
+                    last = score;
+                }
+                None => {}
+            }
+        }
+        if incr {
+            if processed > 0 {
+                score_bulk(last)
+            } else {
+                null()
+            }
+        } else {
+            int(if ch { added + updated } else { added })
+        }
+    }
+
+    /// The members and scores of a ZUNIONSTORE/ZINTERSTORE source: a zset, a set (every
+    /// score 1) or nothing; None for another type.
+    fn zsource(&self, k: &[u8]) -> Option<Vec<(Vec<u8>, f64)>> {
+        match self.0.get(k) {
+            None => Some(Vec::new()),
+            Some(Val::Zset(z)) => Some(z.clone()),
+            Some(Val::Set(s)) => Some(s.iter().map(|m| (m.clone(), 1.0)).collect()),
+            Some(_) => None,
+        }
+    }
+
+    /// ZUNIONSTORE / ZINTERSTORE dst numkeys key ... [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX].
+    fn zstore(&mut self, inter: bool, argv: &[Vec<u8>]) -> Vec<u8> {
+        let dst = &argv[1];
+        let Some(n) = strict_i64(&argv[2]) else {
+            return err(NOT_INT);
+        };
+        let n = n as usize;
+        if n < 1 || n > argv.len() - 3 {
+            return err(SYNTAX);
+        }
+        let mut srcs = Vec::new();
+        for k in &argv[3..3 + n] {
+            match self.zsource(k) {
+                Some(s) => srcs.push(s),
+                None => return wrongtype(),
+            }
+        }
+        let mut weights = vec![1.0; n];
+        let mut agg = "sum";
+        let rest = &argv[3 + n..];
+        let mut j = 0;
+        while j < rest.len() {
+            let left = rest.len() - j;
+            if left > n && eq(&rest[j], "weights") {
+                for (w, a) in weights.iter_mut().zip(&rest[j + 1..j + 1 + n]) {
+                    match parse_score(a) {
+                        Some(x) => *w = x,
+                        None => return err("ERR weight value is not a float"),
+                    }
+                }
+                j += 1 + n;
+            } else if left >= 2 && eq(&rest[j], "aggregate") {
+                agg = match &rest[j + 1].to_ascii_lowercase()[..] {
+                    b"sum" => "sum",
+                    b"min" => "min",
+                    b"max" => "max",
+                    _ => return err(SYNTAX),
+                };
+                j += 2;
+            } else {
+                return err(SYNTAX);
+            }
+        }
+        let aggregate = |t: &mut f64, v: f64| match agg {
+            "sum" => {
+                *t += v;
+                if t.is_nan() {
+                    *t = 0.0;
+                }
+            }
+            "min" => *t = if v < *t { v } else { *t },
+            _ => *t = if v > *t { v } else { *t },
+        };
+        let mut acc: Vec<(Vec<u8>, f64)> = Vec::new();
+        // Redis goes through the sources by increasing size (a stable sort), which
+        // matters when +inf and -inf meet (their sum counts as 0).
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by_key(|&i| srcs[i].len());
+        if inter {
+            // Every member of the smallest source, looked up in the others.
+            let first = order[0];
+            'members: for (m, s) in &srcs[first] {
+                let mut score = weights[first] * s;
+                if score.is_nan() {
+                    score = 0.0;
+                }
+                for &i in &order[1..] {
+                    match srcs[i].iter().find(|(x, _)| x == m) {
+                        Some((_, v)) => aggregate(&mut score, v * weights[i]),
+                        None => continue 'members,
+                    }
+                }
+                acc.push((m.clone(), score));
+            }
+        } else {
+            for &i in &order {
+                for (m, s) in &srcs[i] {
+                    let mut score = weights[i] * s;
+                    if score.is_nan() {
+                        score = 0.0;
+                    }
+                    match acc.iter_mut().find(|(x, _)| x == m) {
+                        Some((_, t)) => aggregate(t, score),
+                        None => acc.push((m.clone(), score)),
+                    }
+                }
+            }
+        }
+        let mut z = Vec::new();
+        for (m, s) in acc {
+            zinsert(&mut z, m, s);
+        }
+        let len = z.len() as i64;
+        self.0.insert(dst.clone(), Val::Zset(z));
+        int(len)
+    }
+
+    fn zrange(&self, key: &[u8], o: ZrangeOpts) -> Vec<u8> {
+        if self.wrong(key, Ty::Zset) {
+            return wrongtype();
+        }
+        let z = self.zset(key);
+        let mut picked: Vec<&(Vec<u8>, f64)> = match o.range {
+            Range::Rank(s, e) => match range(z.len(), s, e) {
+                None => Vec::new(),
+                Some((s, e)) => {
+                    if o.rev {
+                        z.iter().rev().skip(s).take(e - s + 1).collect()
+                    } else {
+                        z[s..=e].iter().collect()
+                    }
+                }
+            },
+            r => {
+                let mut v: Vec<_> = z.iter().filter(|(_, s)| r.contains(*s)).collect();
+                if o.rev {
+                    v.reverse();
+                }
+                v
+            }
+        };
+        if let Some((off, count)) = o.limit {
+            if off < 0 {
+                picked.clear();
+            } else {
+                picked.drain(..(off as usize).min(picked.len()));
+            }
+            if count >= 0 {
+                picked.truncate(count as usize);
+            }
+        }
+        array(picked.into_iter().flat_map(|(m, s)| {
+            let mut v = vec![bulk(m)];
+            if o.withscores {
+                v.push(score_bulk(*s));
+            }
+            v
+        }))
     }
 }
 
@@ -938,6 +1268,121 @@ fn lpos_options(opts: &[Vec<u8>]) -> Result<(i64, Option<usize>, usize), Vec<u8>
         i += 2;
     }
     Ok((rank, count, maxlen))
+}
+
+const NOT_FLOAT_RANGE: &str = "ERR min or max is not a float";
+
+/// Inserts `m` into the (score, member)-ordered `z`. A listpack stores a score as text
+/// that it reads back as an integer when it can, so a negative zero is kept as 0 (a
+/// skiplist would keep it; the generated zsets stay listpack-sized).
+fn zinsert(z: &mut Vec<(Vec<u8>, f64)>, m: Vec<u8>, score: f64) {
+    let score = if score == 0.0 { 0.0 } else { score };
+    let at = z.partition_point(|(x, s)| {
+        s.partial_cmp(&score).expect("no NaN") == std::cmp::Ordering::Less
+            || (*s == score && *x < m)
+    });
+    z.insert(at, (m, score));
+}
+
+/// A score argument (the generators only use plain decimals and infinities, which Rust
+/// and Redis's strtod read alike).
+fn parse_score(b: &[u8]) -> Option<f64> {
+    let s = std::str::from_utf8(b).ok()?;
+    let v: f64 = s.parse().ok()?;
+    (!v.is_nan()).then_some(v)
+}
+
+/// A score as Redis 7.0 replies it in RESP2 (`%.17g`; the generated scores are small
+/// multiples of 0.5, which Rust prints the same way).
+fn score_bulk(s: f64) -> Vec<u8> {
+    if s.is_infinite() {
+        return bulk(if s > 0.0 { b"inf" } else { b"-inf" });
+    }
+    assert!(s.abs() < 1e15, "score {s} outside what the model formats");
+    bulk(format!("{s}").as_bytes())
+}
+
+/// A rank range, or a score range (min, min exclusive, max, max exclusive).
+#[derive(Clone, Copy, Debug)]
+enum Range {
+    Rank(i64, i64),
+    Score(f64, bool, f64, bool),
+}
+
+impl Range {
+    fn contains(&self, s: f64) -> bool {
+        match *self {
+            Range::Score(min, minex, max, maxex) => {
+                (if minex { s > min } else { s >= min }) && (if maxex { s < max } else { s <= max })
+            }
+            Range::Rank(..) => unreachable!("rank range"),
+        }
+    }
+}
+
+/// A score range's bounds, "(" marking an exclusive one.
+fn score_range(min: &[u8], max: &[u8]) -> Option<Range> {
+    let bound = |b: &[u8]| match b.strip_prefix(b"(") {
+        Some(rest) => parse_score(rest).map(|v| (v, true)),
+        None => parse_score(b).map(|v| (v, false)),
+    };
+    let ((a, ax), (b, bx)) = (bound(min)?, bound(max)?);
+    Some(Range::Score(a, ax, b, bx))
+}
+
+struct ZrangeOpts {
+    range: Range,
+    rev: bool,
+    limit: Option<(i64, i64)>,
+    withscores: bool,
+}
+
+/// ZRANGE key start stop [BYSCORE] [REV] [LIMIT offset count] [WITHSCORES], checked in
+/// Redis's order.
+fn zrange_options(argv: &[Vec<u8>]) -> Result<ZrangeOpts, Vec<u8>> {
+    let (mut byscore, mut rev, mut limit, mut withscores) = (false, false, None, false);
+    let mut j = 4;
+    while j < argv.len() {
+        let left = argv.len() - j - 1;
+        let o = &argv[j];
+        if eq(o, "withscores") {
+            withscores = true;
+        } else if eq(o, "limit") && left >= 2 {
+            match (strict_i64(&argv[j + 1]), strict_i64(&argv[j + 2])) {
+                (Some(off), Some(n)) => limit = Some((off, n)),
+                _ => return Err(err(NOT_INT)),
+            }
+            j += 2;
+        } else if !rev && eq(o, "rev") {
+            rev = true;
+        } else if !byscore && eq(o, "byscore") {
+            byscore = true;
+        } else {
+            return Err(err(SYNTAX));
+        }
+        j += 1;
+    }
+    if limit.is_some() && !byscore {
+        return Err(err(
+            "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
+        ));
+    }
+    let range = if byscore {
+        // REV takes the range as max min.
+        let (min, max) = if rev { (&argv[3], &argv[2]) } else { (&argv[2], &argv[3]) };
+        score_range(min, max).ok_or_else(|| err(NOT_FLOAT_RANGE))?
+    } else {
+        match (strict_i64(&argv[2]), strict_i64(&argv[3])) {
+            (Some(s), Some(e)) => Range::Rank(s, e),
+            _ => return Err(err(NOT_INT)),
+        }
+    };
+    Ok(ZrangeOpts {
+        range,
+        rev,
+        limit,
+        withscores,
+    })
 }
 
 // ----- generators -----
@@ -1081,6 +1526,106 @@ fn set_cmd() -> impl Strategy<Value = Vec<Vec<u8>>> {
     ]
 }
 
+fn zmember() -> impl Strategy<Value = &'static str> {
+    pick(&["a", "b", "c", "d", "1", ""])
+}
+/// Scores: integers and halves (exact in binary and printed alike by Rust and `%.17g`),
+/// the infinities, a negative zero, and a non-number.
+fn score() -> impl Strategy<Value = &'static str> {
+    prop_oneof![
+        12 => pick(&["0", "1", "-1", "2", "3", "0.5", "-1.5", "2.5", "10"]),
+        1 => pick(&["inf", "-inf", "+inf", "-0"]),
+        1 => Just("x"),
+    ]
+}
+fn bound() -> impl Strategy<Value = &'static str> {
+    prop_oneof![
+        12 => pick(&["-inf", "+inf", "0", "1", "(1", "2.5", "(2.5", "-1", "(-1", "(0", "3"]),
+        1 => Just("x"),
+    ]
+}
+fn zrank_index() -> impl Strategy<Value = &'static str> {
+    pick(&["0", "1", "2", "-1", "-2", "5", "-9"])
+}
+
+fn zset_cmd() -> impl Strategy<Value = Vec<Vec<u8>>> {
+    let flags = prop::collection::vec(
+        prop_oneof![6 => Just(None), 1 => pick(&["NX", "XX", "GT", "LT", "CH", "INCR"]).prop_map(Some)],
+        0..3,
+    );
+    let zadd = (key(), flags, prop::collection::vec((score(), zmember()), 1..4)).prop_map(
+        |(k, fl, pairs)| {
+            cmd(
+                &["ZADD", k],
+                fl.into_iter()
+                    .flatten()
+                    .chain(pairs.into_iter().flat_map(|(s, m)| [s, m])),
+            )
+        },
+    );
+    let zrange = (
+        key(),
+        prop::bool::ANY,
+        (zrank_index(), zrank_index()),
+        (bound(), bound()),
+        prop::bool::weighted(0.3),
+        prop::option::weighted(0.3, (pick(&["0", "1", "2", "-1"]), pick(&["-1", "0", "1", "2"]))),
+        prop::bool::ANY,
+    )
+        .prop_map(|(k, byscore, (s, e), (min, max), rev, limit, withscores)| {
+            let mut v = if byscore {
+                a(&["ZRANGE", k, min, max, "BYSCORE"])
+            } else {
+                a(&["ZRANGE", k, s, e])
+            };
+            if rev {
+                v.extend(a(&["REV"]));
+            }
+            if let (Some((off, n)), true) = (limit, byscore) {
+                v.extend(a(&["LIMIT", off, n]));
+            }
+            if withscores {
+                v.extend(a(&["WITHSCORES"]));
+            }
+            v
+        });
+    let zstore = (
+        pick(&["ZUNIONSTORE", "ZINTERSTORE"]),
+        key(),
+        keys(1..4),
+        prop::option::weighted(0.4, prop::collection::vec(pick(&["1", "2", "-1", "0", "0.5"]), 3)),
+        prop::option::weighted(0.4, pick(&["SUM", "MIN", "MAX"])),
+    )
+        .prop_map(|(c, d, ks, weights, agg)| {
+            let n = ks.len().to_string();
+            let mut v = cmd(&[c, d, &n], ks.iter().copied());
+            if let Some(w) = weights {
+                v.extend(cmd(&["WEIGHTS"], w[..ks.len()].iter().copied()));
+            }
+            if let Some(agg) = agg {
+                v.extend(a(&["AGGREGATE", agg]));
+            }
+            v
+        });
+    prop_oneof![
+        10 => zadd,
+        3 => (key(), score(), zmember()).prop_map(|(k, s, m)| a(&["ZINCRBY", k, s, m])),
+        2 => (key(), prop::collection::vec(zmember(), 1..3)).prop_map(|(k, ms)| cmd(&["ZREM", k], ms)),
+        1 => key().prop_map(|k| a(&["ZCARD", k])),
+        2 => (key(), zmember()).prop_map(|(k, m)| a(&["ZSCORE", k, m])),
+        2 => (pick(&["ZRANK", "ZREVRANK"]), key(), zmember()).prop_map(|(c, k, m)| a(&[c, k, m])),
+        5 => zrange,
+        1 => (key(), zrank_index(), zrank_index()).prop_map(|(k, s, e)| a(&["ZREMRANGEBYRANK", k, s, e])),
+        1 => (key(), bound(), bound()).prop_map(|(k, s, e)| a(&["ZREMRANGEBYSCORE", k, s, e])),
+        2 => (pick(&["ZPOPMIN", "ZPOPMAX"]), key(), prop::option::of(pick(&["0", "1", "2", "5", "-1"])))
+            .prop_map(|(c, k, n)| cmd(&[c, k], n)),
+        3 => zstore,
+        // Sets are ZUNIONSTORE / ZINTERSTORE sources too (every score 1).
+        1 => (key(), prop::collection::vec(zmember(), 1..3)).prop_map(|(k, ms)| cmd(&["SADD", k], ms)),
+        2 => cross_cmd(),
+    ]
+}
+
 /// Up to 80 commands and a power cut after a random number of device writes (each
 /// command writes about one record and syncs; a quarter of the cases run without a cut).
 fn workload(
@@ -1095,15 +1640,80 @@ fn workload(
     })
 }
 
+/// Cases per test: `MODEL_CASES` or 32.
+fn cases() -> u32 {
+    std::env::var("MODEL_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(32)
+}
+
+/// Runs `cmds` on Skerry (see [`check`]), or, when `MODEL_REDIS_PORT` names the port of a
+/// scratch `redis-server`, on that server in database `db` (flushed first): the way to
+/// check the model itself against real Redis, e.g.
+/// `redis-server --port 16399 --save '' & MODEL_REDIS_PORT=16399 cargo test ... model_tests`.
+fn check_or_redis(db: u32, cmds: &[Vec<Vec<u8>>], cut: Option<u64>, torn: usize) {
+    match std::env::var("MODEL_REDIS_PORT") {
+        Ok(port) => check_redis::<Db>(&port, db, cmds),
+        Err(_) => check::<Db>(cmds, cut, torn),
+    }
+}
+
+/// Checks every reply of a real Redis server to `cmds` against `M`.
+fn check_redis<M: Model>(port: &str, db: u32, cmds: &[Vec<Vec<u8>>]) {
+    use std::io::{BufRead, BufReader, Write};
+    let stream = std::net::TcpStream::connect(format!("127.0.0.1:{port}")).expect("redis");
+    let mut w = stream.try_clone().expect("clone");
+    let mut r = BufReader::new(stream);
+    fn reply(r: &mut impl BufRead, out: &mut Vec<u8>) {
+        let mut line = Vec::new();
+        r.read_until(b'\n', &mut line).expect("read");
+        out.extend_from_slice(&line);
+        let n: i64 = String::from_utf8_lossy(&line[1..line.len() - 2]).parse().unwrap_or(0);
+        match line[0] {
+            b'$' if n >= 0 => {
+                let mut b = vec![0; n as usize + 2];
+                r.read_exact(&mut b).expect("read");
+                out.extend_from_slice(&b);
+            }
+            b'*' => (0..n).for_each(|_| reply(r, out)),
+            _ => {}
+        }
+    }
+    let mut send = |argv: &[Vec<u8>]| {
+        let mut m = format!("*{}\r\n", argv.len()).into_bytes();
+        for x in argv {
+            m.extend_from_slice(&bulk(x));
+        }
+        w.write_all(&m).expect("write");
+        let mut out = Vec::new();
+        reply(&mut r, &mut out);
+        out
+    };
+    assert_eq!(send(&a(&["SELECT", &db.to_string()])), ok());
+    assert_eq!(send(&a(&["FLUSHDB"])), ok());
+    let mut model = M::default();
+    for (i, argv) in cmds.iter().enumerate() {
+        let want = canon(argv, model.apply(argv));
+        let got = canon(argv, send(argv));
+        assert_eq!(
+            String::from_utf8_lossy(&got),
+            String::from_utf8_lossy(&want),
+            "Redis's reply to {:?} (command {i})",
+            argv.iter().map(|a| String::from_utf8_lossy(a)).collect::<Vec<_>>()
+        );
+    }
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
 
     #[test]
     fn hash_commands_match_the_model_across_crashes(
         (cmds, cut) in workload(hash_cmd()),
         torn in 0usize..8,
     ) {
-        check::<Db>(&cmds, cut, torn);
+        check_or_redis(0, &cmds, cut, torn);
     }
 
     #[test]
@@ -1111,7 +1721,7 @@ proptest! {
         (cmds, cut) in workload(list_cmd()),
         torn in 0usize..8,
     ) {
-        check::<Db>(&cmds, cut, torn);
+        check_or_redis(1, &cmds, cut, torn);
     }
 
     #[test]
@@ -1119,6 +1729,14 @@ proptest! {
         (cmds, cut) in workload(set_cmd()),
         torn in 0usize..8,
     ) {
-        check::<Db>(&cmds, cut, torn);
+        check_or_redis(2, &cmds, cut, torn);
+    }
+
+    #[test]
+    fn zset_commands_match_the_model_across_crashes(
+        (cmds, cut) in workload(zset_cmd()),
+        torn in 0usize..8,
+    ) {
+        check_or_redis(3, &cmds, cut, torn);
     }
 }
