@@ -318,6 +318,21 @@ impl Zset {
         (start.unwrap_or(0), n)
     }
 
+    /// Turns the scores -0 into 0, as a listpack stores them (an integral score is kept as
+    /// an integer there, so its sign is lost); a skiplist keeps -0.
+    pub fn unsign_zeros(&mut self) {
+        let negative: Vec<Vec<u8>> = self
+            .order
+            .range((Score(0.0), Vec::new())..)
+            .take_while(|(s, _)| s.0 == 0.0)
+            .filter(|(s, _)| s.0.is_sign_negative())
+            .map(|(_, m)| m.clone())
+            .collect();
+        for m in negative {
+            self.insert(&m, 0.0);
+        }
+    }
+
     /// Removes and returns the member with the lowest (`max` false) or highest score.
     pub fn pop(&mut self, max: bool) -> Option<(Vec<u8>, f64)> {
         let (s, m) = if max {

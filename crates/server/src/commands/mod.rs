@@ -455,13 +455,13 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("zpopmin", -2, WDELF, K1, "sorted-set", "5.0.0", "Remove and return members with the lowest scores in a sorted set", A_ZSET_WF, keyed(z::zpopmin)),
     spec("zpopmax", -2, WDELF, K1, "sorted-set", "5.0.0", "Remove and return members with the highest scores in a sorted set", A_ZSET_WF, keyed(z::zpopmax)),
     CommandSpec {
-        key_finder: Some(keys_numkeys_at_1),
+        key_finder: Some(z::keys_zmpop),
         ..spec("zmpop", -4, &["write", "movablekeys"], K1, "sorted-set", "7.0.0", "Remove and return members with scores in a sorted set", A_ZSET_W, keyed(z::zmpop))
     },
     spec("bzpopmin", -3, &["write", "noscript", "fast", "blocking"], (1, -2, 1), "sorted-set", "5.0.0", "Remove and return the member with the lowest score from one or more sorted sets, or block until one is available", &["@write", "@sortedset", "@fast", "@blocking"], keyed(z::bzpopmin)),
     spec("bzpopmax", -3, &["write", "noscript", "fast", "blocking"], (1, -2, 1), "sorted-set", "5.0.0", "Remove and return the member with the highest score from one or more sorted sets, or block until one is available", &["@write", "@sortedset", "@fast", "@blocking"], keyed(z::bzpopmax)),
     CommandSpec {
-        key_finder: Some(keys_timeout_numkeys),
+        key_finder: Some(z::keys_bzmpop),
         ..spec("bzmpop", -5, &["write", "blocking", "movablekeys"], K1, "sorted-set", "7.0.0", "Remove and return members with scores in a sorted set or block until one is available", &["@write", "@sortedset", "@slow", "@blocking"], keyed(z::bzmpop))
     },
     spec("zrandmember", -2, R, K1, "sorted-set", "6.2.0", "Get one or multiple random elements from a sorted set", A_ZSET_R, keyed(z::zrandmember)),

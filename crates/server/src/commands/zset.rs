@@ -156,8 +156,12 @@ fn take_zset(x: &mut Exec, key: &[u8]) -> Result<Option<Zset>, ()> {
 
 /// Stores `z` as the new version of `key` (TTL kept; an empty zset deletes the key). False
 /// when the write was refused (reply nothing then).
-fn put_zset(x: &mut Exec, key: &[u8], z: Zset) -> bool {
+fn put_zset(x: &mut Exec, key: &[u8], mut z: Zset) -> bool {
     let t = x.thresholds();
+    z.note_encoding(&t);
+    if !z.big {
+        z.unsign_zeros();
+    }
     x.ks.put_coll(x.db, key, Coll::Zset(z), &t, x.now_ms)
 }
 
@@ -243,7 +247,7 @@ fn zadd_generic(x: &mut Exec, a: &[&[u8]], mut incr: bool) {
             .reply
             .error("ERR XX and NX options at the same time are not compatible");
     }
-    if (gt && nx) || (lt && nx) || (gt && lt) {
+    if (nx && (gt || lt)) || (gt && lt) {
         return x
             .reply
             .error("ERR GT, LT, and/or NX options at the same time are not compatible");
@@ -349,20 +353,18 @@ pub fn zrem(x: &mut Exec, a: &[&[u8]]) {
 
 /// ZCARD key
 pub fn zcard(x: &mut Exec, a: &[&[u8]]) {
-    match zset_ref(x.ks, x.reply, x.db, a[1], x.now_ms) {
-        Ok(z) => x.reply.int(z.map_or(0, |z| z.len() as i64)),
-        Err(()) => {}
+    if let Ok(z) = zset_ref(x.ks, x.reply, x.db, a[1], x.now_ms) {
+        x.reply.int(z.map_or(0, |z| z.len() as i64));
     }
 }
 
 /// ZSCORE key member
 pub fn zscore(x: &mut Exec, a: &[&[u8]]) {
-    match zset_ref(x.ks, x.reply, x.db, a[1], x.now_ms) {
-        Ok(z) => match z.and_then(|z| z.score(a[2])) {
+    if let Ok(z) = zset_ref(x.ks, x.reply, x.db, a[1], x.now_ms) {
+        match z.and_then(|z| z.score(a[2])) {
             Some(s) => x.reply.double(s),
             None => x.reply.null(),
-        },
-        Err(()) => {}
+        }
     }
 }
 
@@ -410,11 +412,9 @@ pub fn zcount(x: &mut Exec, a: &[&[u8]]) {
     let Some(r) = parse_score_range(a[2], a[3]) else {
         return x.reply.error(RANGE_NOT_FLOAT);
     };
-    match zset_ref(x.ks, x.reply, x.db, a[1], x.now_ms) {
-        Ok(z) => x
-            .reply
-            .int(z.map_or(0, |z| z.score_range(&r).count() as i64)),
-        Err(()) => {}
+    if let Ok(z) = zset_ref(x.ks, x.reply, x.db, a[1], x.now_ms) {
+        x.reply
+            .int(z.map_or(0, |z| z.score_range(&r).count() as i64));
     }
 }
 
@@ -423,9 +423,8 @@ pub fn zlexcount(x: &mut Exec, a: &[&[u8]]) {
     let Some(r) = parse_lex_range(a[2], a[3]) else {
         return x.reply.error(RANGE_NOT_LEX);
     };
-    match zset_ref(x.ks, x.reply, x.db, a[1], x.now_ms) {
-        Ok(z) => x.reply.int(z.map_or(0, |z| z.lex_span(&r).1 as i64)),
-        Err(()) => {}
+    if let Ok(z) = zset_ref(x.ks, x.reply, x.db, a[1], x.now_ms) {
+        x.reply.int(z.map_or(0, |z| z.lex_span(&r).1 as i64));
     }
 }
 
@@ -478,7 +477,11 @@ fn collect_range<'a>(
     } else {
         (
             offset as usize,
-            if limit < 0 { usize::MAX } else { limit as usize },
+            if limit < 0 {
+                usize::MAX
+            } else {
+                limit as usize
+            },
         )
     };
     match range {
@@ -891,6 +894,31 @@ fn parse_mpop<'a>(
     Some((a[numkeys_idx + 1..where_idx].to_vec(), max, count))
 }
 
+/// Key positions of `numkeys key... MIN|MAX ...` with numkeys at `at`: none unless a
+/// MIN|MAX position follows the keys (otherwise the command is a syntax error, which it
+/// then replies without its arguments being routed as keys).
+fn mpop_keys(argv: &[&[u8]], at: usize) -> smallvec::SmallVec<[usize; 8]> {
+    let mut out = smallvec::SmallVec::new();
+    let Some(n) = argv.get(at).and_then(|a| parse_i64(a)) else {
+        return out;
+    };
+    if n <= 0 || (at + 1) as i64 + n >= argv.len() as i64 {
+        return out;
+    }
+    out.extend(at + 1..at + 1 + n as usize);
+    out
+}
+
+/// Key finder of ZMPOP (see [`mpop_keys`]).
+pub fn keys_zmpop(argv: &[&[u8]]) -> smallvec::SmallVec<[usize; 8]> {
+    mpop_keys(argv, 1)
+}
+
+/// Key finder of BZMPOP (see [`mpop_keys`]).
+pub fn keys_bzmpop(argv: &[&[u8]]) -> smallvec::SmallVec<[usize; 8]> {
+    mpop_keys(argv, 2)
+}
+
 /// ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]
 pub fn zmpop(x: &mut Exec, a: &[&[u8]]) {
     let Some((keys, max, count)) = parse_mpop(x.reply, a, 1) else {
@@ -1277,7 +1305,9 @@ pub fn zdiffstore(x: &mut Exec, a: &[&[u8]]) {
 
 /// A SCAN cursor as Redis's `strtoul` reads it.
 fn parse_cursor(b: &[u8]) -> Option<u64> {
-    if b.first().is_some_and(|c| c.is_ascii_whitespace() || *c == 0x0b) {
+    if b.first()
+        .is_some_and(|c| c.is_ascii_whitespace() || *c == 0x0b)
+    {
         return None;
     }
     let (neg, digits) = match b.first() {
@@ -1406,6 +1436,18 @@ mod tests {
         assert_eq!(parse_cursor(b" 1"), None);
         assert_eq!(parse_cursor(b"1x"), None);
         assert_eq!(parse_cursor(b"99999999999999999999"), None);
+    }
+
+    #[test]
+    fn mpop_keys_need_a_where_after_them() {
+        let a: Vec<&[u8]> = vec![b"zmpop", b"2", b"a", b"b", b"min"];
+        assert_eq!(keys_zmpop(&a).to_vec(), vec![2, 3]);
+        assert!(keys_zmpop(&a[..4]).is_empty());
+        let b: Vec<&[u8]> = vec![b"bzmpop", b"0", b"1", b"a", b"max", b"count", b"2"];
+        assert_eq!(keys_bzmpop(&b).to_vec(), vec![3]);
+        assert!(keys_bzmpop(&b[..4]).is_empty());
+        let c: Vec<&[u8]> = vec![b"zmpop", b"0", b"a", b"min"];
+        assert!(keys_zmpop(&c).is_empty());
     }
 
     #[test]
