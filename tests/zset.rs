@@ -244,10 +244,32 @@ fn scores_parse_and_format_as_redis() {
         r.cmd(&["CONFIG", "SET", "zset-max-listpack-entries", "0"]),
         ok()
     );
-    assert_eq!(r.cmd(&["ZADD", "negzero", "-0", "a"]), int(1));
-    assert_eq!(encoding(&mut r, "negzero"), "skiplist");
-    assert_eq!(r.cmd(&["ZSCORE", "negzero", "a"]), bulk("-0"));
-    assert_eq!(r3.cmd(&["ZSCORE", "negzero", "a"]), dbl("-0"));
+    assert_eq!(r.cmd(&["ZADD", "{z}negzero", "-0", "a"]), int(1));
+    assert_eq!(encoding(&mut r, "{z}negzero"), "skiplist");
+    assert_eq!(r.cmd(&["ZSCORE", "{z}negzero", "a"]), bulk("-0"));
+    assert_eq!(r3.cmd(&["ZSCORE", "{z}negzero", "a"]), dbl("-0"));
+    // Within one ZADD, members added while the zset is still a listpack lose the sign;
+    // those added after it turned into a skiplist keep it.
+    assert_eq!(
+        r.cmd(&["CONFIG", "SET", "zset-max-listpack-entries", "2"]),
+        ok()
+    );
+    assert_eq!(
+        r.cmd(&["ZADD", "mixed", "-0", "a", "1", "b", "-0", "c"]),
+        int(3)
+    );
+    assert_eq!(encoding(&mut r, "mixed"), "skiplist");
+    assert_eq!(
+        r.cmd(&["ZMSCORE", "mixed", "a", "c"]),
+        arr(vec![bulk("0"), bulk("-0")])
+    );
+    // A stored union small enough for a listpack loses it too.
+    assert_eq!(r.cmd(&["ZUNIONSTORE", "{z}u", "1", "{z}negzero"]), int(1));
+    assert_eq!(r.cmd(&["ZSCORE", "{z}u", "a"]), bulk("0"));
+    assert_eq!(
+        r.cmd(&["ZUNION", "1", "{z}negzero", "WITHSCORES"]),
+        bulks(&["a", "-0"])
+    );
 }
 
 #[test]

@@ -8,7 +8,7 @@
 
 use super::{coll_error, is, parse_block_timeout, parse_i64, Exec, TimeoutReply};
 use crate::coll::zset::{LexItem, LexRange, ScoreRange, Zset};
-use crate::coll::{Coll, VALUE_TYPE_SET, VALUE_TYPE_ZSET};
+use crate::coll::{Coll, Thresholds, VALUE_TYPE_SET, VALUE_TYPE_ZSET};
 use crate::keyspace::Keyspace;
 use crate::reply::{errors, Reply};
 use skerry_resp::Proto;
@@ -156,13 +156,26 @@ fn take_zset(x: &mut Exec, key: &[u8]) -> Result<Option<Zset>, ()> {
 
 /// Stores `z` as the new version of `key` (TTL kept; an empty zset deletes the key). False
 /// when the write was refused (reply nothing then).
-fn put_zset(x: &mut Exec, key: &[u8], mut z: Zset) -> bool {
+fn put_zset(x: &mut Exec, key: &[u8], z: Zset) -> bool {
     let t = x.thresholds();
-    z.note_encoding(&t);
-    if !z.big {
-        z.unsign_zeros();
-    }
     x.ks.put_coll(x.db, key, Coll::Zset(z), &t, x.now_ms)
+}
+
+/// Adds or updates a member the way Redis's `zsetAdd` does on a zset that may still be a
+/// listpack (`*listpack`): a new member converts it to a skiplist first when it would
+/// outgrow the thresholds; a listpack keeps an integral score as an integer, so -0 is
+/// stored as 0 there (a skiplist keeps -0).
+fn zset_add(z: &mut Zset, listpack: &mut bool, m: &[u8], mut score: f64, t: &Thresholds) {
+    if *listpack
+        && z.score(m).is_none()
+        && (z.len() + 1 > t.zset_max_listpack_entries || m.len() > t.zset_max_listpack_value)
+    {
+        *listpack = false;
+    }
+    if *listpack && score == 0.0 {
+        score = 0.0;
+    }
+    z.insert(m, score);
 }
 
 /// Stores `z` under `dst` as a new key, whatever `dst` held before (the *STORE commands:
@@ -278,6 +291,8 @@ fn zadd_generic(x: &mut Exec, a: &[&[u8]], mut incr: bool) {
         Ok(None) => Zset::default(),
         Err(()) => return,
     };
+    let t = x.thresholds();
+    let mut listpack = !z.big;
     let (mut added, mut updated, mut processed) = (0i64, 0i64, 0i64);
     let mut score = 0.0;
     for (j, &s) in scores.iter().enumerate() {
@@ -300,7 +315,7 @@ fn zadd_generic(x: &mut Exec, a: &[&[u8]], mut incr: bool) {
                 processed += 1;
                 score = new;
                 if new != cur {
-                    z.insert(m, new);
+                    zset_add(&mut z, &mut listpack, m, new, &t);
                     updated += 1;
                 }
             }
@@ -308,7 +323,7 @@ fn zadd_generic(x: &mut Exec, a: &[&[u8]], mut incr: bool) {
                 if xx {
                     continue;
                 }
-                z.insert(m, s);
+                zset_add(&mut z, &mut listpack, m, s, &t);
                 added += 1;
                 processed += 1;
                 score = s;
@@ -596,6 +611,7 @@ fn zrange_generic(
             Range::Rank(s, e)
         }
     };
+    let t = x.thresholds();
     let z = match zset_ref(x.ks, x.reply, x.db, a[src], x.now_ms) {
         Ok(z) => z,
         Err(()) => return,
@@ -612,8 +628,13 @@ fn zrange_generic(
     }
     let mut out = Zset::default();
     if let Some(z) = z {
-        for (m, s) in collect_range(z, &range, rev, offset, limit) {
-            out.insert(m, s);
+        let items = collect_range(z, &range, rev, offset, limit);
+        // Redis starts a skiplist when a rank range is known to be too long, else a
+        // listpack that converts as it grows.
+        let mut listpack =
+            !matches!(range, Range::Rank(..)) || items.len() <= t.zset_max_listpack_entries;
+        for (m, s) in items {
+            zset_add(&mut out, &mut listpack, m, s, &t);
         }
     }
     let n = out.len() as i64;
@@ -1254,6 +1275,11 @@ fn zsetop_generic(
     }
     match dst {
         Some(d) => {
+            // Built as a skiplist, then turned into a listpack when small enough.
+            out.note_encoding(&x.thresholds());
+            if !out.big {
+                out.unsign_zeros();
+            }
             let n = out.len() as i64;
             if store_zset(x, d, out) {
                 x.reply.int(n);
