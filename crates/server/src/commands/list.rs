@@ -378,16 +378,24 @@ pub fn lpos(x: &mut Exec, a: &[&[u8]]) {
         }
         Err(e) => return coll_error(x.reply, e),
     };
-    let clamp = |v: i64| v as usize;
+    let maxlen = maxlen as usize;
+    let mut count = count.map(|c| c as usize);
+    if rank == i64::MIN {
+        // Redis 7.0 negates the rank in a C long: -LONG_MIN stays LONG_MIN, which every
+        // match count reaches (the first match from the tail), and `matches - rank + 1`
+        // wraps negative, so COUNT never stops the search.
+        rank = -1;
+        count = count.map(|_| 0);
+    }
     match count {
         Some(c) => {
-            let found = l.positions(a[2], rank, clamp(c), clamp(maxlen));
+            let found = l.positions(a[2], rank, c, maxlen);
             x.reply.array(found.len());
             for i in found {
                 x.reply.int(i as i64);
             }
         }
-        None => match l.positions(a[2], rank, 1, clamp(maxlen)).first() {
+        None => match l.positions(a[2], rank, 1, maxlen).first() {
             Some(&i) => x.reply.int(i as i64),
             None => x.reply.null(),
         },
