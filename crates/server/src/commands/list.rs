@@ -131,23 +131,20 @@ fn pop(x: &mut Exec, a: &[&[u8]], end: End) {
         None => None,
     };
     let key = a[1];
-    match x.ks.coll(x.db, key, VALUE_TYPE_LIST, x.now_ms) {
-        Ok(Some(_)) => {}
-        Ok(None) => {
-            return if count.is_some() {
-                x.reply.null_array()
-            } else {
-                x.reply.null()
-            }
-        }
-        Err(e) => return coll_error(x.reply, e),
-    }
-    if count == Some(0) {
-        return x.reply.array(0);
-    }
-    let Ok(Some(mut l)) = take_list(x, key) else {
+    let Ok(l) = take_list(x, key) else {
         return;
     };
+    let Some(mut l) = l else {
+        return if count.is_some() {
+            x.reply.null_array()
+        } else {
+            x.reply.null()
+        };
+    };
+    if count == Some(0) {
+        // Nothing popped: the taken list is dropped, which changes nothing.
+        return x.reply.array(0);
+    }
     match count {
         None => {
             let v = l.pop(end).unwrap_or_default();
