@@ -247,6 +247,13 @@ fn lpos() {
         r.cmd(&["LPOS", "l", "c", "COUNT", "0", "MAXLEN", "7"]),
         arr(vec![int(2), int(6)])
     );
+    // Redis 7.0 negates RANK in a C long: the lowest one acts as -1 and COUNT stops nothing.
+    let min = "-9223372036854775808";
+    assert_eq!(r.cmd(&["LPOS", "l", "c", "RANK", min]), int(7));
+    assert_eq!(
+        r.cmd(&["LPOS", "l", "c", "RANK", min, "COUNT", "1"]),
+        arr(vec![int(7), int(6), int(2)])
+    );
     assert_eq!(r.cmd(&["LPOS", "nokey", "c"]), Value::Null);
     assert_eq!(r.cmd(&["LPOS", "nokey", "c", "COUNT", "1"]), arr(vec![]));
     assert_eq!(

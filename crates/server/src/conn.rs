@@ -807,9 +807,14 @@ impl Conn {
                             .run_resident(w, db, keys, now, move |s| {
                                 let argv: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
                                 let mut r = Reply::new(proto);
-                                // Inside MULTI a blocking command does not wait.
-                                if let Some(req) = exec_keyed(s, idx, db, now, &mut r, &argv) {
-                                    crate::blocking::timeout_reply(&mut r, req.on_timeout);
+                                // Inside MULTI a blocking command does not wait: Redis
+                                // answers a null (a null bulk for the moves).
+                                if exec_keyed(s, idx, db, now, &mut r, &argv).is_some() {
+                                    if matches!(COMMANDS[idx].name, "blmove" | "brpoplpush") {
+                                        r.null();
+                                    } else {
+                                        r.null_array();
+                                    }
                                 }
                                 (r.buf, s.keyspace.take_wrote())
                             })

@@ -27,6 +27,119 @@ impl Ord for Score {
     }
 }
 
+/// A score interval (ZRANGEBYSCORE's `min max`; `(` makes an end exclusive).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ScoreRange {
+    /// Lower end.
+    pub min: f64,
+    /// Upper end.
+    pub max: f64,
+    /// The lower end is excluded.
+    pub minex: bool,
+    /// The upper end is excluded.
+    pub maxex: bool,
+}
+
+impl ScoreRange {
+    /// True when no score can be in the range.
+    pub fn is_empty(&self) -> bool {
+        self.min > self.max || (self.min == self.max && (self.minex || self.maxex))
+    }
+
+    /// `s` is at or above the lower end.
+    pub fn gte_min(&self, s: f64) -> bool {
+        if self.minex {
+            s > self.min
+        } else {
+            s >= self.min
+        }
+    }
+
+    /// `s` is at or below the upper end.
+    pub fn lte_max(&self, s: f64) -> bool {
+        if self.maxex {
+            s < self.max
+        } else {
+            s <= self.max
+        }
+    }
+
+    /// `s` is in the range.
+    pub fn contains(&self, s: f64) -> bool {
+        self.gte_min(s) && self.lte_max(s)
+    }
+}
+
+/// One end of a lex range: `-` (below everything), `+` (above everything) or a string.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LexItem {
+    /// `-`.
+    Min,
+    /// `+`.
+    Max,
+    /// `[x` or `(x`.
+    Str(Vec<u8>),
+}
+
+impl LexItem {
+    /// Redis's `sdscmplex`: byte order, with `-` below and `+` above every string.
+    pub fn cmp_member(&self, m: &[u8]) -> std::cmp::Ordering {
+        use std::cmp::Ordering::*;
+        match self {
+            LexItem::Min => Less,
+            LexItem::Max => Greater,
+            LexItem::Str(s) => s[..].cmp(m),
+        }
+    }
+}
+
+/// A lex interval (ZRANGEBYLEX's `min max`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LexRange {
+    /// Lower end.
+    pub min: LexItem,
+    /// Upper end.
+    pub max: LexItem,
+    /// The lower end is excluded.
+    pub minex: bool,
+    /// The upper end is excluded.
+    pub maxex: bool,
+}
+
+impl LexRange {
+    /// True when no member can be in the range (Redis's `zslIsInLexRange` first test).
+    pub fn is_empty(&self) -> bool {
+        use std::cmp::Ordering::*;
+        let c = match (&self.min, &self.max) {
+            (LexItem::Min, LexItem::Min) | (LexItem::Max, LexItem::Max) => Equal,
+            (LexItem::Min, _) | (_, LexItem::Max) => Less,
+            (LexItem::Max, _) | (_, LexItem::Min) => Greater,
+            (LexItem::Str(a), LexItem::Str(b)) => a.cmp(b),
+        };
+        c == Greater || (c == Equal && (self.minex || self.maxex))
+    }
+
+    /// `m` is at or above the lower end.
+    pub fn gte_min(&self, m: &[u8]) -> bool {
+        let c = self.min.cmp_member(m);
+        if self.minex {
+            c.is_lt()
+        } else {
+            c.is_le()
+        }
+    }
+
+    /// `m` is at or below the upper end.
+    pub fn lte_max(&self, m: &[u8]) -> bool {
+        let c = self.max.cmp_member(m);
+        if self.maxex {
+            c.is_gt()
+        } else {
+            c.is_ge()
+        }
+    }
+}
+
 /// A sorted set.
 #[derive(Clone, Debug, Default)]
 pub struct Zset {
@@ -94,8 +207,141 @@ impl Zset {
     }
 
     /// Members and scores in order.
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&[u8], f64)> {
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&[u8], f64)> + Clone {
         self.order.iter().map(|(s, m)| (&m[..], s.0))
+    }
+
+    /// The 0-based rank of `m` in ascending order (O(rank)).
+    pub fn rank(&self, m: &[u8]) -> Option<usize> {
+        let s = self.score(m)?;
+        Some(self.order.range(..(Score(s), m.to_vec())).count())
+    }
+
+    /// The members whose scores are in `r`, in ascending order (reverse it for descending).
+    pub fn score_range(
+        &self,
+        r: &ScoreRange,
+    ) -> Box<dyn DoubleEndedIterator<Item = (&[u8], f64)> + '_> {
+        use std::ops::Bound;
+        if r.is_empty() || (r.minex && r.min == f64::INFINITY) {
+            return Box::new(std::iter::empty());
+        }
+        if r.maxex && r.max == f64::NEG_INFINITY {
+            return Box::new(std::iter::empty());
+        }
+        // (score, empty member) sorts before every member of that score.
+        let lo = if r.minex { r.min.next_up() } else { r.min };
+        let start = Bound::Included((Score(lo), Vec::new()));
+        let end = if r.maxex {
+            Bound::Excluded((Score(r.max), Vec::new()))
+        } else if r.max == f64::INFINITY {
+            Bound::Unbounded
+        } else {
+            Bound::Excluded((Score(r.max.next_up()), Vec::new()))
+        };
+        if let (Bound::Included((a, _)), Bound::Excluded((b, _))) = (&start, &end) {
+            if a > b {
+                return Box::new(std::iter::empty());
+            }
+        }
+        Box::new(self.order.range((start, end)).map(|(s, m)| (&m[..], s.0)))
+    }
+
+    /// The first rank at or after which the members are in `r`, and how many are (walking
+    /// the order as Redis's skiplist does: from the first member not below the minimum, while
+    /// not above the maximum; meaningful when all scores are equal).
+    pub fn lex_span(&self, r: &LexRange) -> (usize, usize) {
+        if r.is_empty() {
+            return (0, 0);
+        }
+        match (self.order.first(), self.order.last()) {
+            (Some(first), Some(last)) if r.gte_min(&last.1) && r.lte_max(&first.1) => {}
+            _ => return (0, 0),
+        }
+        let mut start = None;
+        let mut n = 0;
+        for (i, (_, m)) in self.order.iter().enumerate() {
+            match start {
+                None => {
+                    if r.gte_min(m) {
+                        if !r.lte_max(m) {
+                            return (i, 0);
+                        }
+                        start = Some(i);
+                        n = 1;
+                    }
+                }
+                Some(_) => {
+                    if !r.lte_max(m) {
+                        break;
+                    }
+                    n += 1;
+                }
+            }
+        }
+        (start.unwrap_or(0), n)
+    }
+
+    /// Like [`Zset::lex_span`] but walking down from the last member not above the maximum
+    /// (ZREVRANGEBYLEX): the rank of the highest member in the span and the count.
+    pub fn lex_span_rev(&self, r: &LexRange) -> (usize, usize) {
+        if r.is_empty() {
+            return (0, 0);
+        }
+        match (self.order.first(), self.order.last()) {
+            (Some(first), Some(last)) if r.gte_min(&last.1) && r.lte_max(&first.1) => {}
+            _ => return (0, 0),
+        }
+        let len = self.order.len();
+        let mut start = None;
+        let mut n = 0;
+        for (i, (_, m)) in self.order.iter().rev().enumerate() {
+            let rank = len - 1 - i;
+            match start {
+                None => {
+                    if r.lte_max(m) {
+                        if !r.gte_min(m) {
+                            return (rank, 0);
+                        }
+                        start = Some(rank);
+                        n = 1;
+                    }
+                }
+                Some(_) => {
+                    if !r.gte_min(m) {
+                        break;
+                    }
+                    n += 1;
+                }
+            }
+        }
+        (start.unwrap_or(0), n)
+    }
+
+    /// Turns the scores -0 into 0, as a listpack stores them (an integral score is kept as
+    /// an integer there, so its sign is lost); a skiplist keeps -0.
+    pub fn unsign_zeros(&mut self) {
+        let negative: Vec<Vec<u8>> = self
+            .order
+            .range((Score(0.0), Vec::new())..)
+            .take_while(|(s, _)| s.0 == 0.0)
+            .filter(|(s, _)| s.0.is_sign_negative())
+            .map(|(_, m)| m.clone())
+            .collect();
+        for m in negative {
+            self.insert(&m, 0.0);
+        }
+    }
+
+    /// Removes and returns the member with the lowest (`max` false) or highest score.
+    pub fn pop(&mut self, max: bool) -> Option<(Vec<u8>, f64)> {
+        let (s, m) = if max {
+            self.order.pop_last()?
+        } else {
+            self.order.pop_first()?
+        };
+        self.scores.remove(&m);
+        Some((m, s.0))
     }
 
     /// Approximate RAM bytes.

@@ -131,23 +131,20 @@ fn pop(x: &mut Exec, a: &[&[u8]], end: End) {
         None => None,
     };
     let key = a[1];
-    match x.ks.coll(x.db, key, VALUE_TYPE_LIST, x.now_ms) {
-        Ok(Some(_)) => {}
-        Ok(None) => {
-            return if count.is_some() {
-                x.reply.null_array()
-            } else {
-                x.reply.null()
-            }
-        }
-        Err(e) => return coll_error(x.reply, e),
-    }
-    if count == Some(0) {
-        return x.reply.array(0);
-    }
-    let Ok(Some(mut l)) = take_list(x, key) else {
+    let Ok(l) = take_list(x, key) else {
         return;
     };
+    let Some(mut l) = l else {
+        return if count.is_some() {
+            x.reply.null_array()
+        } else {
+            x.reply.null()
+        };
+    };
+    if count == Some(0) {
+        // Nothing popped: the taken list is dropped, which changes nothing.
+        return x.reply.array(0);
+    }
     match count {
         None => {
             let v = l.pop(end).unwrap_or_default();
@@ -378,16 +375,24 @@ pub fn lpos(x: &mut Exec, a: &[&[u8]]) {
         }
         Err(e) => return coll_error(x.reply, e),
     };
-    let clamp = |v: i64| v as usize;
+    let maxlen = maxlen as usize;
+    let mut count = count.map(|c| c as usize);
+    if rank == i64::MIN {
+        // Redis 7.0 negates the rank in a C long: -LONG_MIN stays LONG_MIN, which every
+        // match count reaches (the first match from the tail), and `matches - rank + 1`
+        // wraps negative, so COUNT never stops the search.
+        rank = -1;
+        count = count.map(|_| 0);
+    }
     match count {
         Some(c) => {
-            let found = l.positions(a[2], rank, clamp(c), clamp(maxlen));
+            let found = l.positions(a[2], rank, c, maxlen);
             x.reply.array(found.len());
             for i in found {
                 x.reply.int(i as i64);
             }
         }
-        None => match l.positions(a[2], rank, 1, clamp(maxlen)).first() {
+        None => match l.positions(a[2], rank, 1, maxlen).first() {
             Some(&i) => x.reply.int(i as i64),
             None => x.reply.null(),
         },
@@ -553,6 +558,18 @@ pub fn lmpop(x: &mut Exec, a: &[&[u8]]) {
     }
 }
 
+/// The keys without repeats, first occurrence first (a blocked client waits on each key
+/// once, as Redis's `blockForKeys`).
+fn distinct<'a>(keys: &[&'a [u8]]) -> Vec<&'a [u8]> {
+    let mut out: Vec<&[u8]> = Vec::with_capacity(keys.len());
+    for &k in keys {
+        if !out.contains(&k) {
+            out.push(k);
+        }
+    }
+    out
+}
+
 /// BLPOP / BRPOP key [key ...] timeout
 fn bpop(x: &mut Exec, a: &[&[u8]], end: End) {
     let Some(timeout_ms) = parse_block_timeout(x.reply, a[a.len() - 1]) else {
@@ -560,7 +577,7 @@ fn bpop(x: &mut Exec, a: &[&[u8]], end: End) {
     };
     let keys = &a[1..a.len() - 1];
     if !pop_first(x, keys, end, None) {
-        x.block_on(keys, timeout_ms, TimeoutReply::NullArray);
+        x.block_on(&distinct(keys), timeout_ms, TimeoutReply::NullArray);
     }
 }
 
@@ -584,7 +601,7 @@ pub fn blmpop(x: &mut Exec, a: &[&[u8]]) {
     };
     let keys = &a[first..end_idx];
     if !pop_first(x, keys, end, Some(count)) {
-        x.block_on(keys, timeout_ms, TimeoutReply::NullArray);
+        x.block_on(&distinct(keys), timeout_ms, TimeoutReply::NullArray);
     }
 }
 
@@ -618,4 +635,121 @@ pub fn brpoplpush(x: &mut Exec, a: &[&[u8]]) {
         return;
     };
     bmove(x, a, End::Tail, End::Head, timeout_ms)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::rc::Rc;
+
+    use skerry_resp::Proto;
+    use skerry_store::device::RamDevice;
+    use skerry_store::{Durability, Store, StoreOptions, Writer};
+
+    use super::super::{lookup, BlockRequest, Exec, Handler, COMMANDS};
+    use super::TimeoutReply;
+    use crate::config::Config;
+    use crate::keyspace::{Keyspace, RecoveredIndex};
+    use crate::reply::Reply;
+
+    /// Runs `f` with a keyspace over a fresh RAM device, inside a compio runtime.
+    fn with_keyspace(f: impl FnOnce(&mut Keyspace)) {
+        compio::runtime::Runtime::new()
+            .unwrap()
+            .block_on(async move {
+                let dev = RamDevice::new(64 << 20, 512);
+                let opts = StoreOptions {
+                    block_size_bytes: 1 << 20,
+                };
+                let (store, rec) = Store::create_or_open(vec![dev.into()], &opts, |_| {})
+                    .await
+                    .unwrap();
+                let log = Writer::open(store, 0, Durability::EverySec, rec.max_mutation_seq)
+                    .await
+                    .unwrap();
+                let mut ks = Keyspace::new(RecoveredIndex::new(1), Rc::new(log));
+                f(&mut ks);
+            });
+    }
+
+    /// Runs one command as the dispatcher would (values are resident in a RAM keyspace):
+    /// its reply bytes and its block request.
+    fn run(ks: &mut Keyspace, config: &Config, args: &[&str]) -> (String, Option<BlockRequest>) {
+        let argv: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        let Handler::Keyed { run, .. } = COMMANDS[lookup(argv[0]).unwrap()].handler else {
+            panic!("{} is not keyed", args[0]);
+        };
+        let mut reply = Reply::new(Proto::Resp2);
+        let mut x = Exec {
+            ks,
+            db: 0,
+            now_ms: 1_000_000,
+            reply: &mut reply,
+            config,
+            block: None,
+        };
+        run(&mut x, &argv);
+        let block = x.block.take();
+        (String::from_utf8(reply.buf).unwrap(), block)
+    }
+
+    fn waits(keys: &[&str], timeout_ms: u64) -> Option<BlockRequest> {
+        Some(BlockRequest {
+            keys: keys.iter().map(|k| k.as_bytes().to_vec()).collect(),
+            timeout_ms,
+            on_timeout: TimeoutReply::NullArray,
+        })
+    }
+
+    #[test]
+    fn blocking_commands_wait_then_serve_when_run_again() {
+        let config = Config::defaults();
+        with_keyspace(|ks| {
+            // Nothing to serve: no reply, a wait on each key once.
+            let got = run(ks, &config, &["BLPOP", "a", "b", "a", "1.5"]);
+            assert_eq!(got, (String::new(), waits(&["a", "b"], 1500)));
+            let got = run(ks, &config, &["BRPOP", "a", "0"]);
+            assert_eq!(got, (String::new(), waits(&["a"], 0)));
+            let got = run(ks, &config, &["BLMPOP", "0.001", "2", "b", "b", "LEFT"]);
+            assert_eq!(got, (String::new(), waits(&["b"], 1)));
+            // The moves wait on the source only, even with a wrong-typed destination.
+            run(ks, &config, &["SET", "s", "x"]);
+            let got = run(ks, &config, &["BLMOVE", "a", "s", "LEFT", "RIGHT", "2"]);
+            assert_eq!(got, (String::new(), waits(&["a"], 2000)));
+            let got = run(ks, &config, &["BRPOPLPUSH", "a", "d", "0"]);
+            assert_eq!(got, (String::new(), waits(&["a"], 0)));
+
+            // Once a key is written, the same command serves.
+            run(ks, &config, &["RPUSH", "b", "1", "2", "3"]);
+            let got = run(ks, &config, &["BLPOP", "a", "b", "a", "1.5"]);
+            assert_eq!(got, ("*2\r\n$1\r\nb\r\n$1\r\n1\r\n".into(), None));
+            let got = run(
+                ks,
+                &config,
+                &["BLMPOP", "0", "1", "b", "RIGHT", "COUNT", "5"],
+            );
+            assert_eq!(
+                got,
+                ("*2\r\n$1\r\nb\r\n*2\r\n$1\r\n3\r\n$1\r\n2\r\n".into(), None)
+            );
+            // The list was emptied, so deleted: waiting again.
+            let got = run(ks, &config, &["BRPOP", "b", "0"]);
+            assert_eq!(got, (String::new(), waits(&["b"], 0)));
+            run(ks, &config, &["LPUSH", "a", "x"]);
+            // A wrong-typed destination is an error when an element arrives, and the
+            // element stays in the source.
+            let got = run(ks, &config, &["BLMOVE", "a", "s", "LEFT", "RIGHT", "2"]);
+            assert_eq!(got.0, format!("-{}\r\n", crate::reply::errors::WRONGTYPE));
+            assert_eq!(got.1, None);
+            let got = run(ks, &config, &["BRPOPLPUSH", "a", "d", "0"]);
+            assert_eq!(got, ("$1\r\nx\r\n".into(), None));
+            assert_eq!(run(ks, &config, &["LLEN", "a"]).0, ":0\r\n");
+            assert_eq!(
+                run(ks, &config, &["LRANGE", "d", "0", "-1"]).0,
+                "*1\r\n$1\r\nx\r\n"
+            );
+            // Argument errors never wait.
+            let got = run(ks, &config, &["BLPOP", "a", "-1"]);
+            assert_eq!(got, ("-ERR timeout is negative\r\n".into(), None));
+        });
+    }
 }

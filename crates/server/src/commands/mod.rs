@@ -327,13 +327,9 @@ const A_SET_W: &[&str] = &["@write", "@set", "@slow"];
 const A_SET_WF: &[&str] = &["@write", "@set", "@fast"];
 const A_SET_R: &[&str] = &["@read", "@set", "@slow"];
 const A_SET_RF: &[&str] = &["@read", "@set", "@fast"];
-#[allow(dead_code)] // until every family uses it
 const A_ZSET_W: &[&str] = &["@write", "@sortedset", "@slow"];
-#[allow(dead_code)] // until every family uses it
 const A_ZSET_WF: &[&str] = &["@write", "@sortedset", "@fast"];
-#[allow(dead_code)] // until every family uses it
 const A_ZSET_R: &[&str] = &["@read", "@sortedset", "@slow"];
-#[allow(dead_code)] // until every family uses it
 const A_ZSET_RF: &[&str] = &["@read", "@sortedset", "@fast"];
 const A_KS_W: &[&str] = &["@keyspace", "@write"];
 const A_KS_R: &[&str] = &["@keyspace", "@read", "@slow"];
@@ -489,7 +485,68 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("sscan", -3, R, K1, "set", "2.8.0", "Iterates over members of a set.", A_SET_R, keyed(st::sscan)),
     //
     // sorted set (commands/zset.rs)
-    spec("zcard", 2, RF, K1, "sorted-set", "1.2.0", "Returns the number of members in a sorted set.", A_ZSET_RF, keyed(z::zcard)),
+    spec("zadd", -4, WF, K1, "sorted-set", "1.2.0", "Add one or more members to a sorted set, or update its score if it already exists", A_ZSET_WF, keyed(z::zadd)),
+    spec("zincrby", 4, WF, K1, "sorted-set", "1.2.0", "Increment the score of a member in a sorted set", A_ZSET_WF, keyed(z::zincrby)),
+    spec("zrem", -3, WDELF, K1, "sorted-set", "1.2.0", "Remove one or more members from a sorted set", A_ZSET_WF, keyed(z::zrem)),
+    spec("zcard", 2, RF, K1, "sorted-set", "1.2.0", "Get the number of members in a sorted set", A_ZSET_RF, keyed(z::zcard)),
+    spec("zcount", 4, RF, K1, "sorted-set", "2.0.0", "Count the members in a sorted set with scores within the given values", A_ZSET_RF, keyed(z::zcount)),
+    spec("zlexcount", 4, RF, K1, "sorted-set", "2.8.9", "Count the number of members in a sorted set between a given lexicographical range", A_ZSET_RF, keyed(z::zlexcount)),
+    spec("zscore", 3, RF, K1, "sorted-set", "1.2.0", "Get the score associated with the given member in a sorted set", A_ZSET_RF, keyed(z::zscore)),
+    spec("zmscore", -3, RF, K1, "sorted-set", "6.2.0", "Get the score associated with the given members in a sorted set", A_ZSET_RF, keyed(z::zmscore)),
+    spec("zrank", 3, RF, K1, "sorted-set", "2.0.0", "Determine the index of a member in a sorted set", A_ZSET_RF, keyed(z::zrank)),
+    spec("zrevrank", 3, RF, K1, "sorted-set", "2.0.0", "Determine the index of a member in a sorted set, with scores ordered from high to low", A_ZSET_RF, keyed(z::zrevrank)),
+    spec("zrange", -4, R, K1, "sorted-set", "1.2.0", "Return a range of members in a sorted set", A_ZSET_R, keyed(z::zrange)),
+    spec("zrangestore", -5, W, (1, 2, 1), "sorted-set", "6.2.0", "Store a range of members from sorted set into another key", A_ZSET_W, keyed(z::zrangestore)),
+    spec("zrangebyscore", -4, R, K1, "sorted-set", "1.0.5", "Return a range of members in a sorted set, by score", A_ZSET_R, keyed(z::zrangebyscore)),
+    spec("zrevrangebyscore", -4, R, K1, "sorted-set", "2.2.0", "Return a range of members in a sorted set, by score, with scores ordered from high to low", A_ZSET_R, keyed(z::zrevrangebyscore)),
+    spec("zrangebylex", -4, R, K1, "sorted-set", "2.8.9", "Return a range of members in a sorted set, by lexicographical range", A_ZSET_R, keyed(z::zrangebylex)),
+    spec("zrevrangebylex", -4, R, K1, "sorted-set", "2.8.9", "Return a range of members in a sorted set, by lexicographical range, ordered from higher to lower strings.", A_ZSET_R, keyed(z::zrevrangebylex)),
+    spec("zrevrange", -4, R, K1, "sorted-set", "1.2.0", "Return a range of members in a sorted set, by index, with scores ordered from high to low", A_ZSET_R, keyed(z::zrevrange)),
+    spec("zremrangebyrank", 4, WDEL, K1, "sorted-set", "2.0.0", "Remove all members in a sorted set within the given indexes", A_ZSET_W, keyed(z::zremrangebyrank)),
+    spec("zremrangebyscore", 4, WDEL, K1, "sorted-set", "1.2.0", "Remove all members in a sorted set within the given scores", A_ZSET_W, keyed(z::zremrangebyscore)),
+    spec("zremrangebylex", 4, WDEL, K1, "sorted-set", "2.8.9", "Remove all members in a sorted set between the given lexicographical range", A_ZSET_W, keyed(z::zremrangebylex)),
+    spec("zpopmin", -2, WDELF, K1, "sorted-set", "5.0.0", "Remove and return members with the lowest scores in a sorted set", A_ZSET_WF, keyed(z::zpopmin)),
+    spec("zpopmax", -2, WDELF, K1, "sorted-set", "5.0.0", "Remove and return members with the highest scores in a sorted set", A_ZSET_WF, keyed(z::zpopmax)),
+    CommandSpec {
+        key_finder: Some(z::keys_zmpop),
+        ..spec("zmpop", -4, &["write", "movablekeys"], K1, "sorted-set", "7.0.0", "Remove and return members with scores in a sorted set", A_ZSET_W, keyed(z::zmpop))
+    },
+    spec("bzpopmin", -3, &["write", "noscript", "fast", "blocking"], (1, -2, 1), "sorted-set", "5.0.0", "Remove and return the member with the lowest score from one or more sorted sets, or block until one is available", &["@write", "@sortedset", "@fast", "@blocking"], keyed(z::bzpopmin)),
+    spec("bzpopmax", -3, &["write", "noscript", "fast", "blocking"], (1, -2, 1), "sorted-set", "5.0.0", "Remove and return the member with the highest score from one or more sorted sets, or block until one is available", &["@write", "@sortedset", "@fast", "@blocking"], keyed(z::bzpopmax)),
+    CommandSpec {
+        key_finder: Some(z::keys_bzmpop),
+        ..spec("bzmpop", -5, &["write", "blocking", "movablekeys"], K1, "sorted-set", "7.0.0", "Remove and return members with scores in a sorted set or block until one is available", &["@write", "@sortedset", "@slow", "@blocking"], keyed(z::bzmpop))
+    },
+    spec("zrandmember", -2, R, K1, "sorted-set", "6.2.0", "Get one or multiple random elements from a sorted set", A_ZSET_R, keyed(z::zrandmember)),
+    CommandSpec {
+        key_finder: Some(keys_numkeys_at_1),
+        ..spec("zunion", -3, &["readonly", "movablekeys"], K1, "sorted-set", "6.2.0", "Add multiple sorted sets", A_ZSET_R, keyed(z::zunion))
+    },
+    CommandSpec {
+        key_finder: Some(keys_dest_numkeys),
+        ..spec("zunionstore", -4, &["write", "denyoom", "movablekeys"], K1, "sorted-set", "2.0.0", "Add multiple sorted sets and store the resulting sorted set in a new key", A_ZSET_W, keyed(z::zunionstore))
+    },
+    CommandSpec {
+        key_finder: Some(keys_numkeys_at_1),
+        ..spec("zinter", -3, &["readonly", "movablekeys"], K1, "sorted-set", "6.2.0", "Intersect multiple sorted sets", A_ZSET_R, keyed(z::zinter))
+    },
+    CommandSpec {
+        key_finder: Some(keys_dest_numkeys),
+        ..spec("zinterstore", -4, &["write", "denyoom", "movablekeys"], K1, "sorted-set", "2.0.0", "Intersect multiple sorted sets and store the resulting sorted set in a new key", A_ZSET_W, keyed(z::zinterstore))
+    },
+    CommandSpec {
+        key_finder: Some(keys_numkeys_at_1),
+        ..spec("zintercard", -3, &["readonly", "movablekeys"], K1, "sorted-set", "7.0.0", "Intersect multiple sorted sets and return the cardinality of the result", A_ZSET_R, keyed(z::zintercard))
+    },
+    CommandSpec {
+        key_finder: Some(keys_numkeys_at_1),
+        ..spec("zdiff", -3, &["readonly", "movablekeys"], K1, "sorted-set", "6.2.0", "Subtract multiple sorted sets", A_ZSET_R, keyed(z::zdiff))
+    },
+    CommandSpec {
+        key_finder: Some(keys_dest_numkeys),
+        ..spec("zdiffstore", -4, &["write", "denyoom", "movablekeys"], K1, "sorted-set", "6.2.0", "Subtract multiple sorted sets and store the resulting sorted set in a new key", A_ZSET_W, keyed(z::zdiffstore))
+    },
+    spec("zscan", -3, R, K1, "sorted-set", "2.8.0", "Incrementally iterate sorted sets elements and associated scores", A_ZSET_R, keyed(z::zscan)),
     //
     // generic (keyspace)
     spec("del", -2, WDEL, KALL, "generic", "1.0.0", "Deletes one or more keys.", A_KS_W, keyed_x(k::del, AsyncCmd::Del)),
