@@ -976,7 +976,14 @@ impl Db {
         match cmd {
             "zadd" => return self.zadd(key, &argv[2..], false),
             "zincrby" => return self.zadd(key, &argv[2..], true),
-            "zunionstore" | "zinterstore" => return self.zstore(cmd == "zinterstore", argv),
+            "zunionstore" | "zinterstore" | "zdiffstore" | "zunion" | "zinter" | "zdiff"
+            | "zintercard" => return self.zcombine(cmd, argv),
+            "zrangestore" => {
+                return match zrange_options(argv, 2, None) {
+                    Ok(o) => self.zrangestore(&argv[1], &argv[2], o),
+                    Err(e) => e,
+                }
+            }
             _ => {}
         }
         // Errors Redis finds in the arguments before it looks at the key.
@@ -990,9 +997,21 @@ impl Db {
                 Some(r) => ranged = Some(r),
                 None => return err(NOT_FLOAT_RANGE),
             },
-            "zrange" => match zrange_options(argv) {
-                Ok(o) => return self.zrange(key, o),
-                Err(e) => return e,
+            "zrange" | "zrevrange" | "zrangebyscore" | "zrevrangebyscore" => {
+                let fixed = match cmd {
+                    "zrange" => None,
+                    "zrevrange" => Some((false, true)),
+                    "zrangebyscore" => Some((true, false)),
+                    _ => Some((true, true)),
+                };
+                return match zrange_options(argv, 1, fixed) {
+                    Ok(o) => self.zrange(key, o),
+                    Err(e) => e,
+                };
+            }
+            "zcount" => match score_range(&argv[2], &argv[3]) {
+                Some(r) => ranged = Some(r),
+                None => return err(NOT_FLOAT_RANGE),
             },
             "zpopmin" | "zpopmax" if argv.len() == 3 => match strict_i64(&argv[2]) {
                 None => return err(NOT_INT),
@@ -1018,6 +1037,22 @@ impl Db {
                 int(n)
             }
             "zcard" => int(self.zset(key).len() as i64),
+            "zcount" => {
+                let r = ranged.unwrap();
+                int(self
+                    .zset(key)
+                    .iter()
+                    .filter(|(_, s)| r.contains(*s))
+                    .count() as i64)
+            }
+            "zmscore" => {
+                let z = self.zset(key);
+                array(argv[2..].iter().map(|m| {
+                    z.iter()
+                        .find(|(x, _)| x == m)
+                        .map_or_else(null, |(_, s)| score_bulk(*s))
+                }))
+            }
             "zscore" => self
                 .zset(key)
                 .iter()
@@ -1174,18 +1209,24 @@ impl Db {
         }
     }
 
-    /// ZUNIONSTORE / ZINTERSTORE dst numkeys key ... [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX].
-    fn zstore(&mut self, inter: bool, argv: &[Vec<u8>]) -> Vec<u8> {
-        let dst = &argv[1];
-        let Some(n) = strict_i64(&argv[2]) else {
+    /// Z{UNION,INTER,DIFF}[STORE] [dst] numkeys key ... [WEIGHTS w ...]
+    /// [AGGREGATE SUM|MIN|MAX] [WITHSCORES] and ZINTERCARD numkeys key ... [LIMIT n], as
+    /// Redis's zunionInterDiffGenericCommand.
+    fn zcombine(&mut self, cmd: &str, argv: &[Vec<u8>]) -> Vec<u8> {
+        let store = cmd.ends_with("store");
+        let card = cmd == "zintercard";
+        let inter = cmd.starts_with("zinter");
+        let diff = cmd.starts_with("zdiff");
+        let nk = if store { 2 } else { 1 };
+        let Some(n) = strict_i64(&argv[nk]) else {
             return err(NOT_INT);
         };
         let n = n as usize;
-        if n < 1 || n > argv.len() - 3 {
+        if n < 1 || n > argv.len() - nk - 1 {
             return err(SYNTAX);
         }
         let mut srcs = Vec::new();
-        for k in &argv[3..3 + n] {
+        for k in &argv[nk + 1..nk + 1 + n] {
             match self.zsource(k) {
                 Some(s) => srcs.push(s),
                 None => return wrongtype(),
@@ -1193,11 +1234,12 @@ impl Db {
         }
         let mut weights = vec![1.0; n];
         let mut agg = "sum";
-        let rest = &argv[3 + n..];
+        let (mut withscores, mut limit) = (false, 0);
+        let rest = &argv[nk + 1 + n..];
         let mut j = 0;
         while j < rest.len() {
             let left = rest.len() - j;
-            if left > n && eq(&rest[j], "weights") {
+            if !diff && !card && left > n && eq(&rest[j], "weights") {
                 for (w, a) in weights.iter_mut().zip(&rest[j + 1..j + 1 + n]) {
                     match parse_score(a) {
                         Some(x) => *w = x,
@@ -1205,7 +1247,17 @@ impl Db {
                     }
                 }
                 j += 1 + n;
-            } else if left >= 2 && eq(&rest[j], "aggregate") {
+            } else if card && left >= 2 && eq(&rest[j], "limit") {
+                match strict_i64(&rest[j + 1]) {
+                    None => return err(NOT_INT),
+                    Some(l) if l < 0 => return err("ERR LIMIT can't be negative"),
+                    Some(l) => limit = l as usize,
+                }
+                j += 2;
+            } else if !store && !card && eq(&rest[j], "withscores") {
+                withscores = true;
+                j += 1;
+            } else if !diff && !card && left >= 2 && eq(&rest[j], "aggregate") {
                 agg = match &rest[j + 1].to_ascii_lowercase()[..] {
                     b"sum" => "sum",
                     b"min" => "min",
@@ -1232,7 +1284,14 @@ impl Db {
         // matters when +inf and -inf meet (their sum counts as 0).
         let mut order: Vec<usize> = (0..n).collect();
         order.sort_by_key(|&i| srcs[i].len());
-        if inter {
+        if diff {
+            // The first source's members (and scores) that no other source has.
+            for (m, s) in &srcs[0] {
+                if !srcs[1..].iter().any(|o| o.iter().any(|(x, _)| x == m)) {
+                    acc.push((m.clone(), *s));
+                }
+            }
+        } else if inter {
             // Every member of the smallest source, looked up in the others.
             let first = order[0];
             'members: for (m, s) in &srcs[first] {
@@ -1262,13 +1321,24 @@ impl Db {
                 }
             }
         }
+        if card {
+            let n = acc.len();
+            return int(if limit == 0 { n } else { n.min(limit) } as i64);
+        }
         let mut z = Vec::new();
         for (m, s) in acc {
-            zinsert(&mut z, m, s);
+            if store {
+                zinsert(&mut z, m, s);
+            } else {
+                zinsert_raw(&mut z, m, s);
+            }
         }
-        let len = z.len() as i64;
-        self.0.insert(dst.clone(), Val::Zset(z));
-        int(len)
+        if store {
+            let len = z.len() as i64;
+            self.0.insert(argv[1].clone(), Val::Zset(z));
+            return int(len);
+        }
+        zreply(&z.iter().collect::<Vec<_>>(), withscores)
     }
 
     fn zrange(&self, key: &[u8], o: ZrangeOpts) -> Vec<u8> {
@@ -1276,6 +1346,29 @@ impl Db {
             return wrongtype();
         }
         let z = self.zset(key);
+        zreply(&zpick(&z, &o), o.withscores)
+    }
+
+    /// ZRANGESTORE dst src ...: the picked members replace dst (deleted when none).
+    fn zrangestore(&mut self, dst: &[u8], src: &[u8], o: ZrangeOpts) -> Vec<u8> {
+        if self.wrong(src, Ty::Zset) {
+            return wrongtype();
+        }
+        let z = self.zset(src);
+        let picked: Vec<(Vec<u8>, f64)> = zpick(&z, &o).into_iter().cloned().collect();
+        let n = picked.len() as i64;
+        let mut out = Vec::new();
+        for (m, s) in picked {
+            zinsert(&mut out, m, s);
+        }
+        self.0.insert(dst.to_vec(), Val::Zset(out));
+        int(n)
+    }
+}
+
+/// A zset's members in a ZRANGE's range, in reply order.
+fn zpick<'a>(z: &'a [(Vec<u8>, f64)], o: &ZrangeOpts) -> Vec<&'a (Vec<u8>, f64)> {
+    {
         let mut picked: Vec<&(Vec<u8>, f64)> = match o.range {
             Range::Rank(s, e) => match range(z.len(), s, e) {
                 None => Vec::new(),
@@ -1305,14 +1398,19 @@ impl Db {
                 picked.truncate(count as usize);
             }
         }
-        array(picked.into_iter().flat_map(|(m, s)| {
-            let mut v = vec![bulk(m)];
-            if o.withscores {
-                v.push(score_bulk(*s));
-            }
-            v
-        }))
+        picked
     }
+}
+
+/// Members (and their scores) as an array reply.
+fn zreply(picked: &[&(Vec<u8>, f64)], withscores: bool) -> Vec<u8> {
+    array(picked.iter().flat_map(|(m, s)| {
+        let mut v = vec![bulk(m)];
+        if withscores {
+            v.push(score_bulk(*s));
+        }
+        v
+    }))
 }
 
 /// The position of list index `i` (negative from the end) in a list of `len`.
@@ -1370,11 +1468,16 @@ fn lpos_options(opts: &[Vec<u8>]) -> Result<(i64, Option<usize>, usize), Vec<u8>
 
 const NOT_FLOAT_RANGE: &str = "ERR min or max is not a float";
 
-/// Inserts `m` into the (score, member)-ordered `z`. A listpack stores a score as text
-/// that it reads back as an integer when it can, so a negative zero is kept as 0 (a
-/// skiplist would keep it; the generated zsets stay listpack-sized).
+/// Inserts `m` into the (score, member)-ordered `z` that is stored. A listpack stores a
+/// score as text that it reads back as an integer when it can, so a negative zero is kept
+/// as 0 (a skiplist would keep it; the generated zsets stay listpack-sized).
 fn zinsert(z: &mut Vec<(Vec<u8>, f64)>, m: Vec<u8>, score: f64) {
-    let score = if score == 0.0 { 0.0 } else { score };
+    zinsert_raw(z, m, if score == 0.0 { 0.0 } else { score })
+}
+
+/// Inserts `m` into the (score, member)-ordered `z`, keeping a negative zero (a result
+/// only replied, never stored, as ZUNION's).
+fn zinsert_raw(z: &mut Vec<(Vec<u8>, f64)>, m: Vec<u8>, score: f64) {
     let at = z.partition_point(|(x, s)| {
         s.partial_cmp(&score).expect("no NaN") == std::cmp::Ordering::Less
             || (*s == score && *x < m)
@@ -1435,11 +1538,17 @@ struct ZrangeOpts {
     withscores: bool,
 }
 
-/// ZRANGE key start stop [BYSCORE] [REV] [LIMIT offset count] [WITHSCORES], checked in
-/// Redis's order.
-fn zrange_options(argv: &[Vec<u8>]) -> Result<ZrangeOpts, Vec<u8>> {
-    let (mut byscore, mut rev, mut limit, mut withscores) = (false, false, None, false);
-    let mut j = 4;
+/// ZRANGE key start stop [BYSCORE] [REV] [LIMIT offset count] [WITHSCORES] with the key at
+/// `key_at` (ZRANGESTORE: 2), checked in Redis's order. `fixed`: (by score, reversed) of
+/// ZREVRANGE, ZRANGEBYSCORE and ZREVRANGEBYSCORE, which take neither BYSCORE nor REV.
+fn zrange_options(
+    argv: &[Vec<u8>],
+    key_at: usize,
+    fixed: Option<(bool, bool)>,
+) -> Result<ZrangeOpts, Vec<u8>> {
+    let (mut byscore, mut rev) = fixed.unwrap_or((false, false));
+    let (mut limit, mut withscores) = (None, false);
+    let mut j = key_at + 3;
     while j < argv.len() {
         let left = argv.len() - j - 1;
         let o = &argv[j];
@@ -1451,9 +1560,9 @@ fn zrange_options(argv: &[Vec<u8>]) -> Result<ZrangeOpts, Vec<u8>> {
                 _ => return Err(err(NOT_INT)),
             }
             j += 2;
-        } else if !rev && eq(o, "rev") {
+        } else if fixed.is_none() && !rev && eq(o, "rev") {
             rev = true;
-        } else if !byscore && eq(o, "byscore") {
+        } else if fixed.is_none() && !byscore && eq(o, "byscore") {
             byscore = true;
         } else {
             return Err(err(SYNTAX));
@@ -1465,16 +1574,13 @@ fn zrange_options(argv: &[Vec<u8>]) -> Result<ZrangeOpts, Vec<u8>> {
             "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
         ));
     }
+    let (a1, a2) = (&argv[key_at + 1], &argv[key_at + 2]);
     let range = if byscore {
         // REV takes the range as max min.
-        let (min, max) = if rev {
-            (&argv[3], &argv[2])
-        } else {
-            (&argv[2], &argv[3])
-        };
+        let (min, max) = if rev { (a2, a1) } else { (a1, a2) };
         score_range(min, max).ok_or_else(|| err(NOT_FLOAT_RANGE))?
     } else {
-        match (strict_i64(&argv[2]), strict_i64(&argv[3])) {
+        match (strict_i64(a1), strict_i64(a2)) {
             (Some(s), Some(e)) => Range::Rank(s, e),
             _ => return Err(err(NOT_INT)),
         }
@@ -1686,8 +1792,18 @@ fn zset_cmd() -> impl Strategy<Value = Vec<Vec<u8>>> {
                     .chain(pairs.into_iter().flat_map(|(s, m)| [s, m])),
             )
         });
+    // ZRANGE by rank or score, ZREVRANGE, ZRANGEBYSCORE, ZREVRANGEBYSCORE, ZRANGESTORE.
     let zrange = (
-        key(),
+        pick(&[
+            "ZRANGE",
+            "ZRANGE",
+            "ZRANGE",
+            "ZREVRANGE",
+            "ZRANGEBYSCORE",
+            "ZREVRANGEBYSCORE",
+            "ZRANGESTORE",
+        ]),
+        (key(), key()),
         prop::bool::ANY,
         (zrank_index(), zrank_index()),
         (bound(), bound()),
@@ -1698,25 +1814,42 @@ fn zset_cmd() -> impl Strategy<Value = Vec<Vec<u8>>> {
         ),
         prop::bool::ANY,
     )
-        .prop_map(|(k, byscore, (s, e), (min, max), rev, limit, withscores)| {
-            let mut v = if byscore {
-                a(&["ZRANGE", k, min, max, "BYSCORE"])
-            } else {
-                a(&["ZRANGE", k, s, e])
-            };
-            if rev {
-                v.extend(a(&["REV"]));
-            }
-            if let (Some((off, n)), true) = (limit, byscore) {
-                v.extend(a(&["LIMIT", off, n]));
-            }
-            if withscores {
-                v.extend(a(&["WITHSCORES"]));
-            }
-            v
-        });
-    let zstore = (
-        pick(&["ZUNIONSTORE", "ZINTERSTORE"]),
+        .prop_map(
+            |(c, (k, dst), byscore, (s, e), (min, max), rev, limit, withscores)| {
+                let byscore = c.contains("BYSCORE") || (c != "ZREVRANGE" && byscore);
+                let (lo, hi) = if byscore { (min, max) } else { (s, e) };
+                let mut v = if c == "ZRANGESTORE" {
+                    a(&[c, dst, k, lo, hi])
+                } else {
+                    a(&[c, k, lo, hi])
+                };
+                let general = c == "ZRANGE" || c == "ZRANGESTORE";
+                if general && byscore {
+                    v.extend(a(&["BYSCORE"]));
+                }
+                if general && rev {
+                    v.extend(a(&["REV"]));
+                }
+                if let (Some((off, n)), true) = (limit, byscore) {
+                    v.extend(a(&["LIMIT", off, n]));
+                }
+                if withscores && c != "ZRANGESTORE" {
+                    v.extend(a(&["WITHSCORES"]));
+                }
+                v
+            },
+        );
+    // Z{UNION,INTER,DIFF}[STORE] and ZINTERCARD.
+    let zcombine = (
+        pick(&[
+            "ZUNIONSTORE",
+            "ZINTERSTORE",
+            "ZDIFFSTORE",
+            "ZUNION",
+            "ZINTER",
+            "ZDIFF",
+            "ZINTERCARD",
+        ]),
         key(),
         keys(1..4),
         prop::option::weighted(
@@ -1724,15 +1857,26 @@ fn zset_cmd() -> impl Strategy<Value = Vec<Vec<u8>>> {
             prop::collection::vec(pick(&["1", "2", "-1", "0", "0.5"]), 3),
         ),
         prop::option::weighted(0.4, pick(&["SUM", "MIN", "MAX"])),
+        prop::bool::ANY,
+        prop::option::of(pick(&["0", "1", "2"])),
     )
-        .prop_map(|(c, d, ks, weights, agg)| {
+        .prop_map(|(c, d, ks, weights, agg, withscores, limit)| {
             let n = ks.len().to_string();
-            let mut v = cmd(&[c, d, &n], ks.iter().copied());
-            if let Some(w) = weights {
+            let store = c.ends_with("STORE");
+            let mut v = if store { a(&[c, d, &n]) } else { a(&[c, &n]) };
+            v.extend(a(&ks));
+            let weighted = !c.starts_with("ZDIFF") && c != "ZINTERCARD";
+            if let (Some(w), true) = (weights, weighted) {
                 v.extend(cmd(&["WEIGHTS"], w[..ks.len()].iter().copied()));
             }
-            if let Some(agg) = agg {
+            if let (Some(agg), true) = (agg, weighted) {
                 v.extend(a(&["AGGREGATE", agg]));
+            }
+            if withscores && !store && c != "ZINTERCARD" {
+                v.extend(a(&["WITHSCORES"]));
+            }
+            if let (Some(l), "ZINTERCARD") = (limit, c) {
+                v.extend(a(&["LIMIT", l]));
             }
             v
         });
@@ -1742,14 +1886,16 @@ fn zset_cmd() -> impl Strategy<Value = Vec<Vec<u8>>> {
         2 => (key(), prop::collection::vec(zmember(), 1..3)).prop_map(|(k, ms)| cmd(&["ZREM", k], ms)),
         1 => key().prop_map(|k| a(&["ZCARD", k])),
         2 => (key(), zmember()).prop_map(|(k, m)| a(&["ZSCORE", k, m])),
+        1 => (key(), prop::collection::vec(zmember(), 1..4)).prop_map(|(k, ms)| cmd(&["ZMSCORE", k], ms)),
+        1 => (key(), bound(), bound()).prop_map(|(k, s, e)| a(&["ZCOUNT", k, s, e])),
         2 => (pick(&["ZRANK", "ZREVRANK"]), key(), zmember()).prop_map(|(c, k, m)| a(&[c, k, m])),
-        5 => zrange,
+        6 => zrange,
         1 => (key(), zrank_index(), zrank_index()).prop_map(|(k, s, e)| a(&["ZREMRANGEBYRANK", k, s, e])),
         1 => (key(), bound(), bound()).prop_map(|(k, s, e)| a(&["ZREMRANGEBYSCORE", k, s, e])),
         2 => (pick(&["ZPOPMIN", "ZPOPMAX"]), key(), prop::option::of(pick(&["0", "1", "2", "5", "-1"])))
             .prop_map(|(c, k, n)| cmd(&[c, k], n)),
-        3 => zstore,
-        // Sets are ZUNIONSTORE / ZINTERSTORE sources too (every score 1).
+        4 => zcombine,
+        // Sets are ZUNIONSTORE / ZINTERSTORE / ZDIFF... sources too (every score 1).
         1 => (key(), prop::collection::vec(zmember(), 1..3)).prop_map(|(k, ms)| cmd(&["SADD", k], ms)),
         2 => cross_cmd(),
     ]
