@@ -708,6 +708,9 @@ impl Db {
             }
             _ => {}
         }
+        if cmd == "lmpop" {
+            return self.mpop(argv, Ty::List);
+        }
         if cmd == "lmove" || cmd == "rpoplpush" {
             return self.lmove(argv);
         }
@@ -856,6 +859,81 @@ impl Db {
         }
     }
 
+    /// LMPOP / ZMPOP numkeys key ... LEFT|RIGHT / MIN|MAX [COUNT n]: pops from the first
+    /// non-empty key.
+    fn mpop(&mut self, argv: &[Vec<u8>], t: Ty) -> Vec<u8> {
+        let numkeys = match strict_i64(&argv[1]) {
+            Some(n) if n >= 1 => n as usize,
+            _ => return err("ERR numkeys should be greater than 0"),
+        };
+        let at = 2 + numkeys;
+        if at >= argv.len() {
+            return err(SYNTAX);
+        }
+        let (front, back) = if t == Ty::List {
+            ("left", "right")
+        } else {
+            ("min", "max")
+        };
+        let from_front = if eq(&argv[at], front) {
+            true
+        } else if eq(&argv[at], back) {
+            false
+        } else {
+            return err(SYNTAX);
+        };
+        let mut count = None;
+        let mut j = at + 1;
+        while j < argv.len() {
+            if count.is_none() && eq(&argv[j], "count") && j + 1 < argv.len() {
+                match strict_i64(&argv[j + 1]) {
+                    Some(n) if n >= 1 => count = Some(n as usize),
+                    _ => return err("ERR count should be greater than 0"),
+                }
+                j += 2;
+            } else {
+                return err(SYNTAX);
+            }
+        }
+        let count = count.unwrap_or(1);
+        for k in &argv[2..at] {
+            if !self.exists(k) {
+                continue;
+            }
+            if self.wrong(k, t) {
+                return wrongtype();
+            }
+            let popped = if t == Ty::List {
+                let l = self.list_mut(k);
+                let n = count.min(l.len());
+                let got: Vec<Vec<u8>> = (0..n)
+                    .map(|_| {
+                        if from_front {
+                            l.pop_front()
+                        } else {
+                            l.pop_back()
+                        }
+                        .unwrap()
+                    })
+                    .collect();
+                bulks(&got)
+            } else {
+                let z = self.zset_mut(k);
+                let n = count.min(z.len());
+                array((0..n).map(|_| {
+                    let (m, s) = if from_front {
+                        z.remove(0)
+                    } else {
+                        z.pop().unwrap()
+                    };
+                    array([bulk(&m), score_bulk(s)])
+                }))
+            };
+            return array([bulk(k), popped]);
+        }
+        null_array()
+    }
+
     /// LMOVE src dst LEFT|RIGHT LEFT|RIGHT and RPOPLPUSH src dst.
     fn lmove(&mut self, argv: &[Vec<u8>]) -> Vec<u8> {
         let (src, dst) = (&argv[1], &argv[2]);
@@ -920,6 +998,43 @@ impl Db {
                 self.set_mut(dst).insert(m.clone());
                 return int(1);
             }
+            "sintercard" => {
+                let n = match strict_i64(&argv[1]) {
+                    Some(n) if n >= 1 => n as usize,
+                    _ => return err("ERR numkeys should be greater than 0"),
+                };
+                if n > argv.len() - 2 {
+                    return err("ERR Number of keys can't be greater than number of args");
+                }
+                let mut limit = 0;
+                let mut j = 2 + n;
+                while j < argv.len() {
+                    if eq(&argv[j], "limit") && j + 1 < argv.len() {
+                        match strict_i64(&argv[j + 1]) {
+                            None => return err(NOT_INT),
+                            Some(l) if l < 0 => return err("ERR LIMIT can't be negative"),
+                            Some(l) => limit = l as usize,
+                        }
+                        j += 2;
+                    } else {
+                        return err(SYNTAX);
+                    }
+                }
+                let srcs = &argv[2..2 + n];
+                if srcs.iter().any(|k| self.wrong(k, Ty::Set)) {
+                    return wrongtype();
+                }
+                let mut r = self.set(&srcs[0]);
+                for k in &srcs[1..] {
+                    let s = self.set(k);
+                    r.retain(|m| s.contains(m));
+                }
+                return int(if limit == 0 {
+                    r.len()
+                } else {
+                    r.len().min(limit)
+                } as i64);
+            }
             "sinter" | "sunion" | "sdiff" | "sinterstore" | "sunionstore" | "sdiffstore" => {
                 let store = cmd.ends_with("store");
                 let srcs = if store { &argv[2..] } else { &argv[1..] };
@@ -976,6 +1091,7 @@ impl Db {
         match cmd {
             "zadd" => return self.zadd(key, &argv[2..], false),
             "zincrby" => return self.zadd(key, &argv[2..], true),
+            "zmpop" => return self.mpop(argv, Ty::Zset),
             "zunionstore" | "zinterstore" | "zdiffstore" | "zunion" | "zinter" | "zdiff"
             | "zintercard" => return self.zcombine(cmd, argv),
             "zrangestore" => {
@@ -1724,6 +1840,15 @@ fn list_cmd() -> impl Strategy<Value = Vec<Vec<u8>>> {
         2 => lpos,
         2 => (key(), key(), side(), side()).prop_map(|(s, d, f, t)| a(&["LMOVE", s, d, f, t])),
         1 => (key(), key()).prop_map(|(s, d)| a(&["RPOPLPUSH", s, d])),
+        2 => (keys(1..4), side(), prop::option::of(pick(&["1", "2", "5", "0"]))).prop_map(|(ks, w, n)| {
+            let mut v = a(&["LMPOP", &ks.len().to_string()]);
+            v.extend(a(&ks));
+            v.extend(a(&[w]));
+            if let Some(n) = n {
+                v.extend(a(&["COUNT", n]));
+            }
+            v
+        }),
         2 => cross_cmd(),
     ]
 }
@@ -1748,6 +1873,14 @@ fn set_cmd() -> impl Strategy<Value = Vec<Vec<u8>>> {
         2 => (pick(&["SINTERSTORE", "SUNIONSTORE", "SDIFFSTORE"]), key(), keys(1..4))
             .prop_map(|(c, d, ks)| cmd(&[c, d], ks)),
         1 => (pick(&["SINTER", "SUNION", "SDIFF"]), keys(1..4)).prop_map(|(c, ks)| cmd(&[c], ks)),
+        1 => (keys(1..4), prop::option::of(pick(&["0", "1", "2", "-1"]))).prop_map(|(ks, l)| {
+            let mut v = a(&["SINTERCARD", &ks.len().to_string()]);
+            v.extend(a(&ks));
+            if let Some(l) = l {
+                v.extend(a(&["LIMIT", l]));
+            }
+            v
+        }),
         2 => cross_cmd(),
     ]
 }
@@ -1895,6 +2028,15 @@ fn zset_cmd() -> impl Strategy<Value = Vec<Vec<u8>>> {
         2 => (pick(&["ZPOPMIN", "ZPOPMAX"]), key(), prop::option::of(pick(&["0", "1", "2", "5", "-1"])))
             .prop_map(|(c, k, n)| cmd(&[c, k], n)),
         4 => zcombine,
+        1 => (keys(1..4), pick(&["MIN", "MAX"]), prop::option::of(pick(&["1", "2", "5", "0"]))).prop_map(|(ks, w, n)| {
+            let mut v = a(&["ZMPOP", &ks.len().to_string()]);
+            v.extend(a(&ks));
+            v.extend(a(&[w]));
+            if let Some(n) = n {
+                v.extend(a(&["COUNT", n]));
+            }
+            v
+        }),
         // Sets are ZUNIONSTORE / ZINTERSTORE / ZDIFF... sources too (every score 1).
         1 => (key(), prop::collection::vec(zmember(), 1..3)).prop_map(|(k, ms)| cmd(&["SADD", k], ms)),
         2 => cross_cmd(),
@@ -2017,6 +2159,13 @@ proptest! {
         (cmds, cut) in workload(set_cmd()),
     ) {
         check_or_redis(2, &cmds, cut);
+    }
+
+    #[test]
+    fn mixed_commands_match_the_model_across_crashes(
+        (cmds, cut) in workload(prop_oneof![hash_cmd(), list_cmd(), set_cmd(), zset_cmd()]),
+    ) {
+        check_or_redis(4, &cmds, cut);
     }
 
     #[test]
