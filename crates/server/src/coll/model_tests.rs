@@ -1,14 +1,15 @@
 //! Model-based tests of the collection commands: random command sequences run through the
 //! real handlers on a keyspace over the fault-injecting RAM device, next to a simple
 //! in-memory model of what Redis 7.0 would do. Every reply must match the model's, and after
-//! a power cut at a random device write (the last write possibly torn at a sector boundary)
-//! and a recovery scan, the keyspace must hold exactly the model's state after some prefix
-//! of the commands that includes every command acknowledged as durable.
+//! a power cut ([`Cut`]: after a random number of device writes, or while the last
+//! commands' writes are unsynced, the last surviving one torn at a sector boundary) and a
+//! recovery scan, the keyspace must hold exactly the model's state after some prefix of the
+//! commands that includes every command whose records were synced.
 //!
 //! One model ([`Db`]) holds every type, so that commands on one key name see each other
-//! (WRONGTYPE, SET over a collection, stores over keys of other types). Each test draws its
-//! commands from one family plus a few cross-type ones (SET, GET, DEL, TYPE, EXISTS) on the
-//! same three key names.
+//! (WRONGTYPE, SET over a collection, stores over keys of other types, sets as ZUNIONSTORE
+//! sources). Each test draws its commands from one family plus a few cross-type ones (SET,
+//! GET, DEL, TYPE, EXISTS) on three key names; one test mixes every family.
 //!
 //! Order: small hashes keep insertion order in Skerry as in Redis's listpack (a changed
 //! field keeps its place, a deleted one closes the gap), so the model keeps the order and
@@ -16,6 +17,15 @@
 //! hashes never leave listpack limits (128 fields, 64-byte values). Lists and sorted sets
 //! have a defined order. Set replies (SMEMBERS, SINTER, SUNION, SDIFF) are compared as sorted
 //! multisets ([`canon`]), as Redis's order depends on the encoding and the hash table.
+//! Scores are integers and halves (exact in binary, printed alike by Rust and Redis's
+//! `%.17g`), the infinities and a negative zero.
+//!
+//! Environment: `MODEL_CASES` (cases per random test, default 128); `MODEL_REDIS_PORT`
+//! runs the random tests against a scratch `redis-server` on that port instead of Skerry
+//! (no crashes), which is how the model itself was checked against Redis 7.0.15, e.g.
+//! `redis-server --port 16399 --save '' & MODEL_REDIS_PORT=16399 MODEL_CASES=3000 cargo
+//! test -p skerry-server --lib model_tests`; `MODEL_TRACE` prints every command, its
+//! expected reply and each crash (with `--nocapture`).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::rc::Rc;
@@ -274,6 +284,7 @@ pub enum Cut {
     },
 }
 
+/// True when `MODEL_TRACE` asks for a trace of the commands and crashes.
 fn tracing() -> bool {
     std::env::var_os("MODEL_TRACE").is_some()
 }
@@ -2068,12 +2079,12 @@ fn workload(
     })
 }
 
-/// Cases per test: `MODEL_CASES` or 32.
+/// Cases per test: `MODEL_CASES` or 128 (about 1 s per test in a debug build).
 fn cases() -> u32 {
     std::env::var("MODEL_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(32)
+        .unwrap_or(128)
 }
 
 /// Runs `cmds` on Skerry (see [`check`]), or, when `MODEL_REDIS_PORT` names the port of a
