@@ -339,8 +339,22 @@ const A_ZSET_R: &[&str] = &["@read", "@sortedset", "@slow"];
 #[allow(dead_code)] // until every family uses it
 const A_ZSET_RF: &[&str] = &["@read", "@sortedset", "@fast"];
 const A_KS_W: &[&str] = &["@keyspace", "@write"];
-const A_SORT_W: &[&str] = &["@write", "@set", "@sortedset", "@list", "@slow", "@dangerous"];
-const A_SORT_R: &[&str] = &["@read", "@set", "@sortedset", "@list", "@slow", "@dangerous"];
+const A_SORT_W: &[&str] = &[
+    "@write",
+    "@set",
+    "@sortedset",
+    "@list",
+    "@slow",
+    "@dangerous",
+];
+const A_SORT_R: &[&str] = &[
+    "@read",
+    "@set",
+    "@sortedset",
+    "@list",
+    "@slow",
+    "@dangerous",
+];
 const A_KS_R: &[&str] = &["@keyspace", "@read", "@slow"];
 const A_KS_RF: &[&str] = &["@keyspace", "@read", "@fast"];
 const A_CONN: &[&str] = &["@fast", "@connection"];

@@ -16,8 +16,8 @@
 use smallvec::SmallVec;
 
 use super::{is, parse_i64};
-use crate::coll::{list::List, Coll, VALUE_TYPE_HASH, VALUE_TYPE_LIST, VALUE_TYPE_SET};
 use crate::coll::VALUE_TYPE_ZSET;
+use crate::coll::{list::List, Coll, VALUE_TYPE_HASH, VALUE_TYPE_LIST, VALUE_TYPE_SET};
 use crate::conn::Conn;
 use crate::keyspace::{CollError, Expiry, Keyspace, Value};
 use crate::reply::errors::{NOT_INT, SYNTAX, WRONGTYPE};
@@ -84,7 +84,10 @@ impl Opts {
     /// True when the command may read keys other than the source and the destination.
     fn reads_pattern_keys(&self) -> bool {
         let by = !self.dontsort && self.by.as_ref().is_some_and(|p| p.contains(&b'*'));
-        by || self.gets.iter().any(|g| &g[..] != b"#" && g.contains(&b'*'))
+        by || self
+            .gets
+            .iter()
+            .any(|g| &g[..] != b"#" && g.contains(&b'*'))
     }
 }
 
@@ -162,7 +165,11 @@ fn load(coll: Option<&Coll>, o: &Opts) -> Loaded {
     let len = coll.len() as i64;
     let mut start = o.limit_start.max(0).min(len);
     let count = o.limit_count.max(-1).min(len);
-    let mut end = if count < 0 { len - 1 } else { start + count - 1 };
+    let mut end = if count < 0 {
+        len - 1
+    } else {
+        start + count - 1
+    };
     if start >= len {
         start = len - 1;
         end = len - 2;
@@ -181,9 +188,18 @@ fn load(coll: Option<&Coll>, o: &Opts) -> Loaded {
             if end >= start {
                 let v: Vec<Vec<u8>> = if o.desc {
                     let first = (len - start - 1) as usize;
-                    (0..=first).rev().take(take).map(|i| l.items[i].clone()).collect()
+                    (0..=first)
+                        .rev()
+                        .take(take)
+                        .map(|i| l.items[i].clone())
+                        .collect()
                 } else {
-                    l.items.iter().skip(start as usize).take(take).cloned().collect()
+                    l.items
+                        .iter()
+                        .skip(start as usize)
+                        .take(take)
+                        .cloned()
+                        .collect()
                 };
                 end -= start;
                 start = 0;
@@ -197,9 +213,18 @@ fn load(coll: Option<&Coll>, o: &Opts) -> Loaded {
         Coll::Zset(z) if dontsort => {
             let skip = start.max(0) as usize;
             let v = if o.desc {
-                z.iter().rev().skip(skip).take(take).map(|(m, _)| m.to_vec()).collect()
+                z.iter()
+                    .rev()
+                    .skip(skip)
+                    .take(take)
+                    .map(|(m, _)| m.to_vec())
+                    .collect()
             } else {
-                z.iter().skip(skip).take(take).map(|(m, _)| m.to_vec()).collect()
+                z.iter()
+                    .skip(skip)
+                    .take(take)
+                    .map(|(m, _)| m.to_vec())
+                    .collect()
             };
             end -= start;
             start = 0;
@@ -623,7 +648,13 @@ async fn run(c: &mut Conn, txn: &Txn, o: Opts) -> bool {
             }
             None => None,
         };
-        match sort_order(&l.elems, byvals.as_deref(), l.alpha, o.desc, o.store.is_some()) {
+        match sort_order(
+            &l.elems,
+            byvals.as_deref(),
+            l.alpha,
+            o.desc,
+            o.store.is_some(),
+        ) {
             Ok(order) => order,
             Err(()) => {
                 c.reply.error(NOT_DOUBLE);
@@ -701,8 +732,7 @@ async fn run(c: &mut Conn, txn: &Txn, o: Opts) -> bool {
                     value_type: VALUE_TYPE_LIST,
                     encoded,
                 };
-                s.keyspace
-                    .put_value(db, &dst, &value, Expiry::Persist, now)
+                s.keyspace.put_value(db, &dst, &value, Expiry::Persist, now)
             } else {
                 s.keyspace.delete(db, &dst, now);
                 true
@@ -799,7 +829,10 @@ mod tests {
         // "->" with nothing after it is part of the key name.
         assert_eq!(pattern_key(b"x:*->", b"a"), Some((b"x:a->".to_vec(), None)));
         // Only the first '*' is replaced; "->" before the '*' does not count.
-        assert_eq!(pattern_key(b"a->*_*", b"z"), Some((b"a->z_*".to_vec(), None)));
+        assert_eq!(
+            pattern_key(b"a->*_*", b"z"),
+            Some((b"a->z_*".to_vec(), None))
+        );
         assert_eq!(
             pattern_key(b"*x->f->g", b"e"),
             Some((b"ex".to_vec(), Some(b"f->g".to_vec())))
@@ -845,16 +878,43 @@ mod tests {
             (strs(&r.elems), r.start, r.end)
         };
         // Sorted: every element is loaded, the range applies to the sorted vector.
-        assert_eq!(range("sort k limit 1 2").1..=range("sort k limit 1 2").2, 1..=2);
-        assert_eq!((range("sort k limit 3 100").1, range("sort k limit 3 100").2), (3, 4));
-        assert_eq!((range("sort k limit -5 2").1, range("sort k limit -5 2").2), (0, 1));
-        assert_eq!((range("sort k limit 5 1").1, range("sort k limit 5 1").2), (4, 3));
-        assert_eq!((range("sort k limit 0 0").1, range("sort k limit 0 0").2), (0, -1));
-        assert_eq!((range("sort k limit 2 -7").1, range("sort k limit 2 -7").2), (2, 4));
+        assert_eq!(
+            range("sort k limit 1 2").1..=range("sort k limit 1 2").2,
+            1..=2
+        );
+        assert_eq!(
+            (range("sort k limit 3 100").1, range("sort k limit 3 100").2),
+            (3, 4)
+        );
+        assert_eq!(
+            (range("sort k limit -5 2").1, range("sort k limit -5 2").2),
+            (0, 1)
+        );
+        assert_eq!(
+            (range("sort k limit 5 1").1, range("sort k limit 5 1").2),
+            (4, 3)
+        );
+        assert_eq!(
+            (range("sort k limit 0 0").1, range("sort k limit 0 0").2),
+            (0, -1)
+        );
+        assert_eq!(
+            (range("sort k limit 2 -7").1, range("sort k limit 2 -7").2),
+            (2, 4)
+        );
         // Not sorted: a list loads just the range, in its order (reversed by DESC).
-        assert_eq!(range("sort k by nosort limit 1 2"), (strs(&args("b c")), 0, 1));
-        assert_eq!(strs(&load(Some(&l), &opts("sort k by nosort desc limit 1 3").unwrap()).elems), vec!["d", "c", "b"]);
-        assert_eq!(strs(&load(Some(&l), &opts("sort k by nosort desc").unwrap()).elems), vec!["e", "d", "c", "b", "a"]);
+        assert_eq!(
+            range("sort k by nosort limit 1 2"),
+            (strs(&args("b c")), 0, 1)
+        );
+        assert_eq!(
+            strs(&load(Some(&l), &opts("sort k by nosort desc limit 1 3").unwrap()).elems),
+            vec!["d", "c", "b"]
+        );
+        assert_eq!(
+            strs(&load(Some(&l), &opts("sort k by nosort desc").unwrap()).elems),
+            vec!["e", "d", "c", "b", "a"]
+        );
         let r = load(Some(&l), &opts("sort k by nosort limit 9 9").unwrap());
         assert!(r.elems.is_empty() && r.end < r.start);
         let r = load(None, &opts("sort k").unwrap());
@@ -899,24 +959,55 @@ mod tests {
     fn comparisons_as_sort_compare() {
         let e = args("10 9 2 b a");
         let e = &e[..];
-        let sorted = |order: Vec<usize>| strs(&order.iter().map(|&i| e[i].clone()).collect::<Vec<_>>());
-        assert_eq!(sort_order(&e[..3], None, false, false, false).map(|o| o.len()), Ok(3));
-        assert_eq!(sorted(sort_order(&e[..3], None, false, false, false).unwrap()), vec!["2", "9", "10"]);
-        assert_eq!(sorted(sort_order(&e[..3], None, false, true, false).unwrap()), vec!["10", "9", "2"]);
+        let sorted =
+            |order: Vec<usize>| strs(&order.iter().map(|&i| e[i].clone()).collect::<Vec<_>>());
+        assert_eq!(
+            sort_order(&e[..3], None, false, false, false).map(|o| o.len()),
+            Ok(3)
+        );
+        assert_eq!(
+            sorted(sort_order(&e[..3], None, false, false, false).unwrap()),
+            vec!["2", "9", "10"]
+        );
+        assert_eq!(
+            sorted(sort_order(&e[..3], None, false, true, false).unwrap()),
+            vec!["10", "9", "2"]
+        );
         assert_eq!(sort_order(e, None, false, false, false), Err(()));
-        assert_eq!(sorted(sort_order(e, None, true, false, false).unwrap()), vec!["10", "2", "9", "a", "b"]);
+        assert_eq!(
+            sorted(sort_order(e, None, true, false, false).unwrap()),
+            vec!["10", "2", "9", "a", "b"]
+        );
         // BY values: missing ones score 0 (numeric) or come first (ALPHA); equal scores
         // fall back to the elements' bytes.
-        let by = vec![Some(b"3".to_vec()), None, Some(b"3".to_vec()), Some(b"1".to_vec()), None];
-        assert_eq!(sorted(sort_order(e, Some(&by), false, false, false).unwrap()), vec!["9", "a", "b", "10", "2"]);
-        assert_eq!(sorted(sort_order(e, Some(&by), true, false, false).unwrap()), vec!["9", "a", "b", "10", "2"]);
+        let by = vec![
+            Some(b"3".to_vec()),
+            None,
+            Some(b"3".to_vec()),
+            Some(b"1".to_vec()),
+            None,
+        ];
+        assert_eq!(
+            sorted(sort_order(e, Some(&by), false, false, false).unwrap()),
+            vec!["9", "a", "b", "10", "2"]
+        );
+        assert_eq!(
+            sorted(sort_order(e, Some(&by), true, false, false).unwrap()),
+            vec!["9", "a", "b", "10", "2"]
+        );
         // ALPHA ties keep the input order, also when descending.
-        assert_eq!(sorted(sort_order(e, Some(&by), true, true, false).unwrap()), vec!["10", "2", "b", "9", "a"]);
+        assert_eq!(
+            sorted(sort_order(e, Some(&by), true, true, false).unwrap()),
+            vec!["10", "2", "b", "9", "a"]
+        );
         let bad = vec![Some(b"x".to_vec()), None, None, None, None];
         assert_eq!(sort_order(e, Some(&bad), false, false, false), Err(()));
         // Without STORE, ALPHA compares C strings (up to a NUL); with STORE, all bytes.
         let z = vec![b"a\0b".to_vec(), b"a\0a".to_vec()];
-        assert_eq!(sort_order(&z, None, true, false, false).unwrap(), vec![0, 1]);
+        assert_eq!(
+            sort_order(&z, None, true, false, false).unwrap(),
+            vec![0, 1]
+        );
         assert_eq!(sort_order(&z, None, true, false, true).unwrap(), vec![1, 0]);
     }
 }

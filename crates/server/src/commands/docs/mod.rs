@@ -998,10 +998,11 @@ mod tests {
     fn check_args(cmd: &str, args: &[Arg]) {
         for a in args {
             assert!(!a.name.is_empty(), "{cmd}: argument without a name");
+            // A key has a key spec; so may a pattern that names keys (SORT's BY and GET).
             assert_eq!(
                 a.type_ == ArgType::Key,
-                a.key_spec_index.is_some(),
-                "{cmd}: {} has a key_spec_index iff it is a key",
+                a.key_spec_index.is_some() && a.type_ != ArgType::Pattern,
+                "{cmd}: {} has a key_spec_index iff it is a key (or a pattern of keys)",
                 a.name
             );
             let nested = matches!(a.type_, ArgType::Oneof | ArgType::Block);
