@@ -603,3 +603,43 @@ fn stored_results_survive_a_restart() {
         bulks(&["1", "3", "2"])
     );
 }
+
+/// keyspace_hits and keyspace_misses from INFO stats.
+fn hits_misses(r: &mut Raw) -> (i64, i64) {
+    let text = match cmd(r, "INFO stats") {
+        Value::Bulk(b) => String::from_utf8(b).unwrap(),
+        v => panic!("{v:?}"),
+    };
+    let field = |name: &str| -> i64 {
+        info_fields(&text)
+            .into_iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.parse().unwrap())
+            .unwrap()
+    };
+    (field("keyspace_hits"), field("keyspace_misses"))
+}
+
+#[test]
+fn lookups_count_keyspace_hits_and_misses() {
+    let (_s, mut r) = start();
+    cmd(&mut r, "RPUSH l 1 2 3");
+    cmd(&mut r, "MSET w_1 3 w_2 2");
+    cmd(&mut r, "HSET h_3 f x");
+    let before = hits_misses(&mut r);
+    // The source (hit), BY w_1 w_2 (hits) w_3 (miss, scores 0), GET h_3 (hit) h_2 h_1
+    // (misses).
+    assert_eq!(
+        cmd(&mut r, "SORT l BY w_* GET h_*->f"),
+        arr(vec![bulk("x"), Value::Null, Value::Null])
+    );
+    let after = hits_misses(&mut r);
+    assert_eq!((after.0 - before.0, after.1 - before.1), (4, 3));
+    // A missing source is a miss; a wrong-type one a hit.
+    cmd(&mut r, "SET s v");
+    let before = hits_misses(&mut r);
+    assert_eq!(cmd(&mut r, "SORT nokey"), arr(vec![]));
+    assert_eq!(cmd(&mut r, "SORT s"), err(WRONGTYPE));
+    let after = hits_misses(&mut r);
+    assert_eq!((after.0 - before.0, after.1 - before.1), (1, 1));
+}

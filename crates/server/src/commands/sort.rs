@@ -262,7 +262,8 @@ fn pattern_key(pattern: &[u8], subst: &[u8]) -> Option<(Vec<u8>, Option<Vec<u8>>
 }
 
 /// The value a pattern key gives: a string key's value, or a hash's field; None for a
-/// missing key or field, or a key of another type.
+/// missing key or field, or a key of another type. Counts a keyspace hit or miss, as
+/// Redis's `lookupKeyRead`.
 fn pattern_value(
     ks: &mut Keyspace,
     db: usize,
@@ -270,22 +271,12 @@ fn pattern_value(
     field: Option<&[u8]>,
     now: i64,
 ) -> Option<Vec<u8>> {
-    let vt = ks.meta(db, key, now)?.value_type;
     match field {
-        None if vt == skerry_store::format::VALUE_TYPE_STRING => match ks.get(db, key, now)? {
-            crate::keyspace::Got {
-                value: Value::Str(v),
-                ..
-            } => Some(v),
+        None => ks.with_value(db, key, now, |v| v.to_vec()).ok().flatten(),
+        Some(f) => match ks.coll(db, key, VALUE_TYPE_HASH, now) {
+            Ok(Some(c)) => c.as_hash().get(f).map(|v| v.to_vec()),
             _ => None,
         },
-        Some(f) if vt == VALUE_TYPE_HASH => ks
-            .coll(db, key, VALUE_TYPE_HASH, now)
-            .ok()??
-            .as_hash()
-            .get(f)
-            .map(|v| v.to_vec()),
-        _ => None,
     }
 }
 
@@ -598,8 +589,9 @@ async fn run(c: &mut Conn, txn: &Txn, o: Opts) -> bool {
     let got = txn
         .run_resident(ws, db, vec![key.clone()], now, move |s| {
             let ks = &mut s.keyspace;
+            // The type decides which collection to ask for; the lookup counts a keyspace
+            // hit or miss as Redis's does.
             let src = match ks.meta(db, &key, now).map(|m| m.value_type) {
-                None => Ok(Source::Loaded(load(None, &opts))),
                 Some(vt @ (VALUE_TYPE_LIST | VALUE_TYPE_SET | VALUE_TYPE_ZSET)) => {
                     match ks.coll(db, &key, vt, now) {
                         Ok(coll) => Ok(Source::Loaded(load(coll, &opts))),
@@ -607,7 +599,11 @@ async fn run(c: &mut Conn, txn: &Txn, o: Opts) -> bool {
                         Err(CollError::Failed) => Err(()),
                     }
                 }
-                Some(_) => Ok(Source::WrongType),
+                // Missing (a miss), or a string or hash (a hit): no value is copied.
+                _ => match ks.with_value(db, &key, now, |_| ()) {
+                    Ok(None) => Ok(Source::Loaded(load(None, &opts))),
+                    Ok(Some(())) | Err(_) => Ok(Source::WrongType),
+                },
             };
             (src, ks.take_error())
         })
@@ -724,8 +720,9 @@ async fn run(c: &mut Conn, txn: &Txn, o: Opts) -> bool {
     let failed = txn
         .run(wd, move |s| {
             let done = if n > 0 {
-                let mut list = List::default();
-                list.items = out.into_iter().map(Option::unwrap_or_default).collect();
+                let list = List {
+                    items: out.into_iter().map(Option::unwrap_or_default).collect(),
+                };
                 let mut encoded = Vec::new();
                 Coll::List(list).encode(&mut encoded);
                 let value = Value::Coll {
