@@ -548,8 +548,9 @@ enum Source {
 }
 
 /// SORT / SORT_RO key [BY pattern] [LIMIT offset count] [GET pattern ...] [ASC|DESC]
-/// [ALPHA] [STORE destination]: holds the workers involved for one transaction and runs
-/// [`sort_in_txn`] in it.
+/// [ALPHA] [STORE destination]: holds the workers involved (every worker when a pattern
+/// reads other keys, else the owners of the source and the destination) for one
+/// transaction and runs the command in it.
 pub async fn sort(c: &mut Conn, a: &[&[u8]]) {
     let readonly = is(a[0], "sort_ro");
     let o = match parse(a, readonly) {
