@@ -425,7 +425,7 @@ impl Conn {
         {
             self.flush_pending().await;
             let m = self.multi.as_mut().expect("in MULTI");
-            if matches!(spec.handler, Handler::Async(_)) {
+            if matches!(spec.handler, Handler::Async(cmd) if cmd != AsyncCmd::Sort) {
                 m.error = true;
                 let msg = format!(
                     "ERR '{}' inside MULTI is not supported by Skerry yet",
@@ -588,6 +588,7 @@ impl Conn {
             AsyncCmd::Client => c::client(self, argv).await,
             AsyncCmd::Exec => self.exec_multi().await,
             AsyncCmd::Watch => self.watch_keys(&argv[1..]).await,
+            AsyncCmd::Sort => crate::commands::sort::sort(self, argv).await,
         }
         self.info.blocked_in_command.set(false);
         if COMMANDS[idx].has_flag("write")
@@ -834,6 +835,9 @@ impl Conn {
                     }
                 },
                 Handler::Conn(f) => f(self, &argv),
+                Handler::Async(AsyncCmd::Sort) => {
+                    wrote |= crate::commands::sort::sort_in_txn(self, &txn, &argv).await;
+                }
                 Handler::Async(_) => self
                     .reply
                     .error("ERR this command cannot run inside MULTI in Skerry yet"),
