@@ -424,6 +424,15 @@ impl Conn {
             )
         {
             self.flush_pending().await;
+            if spec.has_flag("no_multi") {
+                if let Some(m) = &mut self.multi {
+                    m.error = true;
+                }
+                self.with_reply_mode(|c| {
+                    c.reject(Some(idx), "ERR Command not allowed inside a transaction")
+                });
+                return;
+            }
             let m = self.multi.as_mut().expect("in MULTI");
             if matches!(spec.handler, Handler::Async(cmd) if cmd != AsyncCmd::Sort) {
                 m.error = true;
