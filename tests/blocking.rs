@@ -321,6 +321,24 @@ fn waiter_on_several_keys_is_served_by_the_first_pushed() {
     assert_eq!(p.cmd(&["EXEC"]), arr(vec![int(1), int(1)]));
     assert_eq!(a.read_value(), bulks(&["{s}k2", "x2"]));
     assert_eq!(range(&mut p, "{s}k1"), bulks(&["x1"]));
+    p.cmd(&["DEL", "{s}k1"]);
+    send(
+        &mut a,
+        &[
+            "BLMPOP", "0", "3", "{s}k1", "{s}k2", "{s}k3", "RIGHT", "COUNT", "5",
+        ],
+    );
+    wait_blocked(&mut p, 1);
+    p.cmd(&["MULTI"]);
+    p.cmd(&["RPUSH", "{s}k3", "c1", "c2"]);
+    p.cmd(&["RPUSH", "{s}k1", "a1"]);
+    p.cmd(&["EXEC"]);
+    assert_eq!(
+        a.read_value(),
+        arr(vec![bulk("{s}k3"), bulks(&["c2", "c1"])])
+    );
+    assert_eq!(range(&mut p, "{s}k1"), bulks(&["a1"]));
+    assert_eq!(p.cmd(&["EXISTS", "{s}k3"]), int(0));
 }
 
 #[test]
