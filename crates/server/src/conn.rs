@@ -420,7 +420,7 @@ impl Conn {
         if self.multi.is_some()
             && !matches!(
                 spec.name,
-                "exec" | "discard" | "multi" | "watch" | "unwatch" | "reset" | "quit"
+                "exec" | "discard" | "multi" | "watch" | "reset" | "quit"
             )
         {
             self.flush_pending().await;
@@ -775,20 +775,24 @@ impl Conn {
             self.reply.error("ERR EXEC without MULTI");
             return;
         };
-        let dirty = self.cas_dirty();
-        self.unwatch_all();
         if multi.error {
+            self.unwatch_all();
             self.reply
                 .error("EXECABORT Transaction discarded because of previous errors.");
-            return;
-        }
-        if dirty {
-            self.reply.null_array();
             return;
         }
         let workers = self.shared.workers;
         let txn =
             crate::worker::Txn::begin(&self.shared, self.worker, (0..workers).collect()).await;
+        // Checked (and the watches dropped) only once every worker is held: a write of a
+        // watched key can no longer slip in between the check and the queued commands.
+        let dirty = self.cas_dirty();
+        self.unwatch_all();
+        if dirty {
+            drop(txn);
+            self.reply.null_array();
+            return;
+        }
         for w in 0..workers {
             txn.run(w, |s| s.blocking.paused = true).await;
         }
