@@ -576,3 +576,24 @@ fn exec_writes_survive_kill_9_with_appendfsync_always() {
     assert_eq!(r.cmd(&["LRANGE", &la, "0", "-1"]), bulks(&["1", "2"]));
     assert_eq!(r.cmd(&["SMEMBERS", &sb]), bulks(&["m"]));
 }
+
+#[test]
+#[ignore = "Skerry bug: FLUSHDB/FLUSHALL set the WATCH flag of keys that did not exist (Keyspace::flush)"]
+fn flush_aborts_only_watches_of_existing_keys() {
+    // Redis 7.0 (touchAllWatchedKeysInDb): a flush touches only watched keys that existed.
+    let s = Server::start(&[]);
+    let mut r = s.raw();
+    let mut o = s.raw();
+    r.cmd(&["WATCH", "nokey"]);
+    o.cmd(&["SET", "other", "1"]);
+    o.cmd(&["FLUSHALL"]);
+    r.cmd(&["MULTI"]);
+    r.cmd(&["PING"]);
+    assert_eq!(r.cmd(&["EXEC"]), arr(vec![simple("PONG")]));
+    r.cmd(&["SET", "k", "v"]);
+    r.cmd(&["WATCH", "k", "nokey"]);
+    o.cmd(&["FLUSHDB"]);
+    r.cmd(&["MULTI"]);
+    r.cmd(&["PING"]);
+    assert_eq!(r.cmd(&["EXEC"]), Value::NullArray);
+}
