@@ -957,3 +957,18 @@ fn stress_every_element_consumed_exactly_once() {
     }
     wait_blocked(&mut r, 0);
 }
+
+#[test]
+#[ignore = "Skerry gap: CLIENT LIST/INFO never show flags=b for a blocked client (client.rs describe)"]
+fn client_list_flags_a_blocked_client() {
+    let s = Server::start(&[]);
+    let mut p = s.raw();
+    let mut a = s.raw();
+    a.cmd(&["CLIENT", "SETNAME", "waiter"]);
+    send(&mut a, &["BLPOP", "fl", "0"]);
+    wait_blocked(&mut p, 1);
+    let list = p.cmd(&["CLIENT", "LIST"]).text();
+    let line = list.lines().find(|l| l.contains("name=waiter")).unwrap();
+    assert!(line.contains(" flags=b "), "{line}");
+    assert!(line.contains(" cmd=blpop "), "{line}");
+}
