@@ -972,3 +972,50 @@ fn client_list_flags_a_blocked_client() {
     assert!(line.contains(" flags=b "), "{line}");
     assert!(line.contains(" cmd=blpop "), "{line}");
 }
+
+#[test]
+fn databases_repeated_keys_and_flushes() {
+    let s = Server::start(&["--threads", "2"]);
+    let mut p = s.raw();
+    let mut a = s.raw();
+    // A waiter in db 1 ignores the same key name in db 0.
+    assert_eq!(a.cmd(&["SELECT", "1"]), ok());
+    send(&mut a, &["BLPOP", "dbk", "0"]);
+    wait_blocked(&mut p, 1);
+    p.cmd(&["RPUSH", "dbk", "in-db0"]);
+    no_reply(&mut a, 100, "waiter in db 1 after a push in db 0");
+    p.cmd(&["SELECT", "1"]);
+    p.cmd(&["RPUSH", "dbk", "in-db1"]);
+    assert_eq!(a.read_value(), bulks(&["dbk", "in-db1"]));
+    p.cmd(&["SELECT", "0"]);
+    assert_eq!(range(&mut p, "dbk"), bulks(&["in-db0"]));
+    // The same key twice: served once.
+    send(&mut a, &["BLPOP", "rep", "rep", "0"]);
+    wait_blocked(&mut p, 1);
+    p.cmd(&["SELECT", "1"]);
+    p.cmd(&["RPUSH", "rep", "1", "2"]);
+    assert_eq!(a.read_value(), bulks(&["rep", "1"]));
+    wait_blocked(&mut p, 0);
+    assert_eq!(range(&mut p, "rep"), bulks(&["2"]));
+    // FLUSHALL while it waits: it keeps waiting.
+    send(&mut a, &["BRPOP", "fl", "0"]);
+    wait_blocked(&mut p, 1);
+    assert_eq!(p.cmd(&["FLUSHALL"]), ok());
+    no_reply(&mut a, 100, "waiter after FLUSHALL");
+    p.cmd(&["RPUSH", "fl", "after"]);
+    assert_eq!(a.read_value(), bulks(&["fl", "after"]));
+}
+
+#[test]
+fn idle_timeout_spares_blocked_clients() {
+    let s = Server::start(&[]);
+    let mut p = s.raw();
+    assert_eq!(p.cmd(&["CONFIG", "SET", "timeout", "1"]), ok());
+    let mut a = s.raw();
+    let t = Instant::now();
+    assert_eq!(a.cmd(&["BLPOP", "idle", "2.5"]), Value::NullArray);
+    assert!(t.elapsed() >= Duration::from_millis(2400));
+    assert_eq!(a.cmd(&["PING"]), simple("PONG"));
+    // The idle client next to it was closed meanwhile (the time-out is in force).
+    assert!(p.is_closed_within(Duration::from_secs(3)));
+}
