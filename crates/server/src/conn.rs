@@ -1016,6 +1016,9 @@ impl Conn {
         self.info.blocked_in_command.set(false);
         self.info.in_blocking.set(false);
         self.info.unblock.set(0);
+        // Its reply is an interaction (Redis updates `lastinteraction` on writes): the idle
+        // timeout must not close it the moment a long wait ends.
+        self.info.last_interaction.set(Instant::now());
         let mark = self.reply.buf.len();
         if let Some(out) = out {
             self.reply.buf.extend_from_slice(&out);
