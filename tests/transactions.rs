@@ -616,3 +616,87 @@ fn client_list_shows_a_client_in_multi() {
     assert!(line.contains(" flags=x "), "{line}");
     assert!(line.contains(" multi=2 "), "{line}");
 }
+
+#[test]
+fn blocking_commands_across_workers_inside_multi_do_not_wait() {
+    let s = Server::start(&["--threads", "2"]);
+    let mut r = s.raw();
+    let (k0, k1) = (key_on("bm", 0), key_on("bm", 1));
+    r.cmd(&["MULTI"]);
+    r.cmd(&["BLPOP", &k0, &k1, "0"]);
+    r.cmd(&["BLMOVE", &k0, &k1, "LEFT", "LEFT", "0"]);
+    r.cmd(&["BRPOPLPUSH", &k1, &k0, "0"]);
+    r.cmd(&["BLMPOP", "0", "2", &k0, &k1, "LEFT"]);
+    r.cmd(&["RPUSH", &k1, "x"]);
+    r.cmd(&["BLMOVE", &k1, &k0, "LEFT", "LEFT", "0"]);
+    // Redis 7.0 (CLIENT_DENY_BLOCKING): a null array for the pops, a null bulk for the
+    // moves (unlike their time-out reply, a null array).
+    assert_eq!(
+        r.cmd(&["EXEC"]),
+        arr(vec![
+            Value::NullArray,
+            Value::Null,
+            Value::Null,
+            Value::NullArray,
+            int(1),
+            bulk("x"),
+        ])
+    );
+    assert_eq!(r.cmd(&["LRANGE", &k0, "0", "-1"]), bulks(&["x"]));
+    // Keys on one worker: the same replies.
+    r.cmd(&["MULTI"]);
+    r.cmd(&["BLMOVE", "{t}a", "{t}b", "LEFT", "LEFT", "0"]);
+    r.cmd(&["BRPOPLPUSH", "{t}a", "{t}b", "0"]);
+    r.cmd(&["BLMPOP", "0", "1", "{t}a", "LEFT"]);
+    r.cmd(&["BRPOP", "{t}a", "{t}b", "0"]);
+    assert_eq!(r.cmd_raw(&["EXEC"]), b"*4\r\n$-1\r\n$-1\r\n*-1\r\n*-1\r\n");
+}
+
+#[test]
+fn select_rename_and_copy_inside_multi() {
+    let s = Server::start(&["--threads", "2"]);
+    let mut r = s.raw();
+    let (a, b, c) = (key_on("rc:a", 0), key_on("rc:b", 1), key_on("rc:c", 0));
+    r.cmd(&["SELECT", "1"]);
+    r.cmd(&["SET", &a, "db1"]);
+    r.cmd(&["SELECT", "0"]);
+    r.cmd(&["SET", &a, "str"]);
+    r.cmd(&["SADD", &c, "m"]);
+    r.cmd(&["MULTI"]);
+    r.cmd(&["RENAME", &a, &b]);
+    r.cmd(&["COPY", &c, &a]);
+    r.cmd(&["RENAME", &c, &b]);
+    r.cmd(&["SELECT", "1"]);
+    r.cmd(&["GET", &a]);
+    r.cmd(&["SET", &b, "in-db1"]);
+    assert_eq!(
+        r.cmd(&["EXEC"]),
+        arr(vec![ok(), int(1), ok(), ok(), bulk("db1"), ok()])
+    );
+    // The SELECT inside the transaction stays in force.
+    assert_eq!(r.cmd(&["GET", &b]), bulk("in-db1"));
+    r.cmd(&["SELECT", "0"]);
+    assert_eq!(r.cmd(&["SMEMBERS", &b]), bulks(&["m"]));
+    assert_eq!(r.cmd(&["SMEMBERS", &a]), bulks(&["m"]));
+    assert_eq!(r.cmd(&["EXISTS", &c]), int(0));
+}
+
+#[test]
+fn a_served_blocked_pop_touches_watches() {
+    let s = Server::start(&["--threads", "2"]);
+    let mut p = s.raw();
+    let mut a = s.raw();
+    let mut w = s.raw();
+    p.cmd(&["RPUSH", "src", "1"]);
+    send(
+        &mut a,
+        &["BLMOVE", "{d}empty", "{d}dst", "LEFT", "LEFT", "0"],
+    );
+    wait_blocked(&mut p, 1);
+    w.cmd(&["WATCH", "{d}dst"]);
+    p.cmd(&["RPUSH", "{d}empty", "x"]);
+    assert_eq!(a.read_value(), bulk("x"));
+    w.cmd(&["MULTI"]);
+    w.cmd(&["PING"]);
+    assert_eq!(w.cmd(&["EXEC"]), Value::NullArray);
+}
