@@ -153,6 +153,16 @@ pub fn exec_keyed(
     block
 }
 
+/// The reply of blocking command `idx` when it may not wait (inside MULTI), as Redis 7.0
+/// answers under CLIENT_DENY_BLOCKING: a null bulk for BLMOVE and BRPOPLPUSH, a null array
+/// for the others (not the time-out reply, which is a null array for all of them).
+fn deny_blocking_reply(idx: usize, reply: &mut Reply) {
+    match COMMANDS[idx].name {
+        "blmove" | "brpoplpush" => reply.null(),
+        _ => reply.null_array(),
+    }
+}
+
 /// Answers keyed command `idx` with `ERR msg` without running it (its values could not be
 /// read), recording the failed call.
 fn exec_failed(shard: &mut Shard, idx: usize, reply: &mut Reply, msg: &str) {
@@ -661,7 +671,7 @@ impl Conn {
             .collect();
         owners.push(self.worker);
         let txn = crate::worker::Txn::begin(&self.shared, self.worker, owners).await;
-        let (out, wrote) = self.cross_in_txn(&txn, idx, argv).await;
+        let (out, wrote) = self.cross_in_txn(&txn, idx, argv, false).await;
         drop(txn);
         self.reply.buf.extend_from_slice(&out);
         if wrote
@@ -674,12 +684,15 @@ impl Conn {
     /// Runs keyed command `idx` with keys on several workers inside `txn`, which holds them
     /// all and this worker: the keys' values are lent to this worker's keyspace, the handler
     /// runs on them, and each changed key goes back to its owner, writes before deletions
-    /// (see `keyspace::lent`). Returns the reply and whether anything was written.
+    /// (see `keyspace::lent`). Returns the reply and whether anything was written. A
+    /// blocking command that finds nothing answers as inside MULTI when `in_multi`, else
+    /// an error (it cannot wait on several workers yet).
     async fn cross_in_txn(
         &mut self,
         txn: &crate::worker::Txn,
         idx: usize,
         argv: &[&[u8]],
+        in_multi: bool,
     ) -> (Vec<u8>, bool) {
         let spec = &COMMANDS[idx];
         let (db, now) = (self.db, self.now_ms);
@@ -740,6 +753,11 @@ impl Conn {
             let changes = s.keyspace.end_lend();
             (changes, block, reply.buf)
         };
+        if block.is_some() && in_multi {
+            let mut r = Reply::new(proto);
+            deny_blocking_reply(idx, &mut r);
+            return (r.buf, false);
+        }
         if block.is_some() {
             return err(
                 "a blocking command whose keys live on different workers cannot wait yet; put its keys in one hash slot with a hash tag, e.g. {user}a {user}b",
@@ -812,8 +830,8 @@ impl Conn {
                                 let argv: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
                                 let mut r = Reply::new(proto);
                                 // Inside MULTI a blocking command does not wait.
-                                if let Some(req) = exec_keyed(s, idx, db, now, &mut r, &argv) {
-                                    crate::blocking::timeout_reply(&mut r, req.on_timeout);
+                                if exec_keyed(s, idx, db, now, &mut r, &argv).is_some() {
+                                    deny_blocking_reply(idx, &mut r);
                                 }
                                 (r.buf, s.keyspace.take_wrote())
                             })
@@ -827,7 +845,7 @@ impl Conn {
                         }
                     }
                     None => {
-                        let (out, w) = self.cross_in_txn(&txn, idx, &argv).await;
+                        let (out, w) = self.cross_in_txn(&txn, idx, &argv, true).await;
                         wrote |= w;
                         self.reply.buf.extend_from_slice(&out);
                     }
