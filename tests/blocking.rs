@@ -421,27 +421,32 @@ fn blocked_clients_counts_up_and_back_to_zero() {
 fn a_disconnected_waiter_never_consumes() {
     let s = Server::start(&["--threads", "2"]);
     let mut p = s.raw();
-    for (i, cmd) in [
-        vec!["BLPOP", "{d}k", "0"],
-        vec!["BLMOVE", "{d}k", "{d}dst", "LEFT", "LEFT", "0"],
-        vec!["BLMPOP", "0", "1", "{d}k", "LEFT"],
-        vec!["BRPOPLPUSH", "{d}k", "{d}dst", "0"],
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        let mut a = s.raw();
-        send(&mut a, &cmd);
-        wait_blocked(&mut p, 1);
-        drop(a);
-        // Shortly after the close, before the server may have noticed it on its own.
-        std::thread::sleep(Duration::from_millis(30));
-        let v = format!("e{i}");
-        p.cmd(&["RPUSH", "{d}k", &v]);
-        assert_eq!(range(&mut p, "{d}k"), bulks(&[&v]), "{cmd:?}");
-        assert_eq!(p.cmd(&["EXISTS", "{d}dst"]), int(0), "{cmd:?}");
-        p.cmd(&["DEL", "{d}k"]);
-        wait_blocked(&mut p, 0);
+    // Keys on both workers, waiters on connections anywhere.
+    for w in 0..2u16 {
+        let tag = key_on("dc", w);
+        let (k, dst) = (format!("{{{tag}}}k"), format!("{{{tag}}}dst"));
+        for (i, cmd) in [
+            vec!["BLPOP", k.as_str(), "0"],
+            vec!["BLMOVE", k.as_str(), dst.as_str(), "LEFT", "LEFT", "0"],
+            vec!["BLMPOP", "0", "1", k.as_str(), "LEFT"],
+            vec!["BRPOPLPUSH", k.as_str(), dst.as_str(), "0"],
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let mut a = s.raw();
+            send(&mut a, &cmd);
+            wait_blocked(&mut p, 1);
+            drop(a);
+            // Shortly after the close, before the server may have noticed it on its own.
+            std::thread::sleep(Duration::from_millis(30));
+            let v = format!("e{i}");
+            p.cmd(&["RPUSH", &k, &v]);
+            assert_eq!(range(&mut p, &k), bulks(&[&v]), "{cmd:?}");
+            assert_eq!(p.cmd(&["EXISTS", &dst]), int(0), "{cmd:?}");
+            p.cmd(&["DEL", &k]);
+            wait_blocked(&mut p, 0);
+        }
     }
     // A gone waiter ahead of a live one: the live one gets the element.
     let mut gone = s.raw();
@@ -1018,4 +1023,32 @@ fn idle_timeout_spares_blocked_clients() {
     assert_eq!(a.cmd(&["PING"]), simple("PONG"));
     // The idle client next to it was closed meanwhile (the time-out is in force).
     assert!(p.is_closed_within(Duration::from_secs(3)));
+}
+
+#[test]
+fn chained_moves_and_a_move_onto_its_own_source() {
+    let s = Server::start(&[]);
+    let mut p = s.raw();
+    let mut a = s.raw();
+    let mut b = s.raw();
+    let mut c = s.raw();
+    // a moves s -> d, b moves d -> e, c pops e: one push travels the whole chain.
+    send(&mut a, &["BLMOVE", "{c}s", "{c}d", "LEFT", "RIGHT", "0"]);
+    wait_blocked(&mut p, 1);
+    send(&mut b, &["BRPOPLPUSH", "{c}d", "{c}e", "0"]);
+    wait_blocked(&mut p, 2);
+    send(&mut c, &["BLPOP", "{c}e", "0"]);
+    wait_blocked(&mut p, 3);
+    assert_eq!(p.cmd(&["RPUSH", "{c}s", "x"]), int(1));
+    assert_eq!(a.read_value(), bulk("x"));
+    assert_eq!(b.read_value(), bulk("x"));
+    assert_eq!(c.read_value(), bulks(&["{c}e", "x"]));
+    assert_eq!(p.cmd(&["EXISTS", "{c}s", "{c}d", "{c}e"]), int(0));
+    // A move from a key onto itself rotates it.
+    send(&mut a, &["BLMOVE", "{c}r", "{c}r", "LEFT", "RIGHT", "0"]);
+    wait_blocked(&mut p, 1);
+    p.cmd(&["RPUSH", "{c}r", "1", "2", "3"]);
+    assert_eq!(a.read_value(), bulk("1"));
+    assert_eq!(range(&mut p, "{c}r"), bulks(&["2", "3", "1"]));
+    wait_blocked(&mut p, 0);
 }

@@ -573,15 +573,20 @@ fn cross_worker_writes_wake_waiters_and_touch_watches() {
     .into_iter()
     .enumerate()
     {
-        let v = format!("v{i}");
-        p.cmd(&["DEL", &src, &dst]);
-        p.cmd(&["RPUSH", &src, &v]);
-        a.send(&resp::encode(&["BLPOP", dst.as_str(), "5"]));
-        wait_blocked(&mut p, 1);
-        assert!(!p.cmd(&cmd).is_error(), "{cmd:?}");
-        assert_eq!(a.read_value(), bulks(&[&dst, &v]), "{cmd:?}");
-        assert_eq!(p.cmd(&["EXISTS", &dst]), int(0), "{cmd:?}");
-        wait_blocked(&mut p, 0);
+        // From several connections, so that some run on the worker owning the destination
+        // and some on the other one.
+        for j in 0..4 {
+            let mut c = s.raw();
+            let v = format!("v{i}-{j}");
+            p.cmd(&["DEL", &src, &dst]);
+            p.cmd(&["RPUSH", &src, &v]);
+            a.send(&resp::encode(&["BLPOP", dst.as_str(), "5"]));
+            wait_blocked(&mut p, 1);
+            assert!(!c.cmd(&cmd).is_error(), "{cmd:?}");
+            assert_eq!(a.read_value(), bulks(&[&dst, &v]), "{cmd:?}");
+            assert_eq!(p.cmd(&["EXISTS", &dst]), int(0), "{cmd:?}");
+            wait_blocked(&mut p, 0);
+        }
     }
     // Inside a transaction too.
     p.cmd(&["DEL", &src, &dst]);
