@@ -153,6 +153,18 @@ pub fn exec_keyed(
     block
 }
 
+/// Serves the clients waiting on keys of this worker that a multi-worker command just
+/// wrote. Its steps on this worker ran inline, outside the job loop that serves them
+/// after each job on the other workers; skipped while another transaction holds the
+/// worker.
+fn serve_local_ready() {
+    let shard = local_shard();
+    let mut s = shard.borrow_mut();
+    if s.hold.is_none() {
+        crate::blocking::serve_ready(&mut s);
+    }
+}
+
 /// The reply of blocking command `idx` when it may not wait (inside MULTI), as Redis 7.0
 /// answers under CLIENT_DENY_BLOCKING: a null bulk for BLMOVE and BRPOPLPUSH, a null array
 /// for the others (not the time-out reply, which is a null array for all of them).
@@ -599,6 +611,8 @@ impl Conn {
             AsyncCmd::Exec => self.exec_multi().await,
             AsyncCmd::Watch => self.watch_keys(&argv[1..]).await,
         }
+        // A multi-worker command (RENAME, COPY, ...) may have written a key clients wait on.
+        serve_local_ready();
         self.info.blocked_in_command.set(false);
         if COMMANDS[idx].has_flag("write")
             && crate::persist::durability(&self.shared.config) == skerry_store::Durability::Always
@@ -673,6 +687,7 @@ impl Conn {
         let txn = crate::worker::Txn::begin(&self.shared, self.worker, owners).await;
         let (out, wrote) = self.cross_in_txn(&txn, idx, argv, false).await;
         drop(txn);
+        serve_local_ready();
         self.reply.buf.extend_from_slice(&out);
         if wrote
             && crate::persist::durability(&self.shared.config) == skerry_store::Durability::Always
