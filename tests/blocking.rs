@@ -828,7 +828,7 @@ fn zset_blocking_commands() {
 fn stress_every_element_consumed_exactly_once() {
     let s = Server::start(&["--threads", "2"]);
     const PRODUCERS: usize = 4;
-    const PER_PRODUCER: usize = 250;
+    const PER_PRODUCER: usize = 1000;
     const TOTAL: usize = PRODUCERS * PER_PRODUCER;
     let tags = [key_on("st", 0), key_on("st", 1)];
     let inputs: Vec<String> = tags
@@ -840,16 +840,19 @@ fn stress_every_element_consumed_exactly_once() {
     let stop = Arc::new(AtomicBool::new(false));
     let deadline = Instant::now() + Duration::from_secs(25);
     let mut handles = Vec::new();
-    // Consumers: per group, two pop from both inputs and from the middle list; one moves
-    // from in1 to the middle list (BLMOVE), one from in2 (BRPOPLPUSH).
+    let mut ids = Vec::new();
+    // Consumers: per group, three pop from both inputs and from the middle list; one moves
+    // from in1 to the middle list (BLMOVE), one from in2 (BRPOPLPUSH). Another client
+    // keeps CLIENT UNBLOCK-ing all of them, racing the serves.
     for t in &tags {
         let (in1, in2, mid) = (
             format!("{{{t}}}in1"),
             format!("{{{t}}}in2"),
             format!("{{{t}}}mid"),
         );
-        for c in 0..2 {
+        for c in 0..3 {
             let mut r = s.raw();
+            ids.push(r.cmd(&["CLIENT", "ID"]).int().to_string());
             let (in1, in2, mid) = (in1.clone(), in2.clone(), mid.clone());
             let (consumed, count, stop) = (consumed.clone(), count.clone(), stop.clone());
             handles.push(std::thread::spawn(move || {
@@ -857,13 +860,15 @@ fn stress_every_element_consumed_exactly_once() {
                 while !stop.load(Ordering::SeqCst) && Instant::now() < deadline {
                     let v = match c {
                         0 => r.cmd(&["BLPOP", &mid, &in1, &in2, "0.1"]),
+                        // Very short time-outs race the pushes.
+                        1 => r.cmd(&["BRPOP", &in1, &in2, &mid, "0.01"]),
                         _ => r.cmd(&[
                             "BLMPOP", "0.1", "3", &in2, &mid, &in1, "RIGHT", "COUNT", "3",
                         ]),
                     };
                     let got: Vec<String> = match v {
                         Value::NullArray => continue,
-                        Value::Array(ref a) if c == 0 => vec![a[1].text()],
+                        Value::Array(ref a) if c < 2 => vec![a[1].text()],
                         Value::Array(ref a) => a[1].strings(),
                         other => panic!("consumer got {other:?}"),
                     };
@@ -875,6 +880,7 @@ fn stress_every_element_consumed_exactly_once() {
         }
         for (src, how) in [(in1.clone(), 0), (in2.clone(), 1)] {
             let mut r = s.raw();
+            ids.push(r.cmd(&["CLIENT", "ID"]).int().to_string());
             let mid = mid.clone();
             let stop = stop.clone();
             handles.push(std::thread::spawn(move || {
@@ -895,6 +901,20 @@ fn stress_every_element_consumed_exactly_once() {
             }));
         }
     }
+    let unblocker = {
+        let mut r = s.raw();
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut unblocked = 0;
+            while !stop.load(Ordering::SeqCst) {
+                for id in &ids {
+                    unblocked += r.cmd(&["CLIENT", "UNBLOCK", id, "TIMEOUT"]).int();
+                }
+                std::thread::sleep(Duration::from_millis(3));
+            }
+            unblocked
+        })
+    };
     let mut producers = Vec::new();
     for pi in 0..PRODUCERS {
         let mut r = s.raw();
@@ -921,6 +941,10 @@ fn stress_every_element_consumed_exactly_once() {
                 n += b;
                 let args: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
                 assert!(matches!(r.cmd(&args), Value::Integer(_)));
+                // Pauses now and then, so that consumers run dry and block.
+                if rng.range(0, 4) == 0 {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
             }
         }));
     }
@@ -934,6 +958,8 @@ fn stress_every_element_consumed_exactly_once() {
     for h in handles {
         h.join().unwrap();
     }
+    let unblocked = unblocker.join().unwrap();
+    assert!(unblocked > 0, "CLIENT UNBLOCK never hit a waiter");
     let mut got = consumed.lock().unwrap().clone();
     got.sort();
     let mut want: Vec<String> = (0..PRODUCERS)
