@@ -1078,3 +1078,74 @@ fn chained_moves_and_a_move_onto_its_own_source() {
     assert_eq!(range(&mut p, "{c}r"), bulks(&["2", "3", "1"]));
     wait_blocked(&mut p, 0);
 }
+
+/// After a restart the destination of a BLMOVE is on the data device only: serving the
+/// waiter reads it first (Skerry-only: Redis keeps everything in RAM).
+#[test]
+fn served_move_whose_destination_must_be_read_from_the_device() {
+    skip_if_redis!();
+    let mut s = Server::start(&["--threads", "2", "--value-cache-mb", "0"]);
+    {
+        let mut r = s.raw();
+        let big = "x".repeat(3000);
+        for i in 0..20 {
+            r.cmd(&["RPUSH", &format!("{{dv}}dst{i}"), "old", &big]);
+        }
+        // More values on the same worker than its read buffer holds (4096).
+        for chunk in (0..5000).collect::<Vec<_>>().chunks(500) {
+            let cmds: Vec<Vec<String>> = chunk
+                .iter()
+                .map(|i| vec!["SET".into(), format!("{{dv}}f{i}"), format!("v{i}")])
+                .collect();
+            pipeline(&mut r, &cmds);
+        }
+    }
+    s.stop_clean();
+    s.start_again();
+    let mut p = s.raw();
+    let mut ws: Vec<Raw> = (0..20).map(|_| s.raw()).collect();
+    for (i, w) in ws.iter_mut().enumerate() {
+        send(
+            w,
+            &[
+                "BLMOVE",
+                "{dv}src",
+                &format!("{{dv}}dst{i}"),
+                "LEFT",
+                "LEFT",
+                "0",
+            ],
+        );
+        wait_blocked(&mut p, i as u64 + 1);
+    }
+    // The waiters read their destinations when they ran first; reading the other values
+    // now pushes them out of the read buffer.
+    for chunk in (0..5000).collect::<Vec<_>>().chunks(500) {
+        let cmds: Vec<Vec<String>> = chunk
+            .iter()
+            .map(|i| vec!["GET".into(), format!("{{dv}}f{i}")])
+            .collect();
+        for (i, v) in chunk.iter().zip(pipeline(&mut p, &cmds)) {
+            assert_eq!(v, bulk(&format!("v{i}")));
+        }
+    }
+    let reads0 = info_u64(&mut p, "storage", "storage_value_reads").unwrap();
+    let elems: Vec<String> = (0..20).map(|i| format!("e{i}")).collect();
+    let mut push = vec!["RPUSH", "{dv}src"];
+    push.extend(elems.iter().map(|e| e.as_str()));
+    assert_eq!(p.cmd(&push), int(20));
+    for (i, w) in ws.iter_mut().enumerate() {
+        assert_eq!(w.read_value(), bulk(&format!("e{i}")), "waiter {i}");
+        assert_eq!(
+            p.cmd(&["LRANGE", &format!("{{dv}}dst{i}"), "0", "1"]),
+            bulks(&[&format!("e{i}"), "old"])
+        );
+    }
+    assert_eq!(p.cmd(&["EXISTS", "{dv}src"]), int(0));
+    wait_blocked(&mut p, 0);
+    let reads = info_u64(&mut p, "storage", "storage_value_reads").unwrap() - reads0;
+    assert!(
+        reads >= 20,
+        "the destinations were not read from the device ({reads} reads)"
+    );
+}
