@@ -426,6 +426,21 @@ fn cross_worker_writes_survive_kill_9_with_appendfsync_always() {
     assert_eq!(members(&mut r, &d), ["1", "2", "3"]);
     assert_eq!(r.cmd(&["EXISTS", &la]), int(0));
     assert_eq!(range(&mut r, &lb), bulks(&["y", "x"]));
+    // Cross-worker commands over values that are back on the devices only.
+    s.kill();
+    s.start_again();
+    let mut r = s.raw();
+    assert_eq!(r.cmd(&["SMOVE", &b, &a, "2"]), int(1));
+    assert_eq!(r.cmd(&["SINTERSTORE", &d, &d, &a]), int(3));
+    assert_eq!(r.cmd(&["LMOVE", &lb, &la, "RIGHT", "LEFT"]), bulk("x"));
+    s.kill();
+    s.start_again();
+    let mut r = s.raw();
+    assert_eq!(members(&mut r, &a), ["1", "2", "3"]);
+    assert_eq!(r.cmd(&["EXISTS", &b]), int(0));
+    assert_eq!(members(&mut r, &d), ["1", "2", "3"]);
+    assert_eq!(range(&mut r, &la), bulks(&["x"]));
+    assert_eq!(range(&mut r, &lb), bulks(&["y"]));
 }
 
 /// Two connections move members back and forth between two sets on different workers

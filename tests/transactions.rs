@@ -575,6 +575,27 @@ fn exec_writes_survive_kill_9_with_appendfsync_always() {
     assert_eq!(r.cmd(&["GET", &b]), bulk("vb"));
     assert_eq!(r.cmd(&["LRANGE", &la, "0", "-1"]), bulks(&["1", "2"]));
     assert_eq!(r.cmd(&["SMEMBERS", &sb]), bulks(&["m"]));
+    // A transaction over values that are back on the devices only.
+    s.kill();
+    s.start_again();
+    let mut r = s.raw();
+    r.cmd(&["MULTI"]);
+    r.cmd(&["GET", &a]);
+    r.cmd(&["LPOP", &la]);
+    r.cmd(&["SMOVE", &sb, &a, "m"]);
+    r.cmd(&["SMOVE", &sb, &la, "m"]);
+    r.cmd(&["APPEND", &b, "+"]);
+    assert_eq!(
+        r.cmd(&["EXEC"]),
+        arr(vec![
+            bulk("va"),
+            bulk("1"),
+            err(WRONGTYPE),
+            err(WRONGTYPE),
+            int(3)
+        ])
+    );
+    assert_eq!(r.cmd(&["GET", &b]), bulk("vb+"));
 }
 
 #[test]
