@@ -721,3 +721,28 @@ fn a_served_blocked_pop_touches_watches() {
     w.cmd(&["PING"]);
     assert_eq!(w.cmd(&["EXEC"]), Value::NullArray);
 }
+
+#[test]
+#[ignore = "Skerry gap: server-wide commands (DBSIZE, FLUSHALL, KEYS, INFO, CONFIG, CLIENT, ...) are refused inside MULTI"]
+fn server_wide_commands_inside_multi() {
+    let s = Server::start(&["--threads", "2"]);
+    let mut r = s.raw();
+    r.cmd(&["SET", "a", "1"]);
+    r.cmd(&["SET", "b", "1"]);
+    r.cmd(&["MULTI"]);
+    assert_eq!(r.cmd(&["DBSIZE"]), simple("QUEUED"));
+    assert_eq!(r.cmd(&["KEYS", "a*"]), simple("QUEUED"));
+    assert_eq!(r.cmd(&["FLUSHALL"]), simple("QUEUED"));
+    assert_eq!(r.cmd(&["DBSIZE"]), simple("QUEUED"));
+    assert_eq!(r.cmd(&["CONFIG", "GET", "maxclients"]), simple("QUEUED"));
+    assert_eq!(
+        r.cmd(&["EXEC"]),
+        arr(vec![
+            int(2),
+            bulks(&["a"]),
+            ok(),
+            int(0),
+            bulks(&["maxclients", "10000"])
+        ])
+    );
+}
