@@ -1237,14 +1237,19 @@ fn zsetop_generic(
                 let Some(c) = src_coll(x, keys[i], types[i]) else {
                     continue;
                 };
-                for (m, s) in src_items(c) {
+                let mut add = |m: &[u8], s: f64| {
                     let v = weighted(s, weights[i]);
-                    match acc.get_mut(&m) {
+                    match acc.get_mut(m) {
                         Some(t) => aggregate(t, v, how),
                         None => {
-                            acc.insert(m, v);
+                            acc.insert(m.to_vec(), v);
                         }
                     }
+                };
+                match c {
+                    Coll::Zset(z) => z.iter().for_each(|(m, s)| add(m, s)),
+                    Coll::Set(s) => s.members.iter().for_each(|m| add(m, 1.0)),
+                    _ => {}
                 }
             }
             result = acc.into_iter().collect();
