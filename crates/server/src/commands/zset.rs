@@ -923,10 +923,39 @@ fn mpop_keys(argv: &[&[u8]], at: usize) -> smallvec::SmallVec<[usize; 8]> {
     let Some(n) = argv.get(at).and_then(|a| parse_i64(a)) else {
         return out;
     };
-    if n <= 0 || (at + 1) as i64 + n >= argv.len() as i64 {
+    if n <= 0 || n >= argv.len().saturating_sub(at + 1) as i64 {
         return out;
     }
     out.extend(at + 1..at + 1 + n as usize);
+    out
+}
+
+/// Key positions of `numkeys key...` with numkeys at `at` (none when it does not parse or
+/// does not fit; the handler then replies Redis's error). Like the shared
+/// `keys_numkeys_at_1`, but safe from overflow with a huge numkeys.
+fn numkeys_keys(argv: &[&[u8]], at: usize) -> smallvec::SmallVec<[usize; 8]> {
+    let mut out = smallvec::SmallVec::new();
+    let Some(n) = argv.get(at).and_then(|a| parse_i64(a)) else {
+        return out;
+    };
+    if n <= 0 || n > argv.len().saturating_sub(at + 1) as i64 {
+        return out;
+    }
+    out.extend(at + 1..at + 1 + n as usize);
+    out
+}
+
+/// Key finder of ZUNION, ZINTER, ZINTERCARD and ZDIFF: `numkeys key...`.
+pub fn keys_numkeys(argv: &[&[u8]]) -> smallvec::SmallVec<[usize; 8]> {
+    numkeys_keys(argv, 1)
+}
+
+/// Key finder of ZUNIONSTORE, ZINTERSTORE and ZDIFFSTORE: `destination numkeys key...`.
+pub fn keys_store_numkeys(argv: &[&[u8]]) -> smallvec::SmallVec<[usize; 8]> {
+    let mut out = numkeys_keys(argv, 2);
+    if !out.is_empty() {
+        out.insert(0, 1);
+    }
     out
 }
 
@@ -1479,6 +1508,32 @@ mod tests {
         assert!(keys_bzmpop(&b[..4]).is_empty());
         let c: Vec<&[u8]> = vec![b"zmpop", b"0", b"a", b"min"];
         assert!(keys_zmpop(&c).is_empty());
+        let huge: Vec<&[u8]> = vec![b"zmpop", b"9223372036854775807", b"a", b"min"];
+        assert!(keys_zmpop(&huge).is_empty());
+        let huge: Vec<&[u8]> = vec![b"bzmpop", b"0", b"9223372036854775807", b"a", b"min"];
+        assert!(keys_bzmpop(&huge).is_empty());
+    }
+
+    #[test]
+    fn numkeys_keys_fit_the_arguments() {
+        let u: Vec<&[u8]> = vec![b"zunion", b"2", b"a", b"b", b"weights", b"1", b"2"];
+        assert_eq!(keys_numkeys(&u).to_vec(), vec![2, 3]);
+        assert_eq!(keys_numkeys(&u[..4]).to_vec(), vec![2, 3]);
+        assert!(keys_numkeys(&u[..3]).is_empty());
+        let s: Vec<&[u8]> = vec![b"zunionstore", b"d", b"2", b"a", b"b"];
+        assert_eq!(keys_store_numkeys(&s).to_vec(), vec![1, 3, 4]);
+        assert!(keys_store_numkeys(&s[..4]).is_empty());
+        for n in [
+            &b"9223372036854775807"[..],
+            b"-9223372036854775808",
+            b"0",
+            b"x",
+        ] {
+            let h: Vec<&[u8]> = vec![b"zunion", n, b"a"];
+            assert!(keys_numkeys(&h).is_empty());
+            let h: Vec<&[u8]> = vec![b"zunionstore", b"d", n, b"a"];
+            assert!(keys_store_numkeys(&h).is_empty());
+        }
     }
 
     #[test]
