@@ -1469,3 +1469,24 @@ fn acknowledged_zset_writes_survive_kill_9_with_appendfsync_always() {
     );
     assert_eq!(r.cmd(&["ZSCORE", "{t}small", "a"]), bulk("11.5"));
 }
+
+#[test]
+fn huge_numkeys_are_syntax_errors_not_crashes() {
+    let (_s, mut r) = start();
+    let max = "9223372036854775807";
+    for cmd in [
+        vec!["ZUNION", max, "a"],
+        vec!["ZINTER", max, "a"],
+        vec!["ZDIFF", max, "a"],
+        vec!["ZINTERCARD", max, "a"],
+        vec!["ZUNIONSTORE", "d", max, "a"],
+        vec!["ZINTERSTORE", "d", max, "a"],
+        vec!["ZDIFFSTORE", "d", max, "a"],
+        vec!["ZMPOP", max, "a", "MIN"],
+        vec!["BZMPOP", "0", max, "a", "MIN"],
+    ] {
+        assert_eq!(r.cmd(&cmd), err(SYNTAX), "{cmd:?}");
+    }
+    assert_eq!(r.cmd(&["ZADD", "z", "1", "a"]), int(1));
+    assert_eq!(r.cmd(&["ZCARD", "z"]), int(1));
+}
