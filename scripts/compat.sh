@@ -527,7 +527,10 @@ for unit in "${UNITS[@]}"; do
     fi
 
     log "$unit: running against 127.0.0.1:$port (pid $SERVER_PID)"
-    rt_args=(--host 127.0.0.1 --port "$port" --single "$unit" --tags "$TAGS" --timeout "$TEST_TIMEOUT")
+    # A random --baseport (runtest's own test server listens 32 ports below it), so that
+    # several compat runs on one machine do not take each other's port.
+    rt_args=(--host 127.0.0.1 --port "$port" --single "$unit" --tags "$TAGS" --timeout "$TEST_TIMEOUT"
+        --baseport $((22000 + (RANDOM % 140) * 64)))
     [[ $DURABLE == 1 ]] && rt_args+=(--durable)
     [[ $SINGLEDB == 1 ]] && rt_args+=(--singledb)
     t0=$(now_s)

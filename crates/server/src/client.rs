@@ -46,6 +46,10 @@ pub struct ClientInfo {
     pub killed: Cell<bool>,
     /// True while the client waits inside a command (not idle).
     pub blocked_in_command: Cell<bool>,
+    /// True while the client waits in a blocking command (BLPOP, ...).
+    pub in_blocking: Cell<bool>,
+    /// CLIENT UNBLOCK asked it to stop waiting: 1 as if timed out, 2 with an error.
+    pub unblock: Cell<u8>,
     /// Authenticated user (empty when not authenticated).
     pub user: RefCell<&'static str>,
 }

@@ -341,7 +341,7 @@ pub static PARAMS: &[Param] = &[
             min: 0,
             max: I64MAX,
         },
-        "128",
+        "512",
         true,
     ),
     p(
@@ -359,7 +359,7 @@ pub static PARAMS: &[Param] = &[
             min: 0,
             max: I64MAX,
         },
-        "128",
+        "512",
         true,
     ),
     p(

@@ -70,9 +70,52 @@ pub struct Conn {
     /// The subcommand of the command being run (`config|get`), for its statistics.
     subcommand: Option<&'static str>,
     pending: Option<Pending>,
+    /// The connection's outgoing queue (replies before a blocking command leave before it
+    /// waits).
+    outbox: Option<Rc<Outbox>>,
+    /// Commands queued since MULTI.
+    pub multi: Option<Multi>,
+    /// Set by the owners of WATCHed keys when one changes.
+    cas_flag: Arc<std::sync::atomic::AtomicBool>,
+    /// The keys this connection WATCHes.
+    watched: Vec<(usize, Vec<u8>)>,
+}
+
+/// A transaction being queued (MULTI ... EXEC).
+#[derive(Default)]
+pub struct Multi {
+    /// Command index and arguments.
+    pub queue: Vec<(usize, Vec<Vec<u8>>)>,
+    /// A command was refused while queueing: EXEC answers EXECABORT.
+    pub error: bool,
+}
+
+/// Which of two futures finished first.
+enum Either<A, B> {
+    Left(A),
+    Right(B),
+}
+
+/// Waits for the first of two futures (the other is dropped).
+async fn futures_select<A: std::future::Future, B: std::future::Future>(
+    mut a: std::pin::Pin<&mut A>,
+    mut b: std::pin::Pin<&mut B>,
+) -> Either<A::Output, B::Output> {
+    std::future::poll_fn(|cx| {
+        if let std::task::Poll::Ready(v) = a.as_mut().poll(cx) {
+            return std::task::Poll::Ready(Either::Left(v));
+        }
+        if let std::task::Poll::Ready(v) = b.as_mut().poll(cx) {
+            return std::task::Poll::Ready(Either::Right(v));
+        }
+        std::task::Poll::Pending
+    })
+    .await
 }
 
 /// Executes a keyed command on the shard that owns its keys, recording statistics there.
+/// Returns the blocking command's request to wait, when it found nothing to serve (it
+/// replied nothing then; see `crate::blocking`).
 pub fn exec_keyed(
     shard: &mut Shard,
     idx: usize,
@@ -80,7 +123,7 @@ pub fn exec_keyed(
     now_ms: i64,
     reply: &mut Reply,
     argv: &[&[u8]],
-) {
+) -> Option<crate::commands::BlockRequest> {
     let Handler::Keyed { run, .. } = COMMANDS[idx].handler else {
         unreachable!("exec_keyed on a non-keyed command")
     };
@@ -95,21 +138,19 @@ pub fn exec_keyed(
         block: None,
     };
     run(&mut x, argv);
-    let block = x.block.take();
-    if let Some(b) = &block {
-        // Not waiting yet (crate::blocking comes next): answer as if the time ran out.
-        match b.on_timeout {
-            crate::commands::TimeoutReply::NullArray => reply.null_array(),
-            crate::commands::TimeoutReply::NullBulk => reply.null(),
-        }
-    }
+    let mut block = x.block.take();
     if let Some(e) = shard.keyspace.take_error() {
         // An append to the data devices or a value read failed: nothing was changed (or
         // nothing wrong served); say why.
         reply.buf.truncate(mark);
         reply.error(&format!("ERR {e}"));
+        block = None;
     }
-    record(shard, idx, None, started, &reply.buf[mark..]);
+    if block.is_none() {
+        record(shard, idx, None, started, &reply.buf[mark..]);
+    }
+    crate::blocking::serve_ready(shard);
+    block
 }
 
 /// Answers keyed command `idx` with `ERR msg` without running it (its values could not be
@@ -141,6 +182,9 @@ struct Batch {
     tx: flume::Sender<Vec<u8>>,
     /// Read-buffer mark of the command waiting for its values (see `Keyspace::read_mark`).
     mark: Option<u64>,
+    /// Set for a blocking command sent alone (see `crate::blocking`), with the client's
+    /// socket.
+    wait: Option<(Arc<crate::blocking::WaitState>, std::os::fd::RawFd)>,
 }
 
 /// Runs the rest of `b` on the owner. A command whose values are not resident suspends the
@@ -164,7 +208,32 @@ fn run_batch(s: &mut Shard, mut b: Batch) {
                 Vec::new()
             };
             if missing.is_empty() {
-                exec_keyed(s, idx, db, b.now_ms, &mut b.reply, &argv);
+                if let Some((wait, _)) = &b.wait {
+                    if !wait.may_run() {
+                        // Its connection gave up while the values were read.
+                        return;
+                    }
+                }
+                if let Some(req) = exec_keyed(s, idx, db, b.now_ms, &mut b.reply, &argv) {
+                    match b.wait.take() {
+                        Some((state, fd)) => {
+                            let w = crate::blocking::Waiter::new(
+                                db,
+                                idx,
+                                &argv,
+                                req.keys,
+                                b.reply.proto,
+                                b.tx,
+                                state,
+                                fd,
+                            );
+                            crate::blocking::register(s, w);
+                            return;
+                        }
+                        // Not sent as a blocking command: answer as if the time ran out.
+                        None => crate::blocking::timeout_reply(&mut b.reply, req.on_timeout),
+                    }
+                }
                 b.start = start;
                 b.next += 1;
                 b.mark = None;
@@ -296,6 +365,9 @@ impl Conn {
     pub async fn dispatch(&mut self, argv: &[&[u8]]) {
         let Some(idx) = commands::lookup(argv[0]) else {
             self.flush_pending().await;
+            if let Some(m) = &mut self.multi {
+                m.error = true;
+            }
             let msg = unknown_command_message(argv);
             self.with_reply_mode(|c| c.reject_bytes(None, &msg));
             return;
@@ -305,6 +377,9 @@ impl Conn {
         self.subcommand = None;
         if !spec.arity_ok(argv.len()) {
             self.flush_pending().await;
+            if let Some(m) = &mut self.multi {
+                m.error = true;
+            }
             let msg = format!("ERR wrong number of arguments for '{}' command", spec.name);
             self.with_reply_mode(|c| c.reject(Some(idx), &msg));
             return;
@@ -342,12 +417,40 @@ impl Conn {
             }
             self.authenticated = true;
         }
+        if self.multi.is_some()
+            && !matches!(
+                spec.name,
+                "exec" | "discard" | "multi" | "watch" | "unwatch" | "reset" | "quit"
+            )
+        {
+            self.flush_pending().await;
+            let m = self.multi.as_mut().expect("in MULTI");
+            if matches!(spec.handler, Handler::Async(_)) {
+                m.error = true;
+                let msg = format!(
+                    "ERR '{}' inside MULTI is not supported by Skerry yet",
+                    spec.name
+                );
+                self.with_reply_mode(|c| c.reject(Some(idx), &msg));
+                return;
+            }
+            m.queue
+                .push((idx, argv.iter().map(|a| a.to_vec()).collect()));
+            self.with_reply_mode(|c| c.reply.simple("QUEUED"));
+            return;
+        }
         if crate::space::space_low() && spec.has_flag("denyoom") {
             // Nearly full data devices: wait for room rather than fail (crate::space).
             self.flush_pending().await;
             crate::space::wait_for_room(&self.shared).await;
         }
         match spec.handler {
+            Handler::Keyed { .. }
+                if spec.has_flag("blocking") && self.owner(spec, argv).is_some() =>
+            {
+                let w = self.owner(spec, argv).expect("checked");
+                self.run_blocking(w, idx, argv).await;
+            }
             Handler::Keyed { cross, .. } => match self.owner(spec, argv) {
                 Some(w) if w == self.worker => {
                     self.flush_pending().await;
@@ -383,7 +486,11 @@ impl Conn {
                     }
                     let mut s = shard.borrow_mut();
                     let mark = self.reply.buf.len();
-                    exec_keyed(&mut s, idx, self.db, self.now_ms, &mut self.reply, argv);
+                    if let Some(req) =
+                        exec_keyed(&mut s, idx, self.db, self.now_ms, &mut self.reply, argv)
+                    {
+                        crate::blocking::timeout_reply(&mut self.reply, req.on_timeout);
+                    }
                     drop(s);
                     self.apply_reply_mode(mark);
                 }
@@ -392,6 +499,13 @@ impl Conn {
                     self.flush_pending().await;
                     match cross {
                         Some(cmd) => self.run_async(idx, cmd, argv).await,
+                        None if matches!(spec.group, "hash" | "list" | "set" | "sorted-set") => {
+                            let mark = self.reply.buf.len();
+                            self.info.blocked_in_command.set(true);
+                            self.cross_keyed(idx, argv).await;
+                            self.info.blocked_in_command.set(false);
+                            self.apply_reply_mode(mark);
+                        }
                         None => self.with_reply_mode(|c| {
                             c.reject(
                                 Some(idx),
@@ -472,6 +586,8 @@ impl Conn {
             AsyncCmd::Info => sv::info(self, argv).await,
             AsyncCmd::Config => sv::config(self, argv).await,
             AsyncCmd::Client => c::client(self, argv).await,
+            AsyncCmd::Exec => self.exec_multi().await,
+            AsyncCmd::Watch => self.watch_keys(&argv[1..]).await,
         }
         self.info.blocked_in_command.set(false);
         if COMMANDS[idx].has_flag("write")
@@ -525,11 +641,381 @@ impl Conn {
                 now_ms,
                 tx,
                 mark: None,
+                wait: None,
             };
             run_batch(s, b);
         });
         let out = self.send_job(worker, job, rx).await;
         self.reply.buf.extend_from_slice(&out);
+        self.apply_reply_mode(mark);
+    }
+
+    /// Runs keyed command `idx` whose keys live on several workers, atomically: every owner
+    /// (and this worker) is held while [`Conn::cross_in_txn`] runs it.
+    async fn cross_keyed(&mut self, idx: usize, argv: &[&[u8]]) {
+        let workers = self.shared.workers;
+        let mut owners: Vec<usize> = COMMANDS[idx]
+            .key_positions(argv)
+            .into_iter()
+            .map(|p| slot::owner(argv[p], workers))
+            .collect();
+        owners.push(self.worker);
+        let txn = crate::worker::Txn::begin(&self.shared, self.worker, owners).await;
+        let (out, wrote) = self.cross_in_txn(&txn, idx, argv).await;
+        drop(txn);
+        self.reply.buf.extend_from_slice(&out);
+        if wrote
+            && crate::persist::durability(&self.shared.config) == skerry_store::Durability::Always
+        {
+            crate::worker::sync_all(&self.shared, self.worker).await;
+        }
+    }
+
+    /// Runs keyed command `idx` with keys on several workers inside `txn`, which holds them
+    /// all and this worker: the keys' values are lent to this worker's keyspace, the handler
+    /// runs on them, and each changed key goes back to its owner, writes before deletions
+    /// (see `keyspace::lent`). Returns the reply and whether anything was written.
+    async fn cross_in_txn(
+        &mut self,
+        txn: &crate::worker::Txn,
+        idx: usize,
+        argv: &[&[u8]],
+    ) -> (Vec<u8>, bool) {
+        let spec = &COMMANDS[idx];
+        let (db, now) = (self.db, self.now_ms);
+        let workers = self.shared.workers;
+        let proto = self.reply.proto;
+        let err = |msg: &str| {
+            let mut r = Reply::new(proto);
+            r.error(&format!("ERR {msg}"));
+            (r.buf, false)
+        };
+        let mut keys: Vec<Vec<u8>> = Vec::new();
+        for p in spec.key_positions(argv) {
+            if !keys.iter().any(|k| k[..] == *argv[p]) {
+                keys.push(argv[p].to_vec());
+            }
+        }
+        let mut items = Vec::with_capacity(keys.len());
+        for w in 0..workers {
+            let group: Vec<Vec<u8>> = keys
+                .iter()
+                .filter(|k| slot::owner(k, workers) == w)
+                .cloned()
+                .collect();
+            if group.is_empty() {
+                continue;
+            }
+            let got = txn
+                .run_resident(w, db, group.clone(), now, move |s| {
+                    group
+                        .into_iter()
+                        .map(|k| {
+                            let v = s.keyspace.peek(db, &k, now);
+                            (k, v, s.keyspace.take_error())
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .await;
+            match got {
+                Ok(list) => {
+                    for (k, v, e) in list {
+                        if let Some(e) = e {
+                            return err(&e);
+                        }
+                        items.push((k, v));
+                    }
+                }
+                Err(e) => return err(&e),
+            }
+        }
+        let (changes, block, out) = {
+            let shard = local_shard();
+            let mut s = shard.borrow_mut();
+            if let Err(e) = s.keyspace.lend(db, items) {
+                return err(&e);
+            }
+            let mut reply = Reply::new(proto);
+            let block = exec_keyed(&mut s, idx, db, now, &mut reply, argv);
+            let changes = s.keyspace.end_lend();
+            (changes, block, reply.buf)
+        };
+        if block.is_some() {
+            return err(
+                "a blocking command whose keys live on different workers cannot wait yet; put its keys in one hash slot with a hash tag, e.g. {user}a {user}b",
+            );
+        }
+        let mut changes = changes;
+        // Writes first, deletions last: a write refused on one worker (a full device)
+        // leaves a copy too many rather than a value lost.
+        changes.sort_by_key(|(_, v)| v.is_none());
+        let wrote = !changes.is_empty();
+        for (key, value) in changes {
+            let w = slot::owner(&key, workers);
+            let failed = txn
+                .run(w, move |s| {
+                    let ok = s.keyspace.apply_lent(db, &key, value, now);
+                    let e = s.keyspace.take_error();
+                    (!ok).then(|| e.unwrap_or_default())
+                })
+                .await;
+            if let Some(e) = failed {
+                return (err(&e).0, true);
+            }
+        }
+        (out, wrote)
+    }
+
+    /// EXEC: runs the queued commands of MULTI atomically. Every worker is held for the
+    /// whole transaction (so no other command interleaves); blocked clients are served
+    /// once it is done, as in Redis. A WATCHed key changed since WATCH aborts it (null
+    /// reply); an error while queueing aborts it with EXECABORT.
+    pub async fn exec_multi(&mut self) {
+        let Some(multi) = self.multi.take() else {
+            self.reply.error("ERR EXEC without MULTI");
+            return;
+        };
+        let dirty = self.cas_dirty();
+        self.unwatch_all();
+        if multi.error {
+            self.reply
+                .error("EXECABORT Transaction discarded because of previous errors.");
+            return;
+        }
+        if dirty {
+            self.reply.null_array();
+            return;
+        }
+        let workers = self.shared.workers;
+        let txn =
+            crate::worker::Txn::begin(&self.shared, self.worker, (0..workers).collect()).await;
+        for w in 0..workers {
+            txn.run(w, |s| s.blocking.paused = true).await;
+        }
+        self.reply.array(multi.queue.len());
+        let mut wrote = false;
+        for (idx, args) in multi.queue {
+            let argv: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
+            let spec = &COMMANDS[idx];
+            match spec.handler {
+                Handler::Keyed { .. } => match self.owner(spec, &argv) {
+                    Some(w) => {
+                        let keys: Vec<Vec<u8>> =
+                            key_args(idx, &argv).iter().map(|k| k.to_vec()).collect();
+                        let (db, now, proto) = (self.db, self.now_ms, self.reply.proto);
+                        let out = txn
+                            .run_resident(w, db, keys, now, move |s| {
+                                let argv: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
+                                let mut r = Reply::new(proto);
+                                // Inside MULTI a blocking command does not wait.
+                                if let Some(req) = exec_keyed(s, idx, db, now, &mut r, &argv) {
+                                    crate::blocking::timeout_reply(&mut r, req.on_timeout);
+                                }
+                                (r.buf, s.keyspace.take_wrote())
+                            })
+                            .await;
+                        match out {
+                            Ok((buf, w)) => {
+                                wrote |= w;
+                                self.reply.buf.extend_from_slice(&buf);
+                            }
+                            Err(e) => self.reply.error(&format!("ERR {e}")),
+                        }
+                    }
+                    None => {
+                        let (out, w) = self.cross_in_txn(&txn, idx, &argv).await;
+                        wrote |= w;
+                        self.reply.buf.extend_from_slice(&out);
+                    }
+                },
+                Handler::Conn(f) => f(self, &argv),
+                Handler::Async(_) => self
+                    .reply
+                    .error("ERR this command cannot run inside MULTI in Skerry yet"),
+            }
+        }
+        for w in 0..workers {
+            txn.run(w, |s| {
+                s.blocking.paused = false;
+                crate::blocking::serve_ready(s);
+            })
+            .await;
+        }
+        drop(txn);
+        if wrote
+            && crate::persist::durability(&self.shared.config) == skerry_store::Durability::Always
+        {
+            crate::worker::sync_all(&self.shared, self.worker).await;
+        }
+    }
+
+    /// True when a key this connection WATCHes changed since WATCH.
+    fn cas_dirty(&self) -> bool {
+        self.cas_flag.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// WATCH key...: each key's owner sets this connection's flag on any change.
+    pub async fn watch_keys(&mut self, keys: &[&[u8]]) {
+        if self.multi.is_some() {
+            self.reply.error("ERR WATCH inside MULTI is not allowed");
+            return;
+        }
+        let db = self.db;
+        for k in keys {
+            let w = slot::owner(k, self.shared.workers);
+            let key = k.to_vec();
+            let flag = self.cas_flag.clone();
+            self.on(w, move |s| s.keyspace.watch_cas(db, &key, flag))
+                .await;
+            self.watched.push((db, k.to_vec()));
+        }
+        self.reply.ok();
+    }
+
+    /// Forgets every WATCH of this connection (UNWATCH, EXEC, DISCARD, disconnect).
+    pub fn unwatch_all(&mut self) {
+        let workers = self.shared.workers;
+        for (db, key) in std::mem::take(&mut self.watched) {
+            let w = slot::owner(&key, workers);
+            let flag = self.cas_flag.clone();
+            let job: crate::worker::Job =
+                Box::new(move |s: &mut Shard| s.keyspace.unwatch_cas(db, &key, &flag));
+            if w == self.worker {
+                job(&mut local_shard().borrow_mut());
+            } else {
+                let _ = self.shared.inboxes[w].send(crate::worker::Envelope { txn: 0, job });
+            }
+        }
+        self.cas_flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    }
+
+    /// Runs blocking command `idx` on its owner `w` as a batch of its own, then waits for its
+    /// reply until its time-out, the client's disconnect or a CLIENT KILL (see
+    /// `crate::blocking`).
+    async fn run_blocking(&mut self, w: usize, idx: usize, argv: &[&[u8]]) {
+        self.flush_pending().await;
+        // Replies of the commands before it leave now: the client may wait a long time.
+        self.ack_local_writes().await;
+        if !self.reply.buf.is_empty() {
+            if let Some(out) = &self.outbox {
+                out.push(&mut self.reply.buf);
+            }
+        }
+        let timeout = crate::blocking::timeout_of(COMMANDS[idx].name, argv);
+        let state = Arc::new(crate::blocking::WaitState::default());
+        let proto = self.reply.proto;
+        let now_ms = self.now_ms;
+        let (tx, rx) = flume::bounded::<Vec<u8>>(1);
+        let mut p = Pending {
+            worker: w,
+            data: Vec::new(),
+            cmds: Vec::new(),
+        };
+        let mut ends = SmallVec::new();
+        for a in argv {
+            p.data.extend_from_slice(a);
+            ends.push(p.data.len() as u32);
+        }
+        p.cmds.push((idx, self.db, ends));
+        let wait = (state.clone(), self.info.fd);
+        let job: crate::worker::Job = Box::new(move |s: &mut Shard| {
+            let b = Batch {
+                p,
+                next: 0,
+                start: 0,
+                reply: Reply {
+                    buf: Vec::with_capacity(256),
+                    proto,
+                },
+                now_ms,
+                tx,
+                mark: None,
+                wait: Some(wait),
+            };
+            run_batch(s, b);
+        });
+        if w == self.worker {
+            if local_shard().borrow().hold.is_some() {
+                wait_local_unheld().await;
+            }
+            job(&mut local_shard().borrow_mut());
+        } else if self.shared.inboxes[w]
+            .send(crate::worker::Envelope { txn: 0, job })
+            .is_err()
+        {
+            panic!("worker {w} has stopped");
+        }
+        let started = Instant::now();
+        // Not idle while blocked (the `timeout` config spares it, as Redis does).
+        self.info.blocked_in_command.set(true);
+        self.info.in_blocking.set(true);
+        self.info.unblock.set(0);
+        let limit = match timeout {
+            Some((ms, _)) if ms > 0 => Some(Duration::from_millis(ms)),
+            _ => None,
+        };
+        let out = loop {
+            let tick = Duration::from_millis(100);
+            let wait_for = match limit {
+                Some(l) => l.saturating_sub(started.elapsed()).min(tick),
+                None => tick,
+            };
+            let got = {
+                let recv = std::pin::pin!(rx.recv_async());
+                let sleep = std::pin::pin!(compio::time::sleep(wait_for));
+                match futures_select(recv, sleep).await {
+                    Either::Left(r) => Some(r),
+                    Either::Right(()) => None,
+                }
+            };
+            if let Some(r) = got {
+                break r.ok();
+            }
+            let unblocked = self.info.unblock.get();
+            let timed_out = unblocked != 0 || limit.is_some_and(|l| started.elapsed() >= l);
+            let gone = self.info.killed.get() || crate::blocking::peer_closed(self.info.fd);
+            if !(timed_out || gone) {
+                continue;
+            }
+            match state.cancel() {
+                Some(registered) => {
+                    if registered {
+                        self.shared
+                            .blocked_clients
+                            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+                        let job: crate::worker::Job = Box::new(crate::blocking::drop_cancelled);
+                        if w == self.worker {
+                            job(&mut local_shard().borrow_mut());
+                        } else {
+                            let _ = self.shared.inboxes[w]
+                                .send(crate::worker::Envelope { txn: 0, job });
+                        }
+                    }
+                    if gone {
+                        self.close_after_reply = true;
+                        break Some(Vec::new());
+                    }
+                    let mut r = Reply::new(proto);
+                    if unblocked == 2 {
+                        r.error("UNBLOCKED client unblocked via CLIENT UNBLOCK");
+                    } else {
+                        let on_timeout =
+                            timeout.map_or(crate::commands::TimeoutReply::NullArray, |t| t.1);
+                        crate::blocking::timeout_reply(&mut r, on_timeout);
+                    }
+                    break Some(r.buf);
+                }
+                // Being served right now: the reply is coming.
+                None => continue,
+            }
+        };
+        self.info.blocked_in_command.set(false);
+        self.info.in_blocking.set(false);
+        self.info.unblock.set(0);
+        let mark = self.reply.buf.len();
+        if let Some(out) = out {
+            self.reply.buf.extend_from_slice(&out);
+        }
         self.apply_reply_mode(mark);
     }
 
@@ -944,6 +1430,8 @@ async fn serve(stream: TcpStream, addr: std::net::SocketAddr, shared: Arc<Shared
         no_touch: Cell::new(false),
         killed: Cell::new(false),
         blocked_in_command: Cell::new(false),
+        in_blocking: Cell::new(false),
+        unblock: Cell::new(0),
         user: RefCell::new("default"),
     });
     let shard = local_shard();
@@ -960,10 +1448,16 @@ async fn serve(stream: TcpStream, addr: std::net::SocketAddr, shared: Arc<Shared
         now_ms: 0,
         subcommand: None,
         pending: None,
+        outbox: None,
+        multi: None,
+        cas_flag: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        watched: Vec::new(),
     };
     let outbox = Rc::new(Outbox::default());
+    conn.outbox = Some(outbox.clone());
     let writer_task = compio::runtime::spawn(writer(stream.clone(), outbox.clone(), shard.clone()));
     read_loop(stream, &mut conn, &outbox, &shard).await;
+    conn.unwatch_all();
     outbox.closing.set(true);
     outbox.wake_writer();
     let _ = writer_task.await;

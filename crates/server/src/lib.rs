@@ -3,6 +3,7 @@
 //! Start with [`main_from_args`]; the shape of the process is described in
 //! `docs/architecture.md`.
 
+pub mod blocking;
 pub mod checkpoint;
 pub mod client;
 pub mod coll;
@@ -242,6 +243,7 @@ pub fn main_from_args<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
         next_client_id: AtomicU64::new(1),
         total_connections: AtomicU64::new(0),
         rejected_connections: AtomicU64::new(0),
+        blocked_clients: AtomicU64::new(0),
         stopping: AtomicBool::new(false),
         lastsave_s: AtomicI64::new(unix_ms() / 1000),
         started: Instant::now(),

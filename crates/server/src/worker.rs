@@ -45,6 +45,8 @@ pub struct Shared {
     pub total_connections: AtomicU64,
     /// Connections refused (maxclients).
     pub rejected_connections: AtomicU64,
+    /// Clients waiting in a blocking command (INFO's `blocked_clients`).
+    pub blocked_clients: AtomicU64,
     /// Set when the server is stopping.
     pub stopping: AtomicBool,
     /// Unix time of the last successful save (seconds).
@@ -156,6 +158,8 @@ pub struct Shard {
     deferred: VecDeque<Envelope>,
     /// Local tasks waiting for the hold to end.
     hold_waiters: Vec<Waker>,
+    /// Blocked commands waiting on this worker's keys.
+    pub blocking: crate::blocking::Registry,
 }
 
 impl Shard {
@@ -168,6 +172,7 @@ impl Shard {
         if self.accepts(env.txn) {
             (env.job)(self);
             self.drain_deferred();
+            crate::blocking::serve_ready(self);
         } else {
             self.deferred.push_back(env);
         }
@@ -546,6 +551,7 @@ pub fn spawn_worker(
                     hold: None,
                     deferred: VecDeque::new(),
                     hold_waiters: Vec::new(),
+                    blocking: Default::default(),
                 }));
                 SHARD.with(|s| *s.borrow_mut() = Some(shard.clone()));
                 for l in listeners {

@@ -16,6 +16,9 @@ pub mod list;
 pub mod set;
 pub mod zset;
 
+#[cfg(test)]
+mod model_tests;
+
 use std::sync::atomic::{AtomicI64, Ordering};
 
 pub use codec::DecodeError;
@@ -245,7 +248,7 @@ pub struct Thresholds {
 impl Default for Thresholds {
     fn default() -> Self {
         Thresholds {
-            hash_max_listpack_entries: 128,
+            hash_max_listpack_entries: 512,
             hash_max_listpack_value: 64,
             set_max_intset_entries: 512,
             zset_max_listpack_entries: 128,

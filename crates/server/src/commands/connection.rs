@@ -162,6 +162,8 @@ pub fn quit(c: &mut Conn, _a: &[&[u8]]) {
 
 /// RESET
 pub fn reset(c: &mut Conn, _a: &[&[u8]]) {
+    c.multi = None;
+    c.unwatch_all();
     c.db = 0;
     c.info.db.set(0);
     c.reply.proto = Proto::Resp2;
@@ -193,6 +195,8 @@ const CLIENT_HELP: &[&str] = &[
     "    Return the ID of the current connection.",
     "INFO",
     "    Return information about the current client connection.",
+    "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+    "    Unblock the specified blocked client.",
     "KILL <ip:port>",
     "    Kill connection made from <ip:port>.",
     "KILL <option> <value> [<option> <value> [...]]",
@@ -336,6 +340,34 @@ pub async fn client(c: &mut Conn, a: &[&[u8]]) {
         (b"info", 2) => {
             let line = c.info.describe(Instant::now()) + "\n";
             c.reply.verbatim(line.as_bytes());
+        }
+        (b"unblock", 3 | 4) => {
+            let Some(id) = parse_i64(a[2]) else {
+                c.reply.error(NOT_INT);
+                return;
+            };
+            let how = match a.get(3) {
+                None => 1,
+                Some(m) if is(m, "timeout") => 1,
+                Some(m) if is(m, "error") => 2,
+                Some(_) => {
+                    c.reply
+                        .error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR");
+                    return;
+                }
+            };
+            let found = c
+                .on_all(move |s| {
+                    s.clients.values().any(|info| {
+                        let hit = info.id as i64 == id && info.in_blocking.get();
+                        if hit {
+                            info.unblock.set(how);
+                        }
+                        hit
+                    })
+                })
+                .await;
+            c.reply.int(found.into_iter().any(|f| f) as i64);
         }
         (b"no-evict", 3) => {
             if let Some(v) = on_off(c, a[2]) {

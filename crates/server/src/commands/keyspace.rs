@@ -705,3 +705,42 @@ pub fn object(x: &mut Exec, a: &[&[u8]]) {
         x.reply.error("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.");
     }
 }
+
+/// MEMORY USAGE key [SAMPLES count], MEMORY HELP. The figure is an estimate: the key, the
+/// value as stored, and a fixed per-key overhead (Skerry's values live on the data device,
+/// so Redis's in-RAM accounting has no exact counterpart).
+pub fn memory(x: &mut Exec, a: &[&[u8]]) {
+    if is(a[1], "help") {
+        x.reply.simple_lines(&[
+            "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "USAGE <key> [SAMPLES <count>]",
+            "    Return memory in bytes used by <key> and its value. Nested values are",
+            "    sampled up to <count> times (default: 5, 0 means sample all).",
+            "HELP",
+            "    Print this help.",
+        ]);
+        return;
+    }
+    let mut j = 3;
+    while j < a.len() {
+        if is(a[j], "samples") && j + 1 < a.len() {
+            match parse_i64(a[j + 1]) {
+                None => return x.reply.error(NOT_INT),
+                Some(n) if n < 0 => return x.reply.error(SYNTAX),
+                Some(_) => j += 2,
+            }
+        } else {
+            return x.reply.error(SYNTAX);
+        }
+    }
+    match x.ks.peek(x.db, a[2], x.now_ms) {
+        None => x.reply.null(),
+        Some(g) => {
+            let value = match &g.value {
+                crate::keyspace::Value::Str(s) => s.len(),
+                crate::keyspace::Value::Coll { encoded, .. } => encoded.len(),
+            };
+            x.reply.int((a[2].len() + value + 56) as i64);
+        }
+    }
+}

@@ -13,6 +13,7 @@ pub mod server;
 pub mod set;
 pub mod storage;
 pub mod string;
+pub mod transaction;
 pub mod zset;
 
 use crate::coll::Thresholds;
@@ -64,6 +65,10 @@ pub enum AsyncCmd {
     Rename,
     /// COPY with the two keys on different workers.
     Copy,
+    /// EXEC.
+    Exec,
+    /// WATCH.
+    Watch,
 }
 
 /// How a command runs.
@@ -311,27 +316,16 @@ const A_STR_R: &[&str] = &["@read", "@string"];
 const A_STR_RF: &[&str] = &["@read", "@string", "@fast"];
 #[allow(dead_code)] // until every family uses it
 const A_HASH_W: &[&str] = &["@write", "@hash", "@slow"];
-#[allow(dead_code)] // until every family uses it
 const A_HASH_WF: &[&str] = &["@write", "@hash", "@fast"];
-#[allow(dead_code)] // until every family uses it
 const A_HASH_R: &[&str] = &["@read", "@hash", "@slow"];
-#[allow(dead_code)] // until every family uses it
 const A_HASH_RF: &[&str] = &["@read", "@hash", "@fast"];
-#[allow(dead_code)] // until every family uses it
 const A_LIST_W: &[&str] = &["@write", "@list", "@slow"];
-#[allow(dead_code)] // until every family uses it
 const A_LIST_WF: &[&str] = &["@write", "@list", "@fast"];
-#[allow(dead_code)] // until every family uses it
 const A_LIST_R: &[&str] = &["@read", "@list", "@slow"];
-#[allow(dead_code)] // until every family uses it
 const A_LIST_RF: &[&str] = &["@read", "@list", "@fast"];
-#[allow(dead_code)] // until every family uses it
 const A_SET_W: &[&str] = &["@write", "@set", "@slow"];
-#[allow(dead_code)] // until every family uses it
 const A_SET_WF: &[&str] = &["@write", "@set", "@fast"];
-#[allow(dead_code)] // until every family uses it
 const A_SET_R: &[&str] = &["@read", "@set", "@slow"];
-#[allow(dead_code)] // until every family uses it
 const A_SET_RF: &[&str] = &["@read", "@set", "@fast"];
 const A_ZSET_W: &[&str] = &["@write", "@sortedset", "@slow"];
 const A_ZSET_WF: &[&str] = &["@write", "@sortedset", "@fast"];
@@ -422,14 +416,73 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("lcs", -3, R, (1, 2, 1), "string", "7.0.0", "Finds the longest common substring.", A_STR_R, keyed_x(s::lcs, AsyncCmd::Lcs)),
     // hash (commands/hash.rs)
     spec("hset", -4, WF, K1, "hash", "2.0.0", "Creates or modifies the value of a field in a hash.", A_HASH_WF, keyed(h::hset)),
+    spec("hsetnx", 4, WF, K1, "hash", "2.0.0", "Sets the value of a field in a hash only when the field doesn't exist.", A_HASH_WF, keyed(h::hsetnx)),
     spec("hmset", -4, WF, K1, "hash", "2.0.0", "Sets the values of multiple fields.", A_HASH_WF, keyed(h::hset)),
     spec("hget", 3, RF, K1, "hash", "2.0.0", "Returns the value of a field in a hash.", A_HASH_RF, keyed(h::hget)),
+    spec("hmget", -3, RF, K1, "hash", "2.0.0", "Returns the values of all fields in a hash.", A_HASH_RF, keyed(h::hmget)),
+    spec("hdel", -3, WDELF, K1, "hash", "2.0.0", "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.", A_HASH_WF, keyed(h::hdel)),
+    spec("hlen", 2, RF, K1, "hash", "2.0.0", "Returns the number of fields in a hash.", A_HASH_RF, keyed(h::hlen)),
+    spec("hstrlen", 3, RF, K1, "hash", "3.2.0", "Returns the length of the value of a field.", A_HASH_RF, keyed(h::hstrlen)),
+    spec("hexists", 3, RF, K1, "hash", "2.0.0", "Determines whether a field exists in a hash.", A_HASH_RF, keyed(h::hexists)),
+    spec("hgetall", 2, R, K1, "hash", "2.0.0", "Returns all fields and values in a hash.", A_HASH_R, keyed(h::hgetall)),
+    spec("hkeys", 2, R, K1, "hash", "2.0.0", "Returns all fields in a hash.", A_HASH_R, keyed(h::hkeys)),
+    spec("hvals", 2, R, K1, "hash", "2.0.0", "Returns all values in a hash.", A_HASH_R, keyed(h::hvals)),
+    spec("hincrby", 4, WF, K1, "hash", "2.0.0", "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the field doesn't exist.", A_HASH_WF, keyed(h::hincrby)),
+    spec("hincrbyfloat", 4, WF, K1, "hash", "2.6.0", "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist.", A_HASH_WF, keyed(h::hincrbyfloat)),
+    spec("hrandfield", -2, R, K1, "hash", "6.2.0", "Returns one or more random fields from a hash.", A_HASH_R, keyed(h::hrandfield)),
+    spec("hscan", -3, R, K1, "hash", "2.8.0", "Iterates over fields and values of a hash.", A_HASH_R, keyed(h::hscan)),
     //
     // list (commands/list.rs)
+    spec("lpush", -3, WF, K1, "list", "1.0.0", "Prepends one or more elements to a list. Creates the key if it doesn't exist.", A_LIST_WF, keyed(l::lpush)),
+    spec("rpush", -3, WF, K1, "list", "1.0.0", "Appends one or more elements to a list. Creates the key if it doesn't exist.", A_LIST_WF, keyed(l::rpush)),
+    spec("lpushx", -3, WF, K1, "list", "2.2.0", "Prepends one or more elements to a list only when the list exists.", A_LIST_WF, keyed(l::lpushx)),
+    spec("rpushx", -3, WF, K1, "list", "2.2.0", "Appends an element to a list only when the list exists.", A_LIST_WF, keyed(l::rpushx)),
+    spec("lpop", -2, WDELF, K1, "list", "1.0.0", "Returns the first elements in a list after removing it. Deletes the list if the last element was popped.", A_LIST_WF, keyed(l::lpop)),
+    spec("rpop", -2, WDELF, K1, "list", "1.0.0", "Returns and removes the last elements of the list. Deletes the list if the last element was popped.", A_LIST_WF, keyed(l::rpop)),
     spec("llen", 2, RF, K1, "list", "1.0.0", "Returns the length of a list.", A_LIST_RF, keyed(l::llen)),
+    spec("lindex", 3, R, K1, "list", "1.0.0", "Returns an element from a list by its index.", A_LIST_R, keyed(l::lindex)),
+    spec("lrange", 4, R, K1, "list", "1.0.0", "Returns a range of elements from a list.", A_LIST_R, keyed(l::lrange)),
+    spec("lset", 4, W, K1, "list", "1.0.0", "Sets the value of an element in a list by its index.", A_LIST_W, keyed(l::lset)),
+    spec("linsert", 5, W, K1, "list", "2.2.0", "Inserts an element before or after another element in a list.", A_LIST_W, keyed(l::linsert)),
+    spec("lrem", 4, WDEL, K1, "list", "1.0.0", "Removes elements from a list. Deletes the list if the last element was removed.", A_LIST_W, keyed(l::lrem)),
+    spec("ltrim", 4, WDEL, K1, "list", "1.0.0", "Removes elements from both ends a list. Deletes the list if all elements were trimmed.", A_LIST_W, keyed(l::ltrim)),
+    spec("lpos", -3, R, K1, "list", "6.0.6", "Returns the index of matching elements in a list.", A_LIST_R, keyed(l::lpos)),
+    spec("lmove", 5, W, (1, 2, 1), "list", "6.2.0", "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved.", A_LIST_W, keyed(l::lmove)),
+    spec("rpoplpush", 3, W, (1, 2, 1), "list", "1.2.0", "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped.", A_LIST_W, keyed(l::rpoplpush)),
+    CommandSpec {
+        key_finder: Some(keys_numkeys_at_1),
+        ..spec("lmpop", -4, &["write", "movablekeys"], (2, 2, 1), "list", "7.0.0", "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.", A_LIST_W, keyed(l::lmpop))
+    },
+    spec("blpop", -3, &["write", "noscript", "blocking"], (1, -2, 1), "list", "2.0.0", "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", l::A_LIST_BLOCKING, keyed(l::blpop)),
+    spec("brpop", -3, &["write", "noscript", "blocking"], (1, -2, 1), "list", "2.0.0", "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", l::A_LIST_BLOCKING, keyed(l::brpop)),
+    spec("blmove", 6, &["write", "denyoom", "noscript", "blocking"], (1, 2, 1), "list", "6.2.0", "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.", l::A_LIST_BLOCKING, keyed(l::blmove)),
+    spec("brpoplpush", 4, &["write", "denyoom", "noscript", "blocking"], (1, 2, 1), "list", "2.2.0", "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.", l::A_LIST_BLOCKING, keyed(l::brpoplpush)),
+    CommandSpec {
+        key_finder: Some(keys_timeout_numkeys),
+        ..spec("blmpop", -5, &["write", "blocking", "movablekeys"], (3, 3, 1), "list", "7.0.0", "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", l::A_LIST_BLOCKING, keyed(l::blmpop))
+    },
     //
     // set (commands/set.rs)
+    spec("sadd", -3, WF, K1, "set", "1.0.0", "Adds one or more members to a set. Creates the key if it doesn't exist.", A_SET_WF, keyed(st::sadd)),
+    spec("srem", -3, WDELF, K1, "set", "1.0.0", "Removes one or more members from a set. Deletes the set if the last member was removed.", A_SET_WF, keyed(st::srem)),
     spec("scard", 2, RF, K1, "set", "1.0.0", "Returns the number of members in a set.", A_SET_RF, keyed(st::scard)),
+    spec("sismember", 3, RF, K1, "set", "1.0.0", "Determines whether a member belongs to a set.", A_SET_RF, keyed(st::sismember)),
+    spec("smismember", -3, RF, K1, "set", "6.2.0", "Determines whether multiple members belong to a set.", A_SET_RF, keyed(st::smismember)),
+    spec("smembers", 2, R, K1, "set", "1.0.0", "Returns all members of a set.", A_SET_R, keyed(st::smembers)),
+    spec("srandmember", -2, R, K1, "set", "1.0.0", "Get one or multiple random members from a set", A_SET_R, keyed(st::srandmember)),
+    spec("spop", -2, WDELF, K1, "set", "1.0.0", "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped.", A_SET_WF, keyed(st::spop)),
+    spec("smove", 4, WDELF, (1, 2, 1), "set", "1.0.0", "Moves a member from one set to another.", A_SET_WF, keyed(st::smove)),
+    spec("sinter", -2, R, KALL, "set", "1.0.0", "Returns the intersect of multiple sets.", A_SET_R, keyed(st::sinter)),
+    CommandSpec {
+        key_finder: Some(keys_numkeys_at_1),
+        ..spec("sintercard", -3, R, (2, 2, 1), "set", "7.0.0", "Returns the number of members of the intersect of multiple sets.", A_SET_R, keyed(st::sintercard))
+    },
+    spec("sinterstore", -3, W, KALL, "set", "1.0.0", "Stores the intersect of multiple sets in a key.", A_SET_W, keyed(st::sinterstore)),
+    spec("sunion", -2, R, KALL, "set", "1.0.0", "Returns the union of multiple sets.", A_SET_R, keyed(st::sunion)),
+    spec("sunionstore", -3, W, KALL, "set", "1.0.0", "Stores the union of multiple sets in a key.", A_SET_W, keyed(st::sunionstore)),
+    spec("sdiff", -2, R, KALL, "set", "1.0.0", "Returns the difference of multiple sets.", A_SET_R, keyed(st::sdiff)),
+    spec("sdiffstore", -3, W, KALL, "set", "1.0.0", "Stores the difference of multiple sets in a key.", A_SET_W, keyed(st::sdiffstore)),
+    spec("sscan", -3, R, K1, "set", "2.8.0", "Iterates over members of a set.", A_SET_R, keyed(st::sscan)),
     //
     // sorted set (commands/zset.rs)
     spec("zadd", -4, WF, K1, "sorted-set", "1.2.0", "Add one or more members to a sorted set, or update its score if it already exists", A_ZSET_WF, keyed(z::zadd)),
@@ -521,9 +574,19 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: OBJECT_SUBS,
         ..spec("object", -2, &["readonly"], (2, 2, 1), "generic", "2.2.3", "A container for object introspection commands.", A_KS_R, keyed(k::object))
     },
+    CommandSpec {
+        subcommands: MEMORY_SUBS,
+        ..spec("memory", -2, &[], (2, 2, 1), "server", "4.0.0", "A container for memory diagnostics commands.", &["@slow"], keyed(k::memory))
+    },
     spec("dbsize", 1, &["readonly", "fast"], NOKEY, "server", "1.0.0", "Returns the number of keys in the database.", &["@keyspace", "@read", "@fast"], Handler::Async(AsyncCmd::Dbsize)),
     spec("flushdb", -1, &["write"], NOKEY, "server", "1.0.0", "Remove all keys from the current database.", &["@keyspace", "@write", "@slow", "@dangerous"], Handler::Async(AsyncCmd::Flushdb)),
     spec("flushall", -1, &["write"], NOKEY, "server", "1.0.0", "Removes all keys from all databases.", &["@keyspace", "@write", "@slow", "@dangerous"], Handler::Async(AsyncCmd::Flushall)),
+    // transactions (commands/transaction.rs)
+    spec("multi", 1, &["noscript", "loading", "stale", "fast", "allow_busy"], NOKEY, "transactions", "1.2.0", "Starts a transaction.", &["@fast", "@transaction"], Handler::Conn(transaction::multi)),
+    spec("exec", 1, &["noscript", "loading", "stale", "skip_slowlog"], NOKEY, "transactions", "1.2.0", "Executes all commands in a transaction.", &["@slow", "@transaction"], Handler::Async(AsyncCmd::Exec)),
+    spec("discard", 1, &["noscript", "loading", "stale", "fast", "allow_busy"], NOKEY, "transactions", "2.0.0", "Discards a transaction.", &["@fast", "@transaction"], Handler::Conn(transaction::discard)),
+    spec("watch", -2, &["noscript", "loading", "stale", "fast", "allow_busy"], KALL, "transactions", "2.2.0", "Monitors changes to keys to determine the execution of a transaction.", &["@fast", "@transaction"], Handler::Async(AsyncCmd::Watch)),
+    spec("unwatch", 1, &["noscript", "loading", "stale", "fast", "allow_busy"], NOKEY, "transactions", "2.2.0", "Forgets about watched keys of a transaction.", &["@fast", "@transaction"], Handler::Conn(transaction::unwatch)),
     // connection
     spec("ping", -1, &["fast"], NOKEY, "connection", "1.0.0", "Returns the server's liveliness response.", A_CONN, Handler::Conn(c::ping)),
     spec("echo", 2, &["fast"], NOKEY, "connection", "1.0.0", "Returns the given string.", A_CONN, Handler::Conn(c::echo)),
@@ -596,6 +659,12 @@ pub static CLIENT_SUBS: &[SubSpec] = &[
         summary: "Terminates open connections.",
     },
     SubSpec {
+        name: "client|unblock",
+        arity: -3,
+        flags: ADMIN,
+        summary: "Unblocks a client blocked by a blocking command from a different connection.",
+    },
+    SubSpec {
         name: "client|setinfo",
         arity: 4,
         flags: CONN,
@@ -656,6 +725,22 @@ pub static OBJECT_SUBS: &[SubSpec] = &[
     },
     SubSpec {
         name: "object|help",
+        arity: 2,
+        flags: &["loading", "stale"],
+        summary: "Returns helpful text about the different subcommands.",
+    },
+];
+
+/// MEMORY's subcommands (USAGE and HELP only).
+pub static MEMORY_SUBS: &[SubSpec] = &[
+    SubSpec {
+        name: "memory|usage",
+        arity: -3,
+        flags: &["readonly"],
+        summary: "Estimates the memory usage of a key.",
+    },
+    SubSpec {
+        name: "memory|help",
         arity: 2,
         flags: &["loading", "stale"],
         summary: "Returns helpful text about the different subcommands.",

@@ -1180,9 +1180,11 @@ fn render_info(c: &Conn, sections: &[String], w: &[WorkerInfo]) -> String {
             "clients" => {
                 let _ = write!(
                     o,
-                    "# Clients\r\nconnected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\nblocked_clients:0\r\ntracking_clients:0\r\nclients_in_timeout_table:0\r\n",
+                    "# Clients\r\nconnected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\nblocked_clients:{}\r\ntracking_clients:0\r\nclients_in_timeout_table:{}\r\n",
                     w.iter().map(|x| x.clients).sum::<usize>(),
                     shared.config.get("maxclients"),
+                    shared.blocked_clients.load(std::sync::atomic::Ordering::Relaxed),
+                    shared.blocked_clients.load(std::sync::atomic::Ordering::Relaxed),
                 );
             }
             "memory" => {

@@ -18,6 +18,7 @@ pub mod cache;
 mod colls;
 mod defrag;
 pub mod entry;
+pub mod lent;
 mod seg_alloc;
 pub mod table;
 
@@ -270,6 +271,14 @@ pub struct Keyspace {
     heap_key_bytes: usize,
     /// An early sync (too many full blocks waiting for durability) is running.
     early_sync: Rc<std::cell::Cell<bool>>,
+    /// Keys blocked commands wait on, with how many wait (see `crate::blocking`).
+    watched: hashbrown::HashMap<(usize, Vec<u8>), u32>,
+    /// Watched keys written since the blocked commands were last served.
+    ready: Vec<(usize, Vec<u8>)>,
+    /// Keys of other workers lent to the running command (see [`lent`]).
+    lent: Option<lent::Lent>,
+    /// WATCHed keys: the flags of the connections watching them, set by any change.
+    cas: hashbrown::HashMap<(usize, Vec<u8>), Vec<std::sync::Arc<std::sync::atomic::AtomicBool>>>,
 }
 
 /// Full blocks' staging images waiting for their sync beyond this start a sync at once
@@ -421,6 +430,10 @@ impl Keyspace {
             wrote: false,
             heap_key_bytes: index.heap_key_bytes,
             early_sync: Rc::default(),
+            watched: Default::default(),
+            ready: Vec::new(),
+            lent: None,
+            cas: Default::default(),
         };
         // Keys that expired while the server was down: a tombstone each, so an older
         // version can never come back once their records' blocks are reclaimed.
@@ -738,6 +751,7 @@ impl Keyspace {
                 self.log.release(e.loc().unpack());
             }
         }
+        self.touch(db, key);
     }
 
     /// The location of the live key's record and its expiry (one table lookup; an expired
@@ -818,6 +832,9 @@ impl Keyspace {
 
     /// [`Keyspace::get`] without touching hit/miss counters (for writes that read).
     pub fn peek(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<Got> {
+        if let Some(l) = self.lent_for(db, key) {
+            return l.get(db, key, now_ms).map(|v| v.to_got());
+        }
         let hash = hash_key(key);
         let (loc, expire_at_ms) = self.live_loc(db, hash, key, now_ms)?;
         let value_type = self.value_type_at(db, hash, key);
@@ -851,6 +868,12 @@ impl Keyspace {
 
     /// The live key's metadata, without reading its value.
     pub fn meta(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<Meta> {
+        if let Some(l) = self.lent_for(db, key) {
+            return l.get(db, key, now_ms).map(|v| Meta {
+                expire_at_ms: v.expire_at_ms,
+                value_type: v.value_type(),
+            });
+        }
         self.live_entry(db, key, now_ms).map(|e| Meta {
             expire_at_ms: e.expire_at_ms(),
             value_type: e.value_type(),
@@ -859,6 +882,9 @@ impl Keyspace {
 
     /// True when `key` exists and has not expired.
     pub fn exists(&mut self, db: usize, key: &[u8], now_ms: i64) -> bool {
+        if let Some(l) = self.lent_for(db, key) {
+            return l.get(db, key, now_ms).is_some();
+        }
         self.live_entry(db, key, now_ms).is_some()
     }
 
@@ -874,6 +900,10 @@ impl Keyspace {
         expiry: Expiry,
         now_ms: i64,
     ) -> bool {
+        if let Some(l) = self.lent_for_mut(db, key) {
+            l.set(db, key, Some(lent::LentData::Str(value.to_vec())), expiry);
+            return true;
+        }
         self.put_record(db, key, VALUE_TYPE_STRING, value, expiry, now_ms)
             .is_some()
     }
@@ -905,6 +935,10 @@ impl Keyspace {
             Expiry::At(t) => t,
         };
         let loc = self.append_value(db, key, value_type, value, at)?;
+        if !self.watched.is_empty() {
+            self.mark_ready(db, key);
+        }
+        self.touch(db, key);
         let d = &mut self.dbs[db];
         if let Some(e) = d.table.get_mut(hash, key) {
             let old_loc = e.loc();
@@ -946,6 +980,24 @@ impl Keyspace {
         expiry: Expiry,
         now_ms: i64,
     ) -> bool {
+        if self.lent_for(db, key).is_some() {
+            let data = match value {
+                Value::Str(v) => lent::LentData::Str(v.clone()),
+                Value::Coll {
+                    value_type,
+                    encoded,
+                } => match Coll::decode(*value_type, encoded) {
+                    Ok(c) => lent::LentData::Coll(c),
+                    Err(e) => {
+                        self.fail(e.to_string());
+                        return false;
+                    }
+                },
+            };
+            let l = self.lent_for_mut(db, key).expect("lent");
+            l.set(db, key, Some(data), expiry);
+            return true;
+        }
         let (value_type, bytes) = value.record();
         self.put_record(db, key, value_type, bytes, expiry, now_ms)
             .is_some()
@@ -961,6 +1013,11 @@ impl Keyspace {
 
     /// Removes `key`; true when a live key was removed.
     pub fn delete(&mut self, db: usize, key: &[u8], now_ms: i64) -> bool {
+        if let Some(l) = self.lent_for_mut(db, key) {
+            let existed = l.get(db, key, now_ms).is_some();
+            l.set(db, key, None, Expiry::Persist);
+            return existed;
+        }
         let hash = hash_key(key);
         if self.expire_if_due(db, hash, key, now_ms) {
             return false;
@@ -976,6 +1033,7 @@ impl Keyspace {
         self.heap_key_bytes -= e.heap_bytes();
         self.forget_decoded(&e);
         self.log.release(e.loc().unpack());
+        self.touch(db, key);
         true
     }
 
@@ -1051,6 +1109,13 @@ impl Keyspace {
     /// Removes every key of `db` (one tombstone each); returns how many there were. Stops
     /// early (the error kept for the reply) when a tombstone cannot be written.
     pub fn flush(&mut self, db: usize) -> usize {
+        for ((d, _), flags) in &self.cas {
+            if *d == db {
+                for f in flags {
+                    f.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
+            }
+        }
         let mut keys: Vec<Vec<u8>> = Vec::with_capacity(self.dbs[db].table.len());
         self.dbs[db].table.for_each(|e| keys.push(e.key().to_vec()));
         let n = keys.len();
@@ -1202,6 +1267,17 @@ impl Keyspace {
         value_type: u8,
         now_ms: i64,
     ) -> Result<Option<&Coll>, CollError> {
+        if self.lent_for(db, key).is_some() {
+            let l = self.lent.as_ref().expect("lent");
+            return match l.get(db, key, now_ms) {
+                None => Ok(None),
+                Some(lent::LentValue {
+                    data: lent::LentData::Coll(c),
+                    ..
+                }) if c.value_type() == value_type => Ok(Some(c)),
+                Some(_) => Err(CollError::WrongType),
+            };
+        }
         match self.decode_coll(db, key, value_type, now_ms) {
             Ok(Some(k)) => {
                 self.stats.hits += 1;
@@ -1218,6 +1294,21 @@ impl Keyspace {
         }
     }
 
+    /// Like [`Keyspace::coll`] but without counting a keyspace hit or miss: for a write
+    /// command that first checks whether it has anything to change (HDEL of absent fields,
+    /// HSETNX of a present one), so that a no-op keeps the decoded collection cached.
+    pub fn peek_coll(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        value_type: u8,
+        now_ms: i64,
+    ) -> Result<Option<&Coll>, CollError> {
+        Ok(self
+            .decode_coll(db, key, value_type, now_ms)?
+            .and_then(|k| self.colls.get(k)))
+    }
+
     /// Takes the live `value_type` collection under `key` out of the cache to change it
     /// (hand it back with [`Keyspace::put_coll`]; dropping it changes nothing). Ok(None)
     /// when the key does not exist.
@@ -1228,6 +1319,9 @@ impl Keyspace {
         value_type: u8,
         now_ms: i64,
     ) -> Result<Option<Coll>, CollError> {
+        if self.lent_for(db, key).is_some() {
+            return self.coll(db, key, value_type, now_ms).map(|c| c.cloned());
+        }
         Ok(self
             .decode_coll(db, key, value_type, now_ms)?
             .and_then(|k| self.colls.take(k)))
@@ -1249,6 +1343,10 @@ impl Keyspace {
             return self.error.is_none();
         }
         coll.note_encoding(thresholds);
+        if let Some(l) = self.lent_for_mut(db, key) {
+            l.set(db, key, Some(lent::LentData::Coll(coll)), Expiry::Keep);
+            return true;
+        }
         let mut bytes = Vec::new();
         coll.encode(&mut bytes);
         let Some(loc) = self.put_record(db, key, coll.value_type(), &bytes, Expiry::Keep, now_ms)
@@ -1262,6 +1360,12 @@ impl Keyspace {
 
     /// OBJECT ENCODING's answer for a live key (its value must be resident).
     pub fn encoding(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&'static str> {
+        if let Some(l) = self.lent_for(db, key) {
+            return l.get(db, key, now_ms).map(|v| match &v.data {
+                lent::LentData::Str(s) => string_encoding(s),
+                lent::LentData::Coll(c) => c.encoding_name(),
+            });
+        }
         let hash = hash_key(key);
         let (loc, _) = self.live_loc(db, hash, key, now_ms)?;
         let value_type = self.value_type_at(db, hash, key);
@@ -1272,6 +1376,137 @@ impl Keyspace {
         match self.decode_coll(db, key, value_type, now_ms) {
             Ok(Some(k)) => self.colls.get(k).map(|c| c.encoding_name()),
             _ => None,
+        }
+    }
+}
+
+/// Lending keys to a command whose keys live on several workers (see [`lent`]).
+impl Keyspace {
+    #[inline]
+    fn lent_for(&self, db: usize, key: &[u8]) -> Option<&lent::Lent> {
+        self.lent.as_ref().filter(|l| l.has(db, key))
+    }
+
+    #[inline]
+    fn lent_for_mut(&mut self, db: usize, key: &[u8]) -> Option<&mut lent::Lent> {
+        self.lent.as_mut().filter(|l| l.has(db, key))
+    }
+
+    /// Lends `items` (key and value of `db`, as [`Keyspace::peek`] gave them on their
+    /// owners) to the next command; Err when a value does not decode.
+    pub fn lend(&mut self, db: usize, items: Vec<(Vec<u8>, Option<Got>)>) -> Result<(), String> {
+        debug_assert!(self.lent.is_none());
+        self.lent = Some(lent::Lent::new(db, items)?);
+        Ok(())
+    }
+
+    /// Ends the lending: the keys the command changed, with their new values (None:
+    /// deleted), for their owners ([`Keyspace::apply_lent`]).
+    pub fn end_lend(&mut self) -> Vec<(Vec<u8>, Option<Got>)> {
+        self.lent
+            .take()
+            .map(|l| l.into_changes())
+            .unwrap_or_default()
+    }
+
+    /// Applies a change made to one of this worker's keys while it was lent; false when
+    /// the write was refused (the error is kept).
+    pub fn apply_lent(&mut self, db: usize, key: &[u8], value: Option<Got>, now_ms: i64) -> bool {
+        match value {
+            None => {
+                self.delete(db, key, now_ms);
+                self.error.is_none()
+            }
+            Some(g) => self.put_value(
+                db,
+                key,
+                &g.value,
+                Expiry::of_entry_ms(g.expire_at_ms),
+                now_ms,
+            ),
+        }
+    }
+}
+
+/// WATCH: connections watching keys learn about any change through a flag.
+impl Keyspace {
+    /// `flag` is set by the next change of `key`.
+    pub fn watch_cas(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        flag: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ) {
+        self.cas.entry((db, key.to_vec())).or_default().push(flag);
+    }
+
+    /// `flag` no longer watches `key`.
+    pub fn unwatch_cas(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        flag: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ) {
+        let k = (db, key.to_vec());
+        if let Some(v) = self.cas.get_mut(&k) {
+            v.retain(|f| !std::sync::Arc::ptr_eq(f, flag));
+            if v.is_empty() {
+                self.cas.remove(&k);
+            }
+        }
+    }
+
+    #[inline]
+    fn touch(&mut self, db: usize, key: &[u8]) {
+        if self.cas.is_empty() {
+            return;
+        }
+        if let Some(v) = self.cas.get(&(db, key.to_vec())) {
+            for f in v {
+                f.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+    }
+}
+
+/// Keys that blocked commands wait on (see `crate::blocking`): every write of a watched key
+/// marks it ready; the worker then serves its waiters.
+impl Keyspace {
+    /// One more blocked command waits on `key`.
+    pub fn watch(&mut self, db: usize, key: &[u8]) {
+        *self.watched.entry((db, key.to_vec())).or_insert(0) += 1;
+    }
+
+    /// One blocked command fewer waits on `key`.
+    pub fn unwatch(&mut self, db: usize, key: &[u8]) {
+        let k = (db, key.to_vec());
+        if let Some(n) = self.watched.get_mut(&k) {
+            *n -= 1;
+            if *n == 0 {
+                self.watched.remove(&k);
+            }
+        }
+    }
+
+    /// Marks `key` ready when blocked commands wait on it.
+    pub fn mark_ready(&mut self, db: usize, key: &[u8]) {
+        let k = (db, key.to_vec());
+        if self.watched.contains_key(&k) && !self.ready.contains(&k) {
+            self.ready.push(k);
+        }
+    }
+
+    /// True when a watched key was written since the last [`Keyspace::pop_ready`].
+    pub fn has_ready(&self) -> bool {
+        !self.ready.is_empty()
+    }
+
+    /// The oldest ready key.
+    pub fn pop_ready(&mut self) -> Option<(usize, Vec<u8>)> {
+        if self.ready.is_empty() {
+            None
+        } else {
+            Some(self.ready.remove(0))
         }
     }
 }

@@ -671,6 +671,14 @@ pub static DOCS: &[Doc] = &[
         .args(&[
             key("key", 0),
         ]),
+    doc("multi", "1.2.0", "O(1)"),
+    doc("exec", "1.2.0", "Depends on commands in the transaction"),
+    doc("discard", "2.0.0", "O(N), when N is the number of queued commands"),
+    doc("watch", "2.2.0", "O(1) for every key.")
+        .args(&[
+            key("key", 0).multiple(),
+        ]),
+    doc("unwatch", "2.2.0", "O(1)"),
     doc("object", "2.2.3", "Depends on subcommand."),
     doc("object|encoding", "2.2.3", "O(1)")
         .args(&[
@@ -689,6 +697,13 @@ pub static DOCS: &[Doc] = &[
             key("key", 0),
         ]),
     doc("object|help", "6.2.0", "O(1)"),
+    doc("memory", "4.0.0", "Depends on subcommand."),
+    doc("memory|usage", "4.0.0", "O(N) where N is the number of samples.")
+        .args(&[
+            key("key", 0),
+            integer("count").token("SAMPLES").optional(),
+        ]),
+    doc("memory|help", "4.0.0", "O(1)"),
     doc("dbsize", "1.0.0", "O(1)"),
     doc("flushdb", "1.0.0", "O(N) where N is the number of keys in the selected database")
         .history(&[
@@ -776,6 +791,14 @@ pub static DOCS: &[Doc] = &[
             ]).token("ID").since("6.2.0").optional(),
         ]),
     doc("client|info", "6.2.0", "O(1)"),
+    doc("client|unblock", "5.0.0", "O(log N) where N is the number of client connections")
+        .args(&[
+            integer("client-id"),
+            oneof("unblock-type", &[
+                pure("timeout", "TIMEOUT"),
+                pure("error", "ERROR"),
+            ]).optional(),
+        ]),
     doc("client|kill", "2.4.0", "O(N) where N is the number of client connections")
         .history(&[
             ("2.8.12", "Added new filter format."),
@@ -938,7 +961,7 @@ mod tests {
     /// Commands whose arity allows arguments but that Redis documents without any: containers
     /// (documented through their subcommands; DEFRAG parses its own) and QUIT (it ignores its arguments).
     const NO_ARGUMENTS: &[&str] = &[
-        "client", "object", "config", "command", "debug", "defrag", "function", "quit",
+        "client", "object", "memory", "config", "command", "debug", "defrag", "function", "quit",
     ];
 
     fn check_args(cmd: &str, args: &[Arg]) {

@@ -1,0 +1,427 @@
+//! Blocking commands (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP, BZPOPMIN, BZPOPMAX, BZMPOP).
+//!
+//! A blocking command is an ordinary keyed handler that either serves at once or, finding
+//! nothing to serve, asks to wait ([`crate::commands::Exec::block_on`]). The connection
+//! sends every blocking command alone to the worker that owns its keys (even its own), as a
+//! one-command batch carrying a [`WaitState`]. When the handler asks to wait, the owner
+//! registers a [`Waiter`] here, under each of its keys, in arrival order.
+//!
+//! Any write of a watched key marks it ready in the keyspace. After each command (and each
+//! job) the owner runs [`serve_ready`]: for every ready key holding the type the waiters want,
+//! it runs the first waiter's command again, in arrival order, exactly as Redis serves
+//! blocked clients right after the command that made their key ready. A waiter whose
+//! command still finds nothing (the first waiter took the only element) stays in place.
+//!
+//! Time-outs and disconnects are decided by the connection, which waits for the reply with
+//! a deadline. Who finishes a waiter is settled by one atomic state (see [`WaitState`]): the
+//! connection may cancel only a waiter that is not being served, and the owner serves only
+//! a waiter it claimed, so an element is never popped for a client that has gone.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+
+use hashbrown::HashMap;
+use skerry_resp::Proto;
+
+use crate::commands::{TimeoutReply, COMMANDS};
+use crate::reply::Reply;
+use crate::worker::Shard;
+
+/// Not registered yet (the command is about to run, or waits for its values).
+const PENDING: u8 = 0;
+/// Registered on the owner, waiting for a key.
+const WAITING: u8 = 1;
+/// The owner is running the command again for it.
+const SERVING: u8 = 2;
+/// Served: the reply is on its way.
+const DONE: u8 = 3;
+/// Cancelled by the connection before the owner registered it.
+const CANCELLED_PENDING: u8 = 4;
+/// Cancelled by the connection while registered.
+const CANCELLED_WAITING: u8 = 5;
+/// Dropped by the owner, which found the client's socket closed (it cleaned up).
+const CLOSED: u8 = 6;
+
+/// The shared fate of one blocked command, between its connection and the owner worker.
+#[derive(Debug, Default)]
+pub struct WaitState(AtomicU8);
+
+impl WaitState {
+    fn cas(&self, from: u8, to: u8) -> bool {
+        self.0
+            .compare_exchange(from, to, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+    }
+
+    /// True when the command may still run (nobody cancelled it before registration).
+    pub fn may_run(&self) -> bool {
+        self.0.load(Ordering::SeqCst) == PENDING
+    }
+
+    /// The connection gives up (time-out, disconnect, kill). `Some(registered)` when it
+    /// won: the owner will never serve it (`registered`: a waiter is left to clean up).
+    /// None while the owner is serving it: the reply is coming.
+    pub fn cancel(&self) -> Option<bool> {
+        if self.cas(PENDING, CANCELLED_PENDING) {
+            return Some(false);
+        }
+        if self.cas(WAITING, CANCELLED_WAITING) {
+            return Some(true);
+        }
+        if self.0.load(Ordering::SeqCst) == CLOSED {
+            return Some(false);
+        }
+        None
+    }
+}
+
+/// A blocked command registered on the owner of its keys.
+pub struct Waiter {
+    db: usize,
+    idx: usize,
+    /// The arguments, back to back, and where each ends.
+    data: Vec<u8>,
+    ends: Vec<u32>,
+    keys: Vec<Vec<u8>>,
+    /// The value type whose appearance under a key can serve it.
+    wants: u8,
+    proto: Proto,
+    tx: flume::Sender<Vec<u8>>,
+    state: Arc<WaitState>,
+    /// The client's socket, checked before serving: an element is never handed to a
+    /// client that has closed its connection.
+    fd: std::os::fd::RawFd,
+}
+
+impl Waiter {
+    /// A waiter for command `idx` with `argv` in `db`, asking to wait on `keys`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        db: usize,
+        idx: usize,
+        argv: &[&[u8]],
+        keys: Vec<Vec<u8>>,
+        proto: Proto,
+        tx: flume::Sender<Vec<u8>>,
+        state: Arc<WaitState>,
+        fd: std::os::fd::RawFd,
+    ) -> Waiter {
+        let mut data = Vec::new();
+        let mut ends = Vec::with_capacity(argv.len());
+        for a in argv {
+            data.extend_from_slice(a);
+            ends.push(data.len() as u32);
+        }
+        let wants = if COMMANDS[idx].group == "sorted-set" {
+            crate::coll::VALUE_TYPE_ZSET
+        } else {
+            crate::coll::VALUE_TYPE_LIST
+        };
+        Waiter {
+            db,
+            idx,
+            data,
+            ends,
+            keys,
+            wants,
+            proto,
+            tx,
+            state,
+            fd,
+        }
+    }
+
+    fn argv(&self) -> Vec<&[u8]> {
+        let mut out = Vec::with_capacity(self.ends.len());
+        let mut start = 0;
+        for &e in &self.ends {
+            out.push(&self.data[start..e as usize]);
+            start = e as usize;
+        }
+        out
+    }
+}
+
+/// The blocked commands waiting on one worker's keys.
+#[derive(Default)]
+pub struct Registry {
+    waiters: HashMap<u64, Waiter>,
+    by_key: HashMap<(usize, Vec<u8>), VecDeque<u64>>,
+    next_id: u64,
+    serving: bool,
+    /// Set while a MULTI/EXEC runs: waiters are served once it is done, as in Redis.
+    pub paused: bool,
+}
+
+impl Registry {
+    /// Number of registered waiters (cancelled ones not cleaned up yet included).
+    pub fn len(&self) -> usize {
+        self.waiters.len()
+    }
+
+    /// True when nobody waits here.
+    pub fn is_empty(&self) -> bool {
+        self.waiters.is_empty()
+    }
+}
+
+/// Registers `w` on `s` unless its connection cancelled meanwhile. Counts it in
+/// `blocked_clients`.
+pub fn register(s: &mut Shard, w: Waiter) {
+    if !w.state.cas(PENDING, WAITING) {
+        return;
+    }
+    s.shared
+        .blocked_clients
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let r = &mut s.blocking;
+    let id = r.next_id;
+    r.next_id += 1;
+    for k in &w.keys {
+        s.keyspace.watch(w.db, k);
+        r.by_key.entry((w.db, k.clone())).or_default().push_back(id);
+    }
+    r.waiters.insert(id, w);
+    // A key may have been written between the command's attempt and now (not possible on
+    // one thread today, but cheap to cover): look again.
+    for k in s.blocking.waiters[&id].keys.clone() {
+        s.keyspace.mark_ready(s.blocking.waiters[&id].db, &k);
+    }
+    serve_ready(s);
+}
+
+/// Removes waiter `id` from every key queue.
+fn forget(s: &mut Shard, id: u64) -> Option<Waiter> {
+    let w = s.blocking.waiters.remove(&id)?;
+    for k in &w.keys {
+        s.keyspace.unwatch(w.db, k);
+        let slot = (w.db, k.clone());
+        if let Some(q) = s.blocking.by_key.get_mut(&slot) {
+            q.retain(|&x| x != id);
+            if q.is_empty() {
+                s.blocking.by_key.remove(&slot);
+            }
+        }
+    }
+    Some(w)
+}
+
+/// Drops the waiters whose connections cancelled them (a job the connection sends).
+pub fn drop_cancelled(s: &mut Shard) {
+    let gone: Vec<u64> = s
+        .blocking
+        .waiters
+        .iter()
+        .filter(|(_, w)| w.state.0.load(Ordering::SeqCst) == CANCELLED_WAITING)
+        .map(|(&id, _)| id)
+        .collect();
+    for id in gone {
+        forget(s, id);
+    }
+}
+
+/// Serves the waiters of every key marked ready, in arrival order (see the module
+/// documentation). Runs after every command and job on the owner; cheap when nothing is
+/// ready.
+pub fn serve_ready(s: &mut Shard) {
+    if s.blocking.serving || s.blocking.paused || !s.keyspace.has_ready() {
+        return;
+    }
+    s.blocking.serving = true;
+    while let Some((db, key)) = s.keyspace.pop_ready() {
+        serve_key(s, db, &key);
+    }
+    s.blocking.serving = false;
+}
+
+fn serve_key(s: &mut Shard, db: usize, key: &[u8]) {
+    loop {
+        let now_ms = crate::worker::unix_ms();
+        let Some(&id) = s
+            .blocking
+            .by_key
+            .get(&(db, key.to_vec()))
+            .and_then(|q| q.front())
+        else {
+            return;
+        };
+        let w = &s.blocking.waiters[&id];
+        match s.keyspace.meta(db, key, now_ms) {
+            Some(m) if m.value_type == w.wants => {}
+            // Gone, or another type: the waiters keep waiting (Redis 7.0).
+            _ => return,
+        }
+        // The socket stays open while the state says WAITING (the connection cancels before
+        // it closes), so this peek looks at the right socket.
+        if peer_closed(w.fd) && w.state.cas(WAITING, CLOSED) {
+            s.shared
+                .blocked_clients
+                .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+            forget(s, id);
+            continue;
+        }
+        if !w.state.cas(WAITING, SERVING) {
+            // Cancelled by its connection.
+            forget(s, id);
+            continue;
+        }
+        let argv_owned: Vec<Vec<u8>> = w.argv().iter().map(|a| a.to_vec()).collect();
+        let argv: Vec<&[u8]> = argv_owned.iter().map(|a| &a[..]).collect();
+        let (idx, wdb, proto) = (w.idx, w.db, w.proto);
+        // The command's other keys (BLMOVE's destination) may need a device read.
+        let keys: Vec<&[u8]> = COMMANDS[idx]
+            .key_positions(&argv)
+            .into_iter()
+            .map(|p| argv[p])
+            .collect();
+        let mark = s.keyspace.read_mark();
+        let missing = s.keyspace.missing(wdb, &keys, now_ms, mark);
+        if !missing.is_empty() {
+            s.blocking.waiters[&id]
+                .state
+                .0
+                .store(WAITING, Ordering::SeqCst);
+            let log = s.keyspace.log().clone();
+            let key = key.to_vec();
+            compio::runtime::spawn(async move {
+                let got = crate::keyspace::fetch(log, missing).await;
+                crate::worker::wait_local_unheld().await;
+                let shard = crate::worker::local_shard();
+                let mut s = shard.borrow_mut();
+                if let Err(e) = s.keyspace.fill(got, mark) {
+                    tracing::warn!("value read for a blocked command failed: {e}");
+                }
+                s.keyspace.mark_ready(db, &key);
+                serve_ready(&mut s);
+            })
+            .detach();
+            return;
+        }
+        let mut reply = Reply::new(proto);
+        let again = crate::conn::exec_keyed(s, idx, wdb, now_ms, &mut reply, &argv);
+        let w = &s.blocking.waiters[&id];
+        if again.is_some() {
+            // Nothing for it after all: it keeps its place.
+            w.state.0.store(WAITING, Ordering::SeqCst);
+            return;
+        }
+        w.state.0.store(DONE, Ordering::SeqCst);
+        let w = forget(s, id).expect("registered");
+        s.shared
+            .blocked_clients
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        send_reply(s, w.tx, reply.buf);
+    }
+}
+
+/// Sends a served command's reply; under `appendfsync always` only once what it wrote is
+/// durable.
+fn send_reply(s: &mut Shard, tx: flume::Sender<Vec<u8>>, buf: Vec<u8>) {
+    let log = s.keyspace.log().clone();
+    if log.durability() == skerry_store::Durability::Always {
+        compio::runtime::spawn(async move {
+            if let Err(e) = log.ack().await {
+                tracing::error!("data file sync failed: {e}");
+            }
+            let _ = tx.send(buf);
+        })
+        .detach();
+    } else {
+        let _ = tx.send(buf);
+    }
+}
+
+/// The time-out of blocking command `name` with `argv` in milliseconds (0 = for ever) and
+/// its time-out reply; None when the argument does not parse (the handler then replies
+/// with the error at once).
+pub fn timeout_of(name: &str, argv: &[&[u8]]) -> Option<(u64, TimeoutReply)> {
+    let (arg, on_timeout) = match name {
+        "blmpop" | "bzmpop" => (argv.get(1)?, TimeoutReply::NullArray),
+        // Redis 7.0 answers a null array to every list and zset time-out, BLMOVE too.
+        "blmove" | "brpoplpush" => (argv.last()?, TimeoutReply::NullArray),
+        _ => (argv.last()?, TimeoutReply::NullArray),
+    };
+    let mut scratch = Reply::new(Proto::Resp2);
+    let ms = crate::commands::parse_block_timeout(&mut scratch, arg)?;
+    Some((ms, on_timeout))
+}
+
+/// Writes the time-out reply.
+pub fn timeout_reply(reply: &mut Reply, on_timeout: TimeoutReply) {
+    match on_timeout {
+        TimeoutReply::NullArray => reply.null_array(),
+        TimeoutReply::NullBulk => reply.null(),
+    }
+}
+
+/// True when the peer of socket `fd` has closed its end (a zero-byte peek), for a
+/// connection waiting in a blocking command, which does not read meanwhile.
+pub fn peer_closed(fd: std::os::fd::RawFd) -> bool {
+    let mut b = [0u8; 1];
+    // SAFETY: `fd` is the connection's open socket (the connection is alive while it
+    // waits); recv writes at most 1 byte into `b`, which outlives the call; MSG_PEEK leaves
+    // the data in the socket and MSG_DONTWAIT never blocks.
+    let n = unsafe {
+        libc::recv(
+            fd,
+            b.as_mut_ptr().cast(),
+            1,
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    if n == 0 {
+        return true;
+    }
+    if n < 0 {
+        let err = std::io::Error::last_os_error().raw_os_error();
+        return !matches!(err, Some(libc::EAGAIN) | Some(libc::EINTR));
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cancel_and_serve_never_both_win() {
+        let s = WaitState::default();
+        assert!(s.may_run());
+        assert_eq!(s.cancel(), Some(false), "cancelled before registration");
+        assert!(!s.cas(PENDING, WAITING), "owner no longer registers it");
+
+        let s = WaitState::default();
+        assert!(s.cas(PENDING, WAITING));
+        assert!(s.cas(WAITING, SERVING), "owner claims it");
+        assert_eq!(s.cancel(), None, "connection must wait for the reply");
+        s.0.store(WAITING, Ordering::SeqCst); // nothing to serve after all
+        assert_eq!(s.cancel(), Some(true), "now the connection wins");
+        assert!(!s.cas(WAITING, SERVING), "and the owner cannot serve it");
+
+        let s = WaitState::default();
+        assert!(s.cas(PENDING, WAITING));
+        assert!(s.cas(WAITING, CLOSED), "owner saw the socket closed");
+        assert_eq!(s.cancel(), Some(false), "connection stops waiting, nothing to clean");
+    }
+
+    #[test]
+    fn timeouts_parse_like_redis() {
+        let a: Vec<&[u8]> = vec![b"blpop", b"k", b"1.5"];
+        assert_eq!(
+            timeout_of("blpop", &a),
+            Some((1500, TimeoutReply::NullArray))
+        );
+        let a: Vec<&[u8]> = vec![b"blmove", b"a", b"b", b"left", b"right", b"0"];
+        assert_eq!(timeout_of("blmove", &a), Some((0, TimeoutReply::NullArray)));
+        let a: Vec<&[u8]> = vec![b"blmpop", b"0.01", b"1", b"k", b"left"];
+        assert_eq!(
+            timeout_of("blmpop", &a),
+            Some((10, TimeoutReply::NullArray))
+        );
+        let a: Vec<&[u8]> = vec![b"blpop", b"k", b"-1"];
+        assert_eq!(timeout_of("blpop", &a), None);
+        let a: Vec<&[u8]> = vec![b"blpop", b"k", b"abc"];
+        assert_eq!(timeout_of("blpop", &a), None);
+    }
+}
