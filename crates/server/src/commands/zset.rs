@@ -143,6 +143,19 @@ fn zset_ref<'a>(
     }
 }
 
+/// The zset under `key` for a write command to check first whether it changes anything:
+/// like [`zset_ref`] but without counting a keyspace hit or miss (Redis's write lookups do
+/// not count them).
+fn peek_zset<'a>(x: &'a mut Exec, key: &[u8]) -> Result<Option<&'a Zset>, ()> {
+    match x.ks.peek_coll(x.db, key, VALUE_TYPE_ZSET, x.now_ms) {
+        Ok(c) => Ok(c.map(|c| c.as_zset())),
+        Err(e) => {
+            coll_error(x.reply, e);
+            Err(())
+        }
+    }
+}
+
 /// The zset under `key`, taken out to change (hand it back with [`put_zset`]).
 fn take_zset(x: &mut Exec, key: &[u8]) -> Result<Option<Zset>, ()> {
     match x.ks.take_coll(x.db, key, VALUE_TYPE_ZSET, x.now_ms) {
@@ -277,27 +290,23 @@ fn zadd_generic(x: &mut Exec, a: &[&[u8]], mut incr: bool) {
             None => return x.reply.error(errors::NOT_FLOAT),
         }
     }
+    // First work out what changes, on the zset as it is (a no-op writes nothing and keeps
+    // the decoded zset cached), then apply the changes in order.
     let key = a[1];
-    let mut z = match take_zset(x, key) {
-        Ok(Some(z)) => z,
-        Ok(None) if xx => {
-            if incr {
-                x.reply.null();
-            } else {
-                x.reply.int(0);
-            }
-            return;
-        }
-        Ok(None) => Zset::default(),
-        Err(()) => return,
+    let Ok(z) = peek_zset(x, key) else {
+        return;
     };
-    let t = x.thresholds();
-    let mut listpack = !z.big;
+    let mut planned: hashbrown::HashMap<&[u8], f64> = hashbrown::HashMap::new();
+    let mut changes: Vec<(&[u8], f64)> = Vec::new();
     let (mut added, mut updated, mut processed) = (0i64, 0i64, 0i64);
     let mut score = 0.0;
     for (j, &s) in scores.iter().enumerate() {
         let m = a[i + 2 * j + 1];
-        match z.score(m) {
+        match planned
+            .get(m)
+            .copied()
+            .or_else(|| z.and_then(|z| z.score(m)))
+        {
             Some(cur) => {
                 if nx {
                     continue;
@@ -315,7 +324,8 @@ fn zadd_generic(x: &mut Exec, a: &[&[u8]], mut incr: bool) {
                 processed += 1;
                 score = new;
                 if new != cur {
-                    zset_add(&mut z, &mut listpack, m, new, &t);
+                    changes.push((m, new));
+                    planned.insert(m, new);
                     updated += 1;
                 }
             }
@@ -323,15 +333,27 @@ fn zadd_generic(x: &mut Exec, a: &[&[u8]], mut incr: bool) {
                 if xx {
                     continue;
                 }
-                zset_add(&mut z, &mut listpack, m, s, &t);
+                changes.push((m, s));
+                planned.insert(m, s);
                 added += 1;
                 processed += 1;
                 score = s;
             }
         }
     }
-    if (added > 0 || updated > 0) && !put_zset(x, key, z) {
-        return;
+    if !changes.is_empty() {
+        let mut z = match take_zset(x, key) {
+            Ok(z) => z.unwrap_or_default(),
+            Err(()) => return,
+        };
+        let t = x.thresholds();
+        let mut listpack = !z.big;
+        for (m, s) in changes {
+            zset_add(&mut z, &mut listpack, m, s, &t);
+        }
+        if !put_zset(x, key, z) {
+            return;
+        }
     }
     if incr {
         if processed > 0 {
@@ -346,6 +368,11 @@ fn zadd_generic(x: &mut Exec, a: &[&[u8]], mut incr: bool) {
 
 /// ZREM key member [member ...]
 pub fn zrem(x: &mut Exec, a: &[&[u8]]) {
+    match peek_zset(x, a[1]) {
+        Ok(Some(z)) if a[2..].iter().any(|m| z.score(m).is_some()) => {}
+        Ok(_) => return x.reply.int(0),
+        Err(()) => return,
+    }
     let mut z = match take_zset(x, a[1]) {
         Ok(Some(z)) => z,
         Ok(None) => return x.reply.int(0),
@@ -700,19 +727,26 @@ fn zremrange_generic(x: &mut Exec, a: &[&[u8]], rt: RangeType) {
             Range::Rank(s, e)
         }
     };
+    let doomed: Vec<Vec<u8>> = match peek_zset(x, a[1]) {
+        Ok(Some(z)) => collect_range(z, &range, false, 0, -1)
+            .into_iter()
+            .map(|(m, _)| m.to_vec())
+            .collect(),
+        Ok(None) => Vec::new(),
+        Err(()) => return,
+    };
+    if doomed.is_empty() {
+        return x.reply.int(0);
+    }
     let mut z = match take_zset(x, a[1]) {
         Ok(Some(z)) => z,
         Ok(None) => return x.reply.int(0),
         Err(()) => return,
     };
-    let doomed: Vec<Vec<u8>> = collect_range(&z, &range, false, 0, -1)
-        .into_iter()
-        .map(|(m, _)| m.to_vec())
-        .collect();
     for m in &doomed {
         z.remove(m);
     }
-    if !doomed.is_empty() && !put_zset(x, a[1], z) {
+    if !put_zset(x, a[1], z) {
         return;
     }
     x.reply.int(doomed.len() as i64);
@@ -793,12 +827,15 @@ fn zpop_generic(
     nil_when_empty: bool,
 ) {
     for &key in keys {
-        match take_zset(x, key) {
-            Ok(Some(z)) => {
+        match peek_zset(x, key) {
+            Ok(Some(_)) => {
                 if count == 0 {
                     return x.reply.array(0);
                 }
-                return pop_from(x, key, z, max, count, style);
+                if let Ok(Some(z)) = take_zset(x, key) {
+                    pop_from(x, key, z, max, count, style);
+                }
+                return;
             }
             Ok(None) => continue,
             Err(()) => return,
@@ -854,8 +891,13 @@ fn blocking_zpop(
         return;
     };
     for &key in keys {
-        match take_zset(x, key) {
-            Ok(Some(z)) if !z.is_empty() => return pop_from(x, key, z, max, count, style),
+        match peek_zset(x, key) {
+            Ok(Some(z)) if !z.is_empty() => {
+                if let Ok(Some(z)) = take_zset(x, key) {
+                    pop_from(x, key, z, max, count, style);
+                }
+                return;
+            }
             Ok(_) => continue,
             Err(()) => return,
         }
@@ -1131,7 +1173,8 @@ fn src_coll<'a>(x: &'a mut Exec, key: &[u8], vt: u8) -> Option<&'a Coll> {
     if vt == 0 {
         return None;
     }
-    x.ks.coll(x.db, key, vt, x.now_ms).ok().flatten()
+    // (Already looked up once, which counted the keyspace hit.)
+    x.ks.peek_coll(x.db, key, vt, x.now_ms).ok().flatten()
 }
 
 /// Redis's `zunionInterDiffGenericCommand`: `numkeys` at `a[numkeys_idx]`; `dst` for the
@@ -1164,6 +1207,8 @@ fn zsetop_generic(
     for &k in keys {
         match x.ks.meta(x.db, k, x.now_ms) {
             None => {
+                // (Counts the keyspace miss a read lookup counts in Redis.)
+                let _ = x.ks.coll(x.db, k, VALUE_TYPE_ZSET, x.now_ms);
                 types.push(0u8);
                 lens.push(0usize);
             }
@@ -1176,7 +1221,13 @@ fn zsetop_generic(
                     Err(e) => return coll_error(x.reply, e),
                 }
             }
-            Some(_) => return x.reply.error(errors::WRONGTYPE),
+            Some(_) => {
+                // (Counts the keyspace hit, then replies WRONGTYPE.)
+                if let Err(e) = x.ks.coll(x.db, k, VALUE_TYPE_ZSET, x.now_ms) {
+                    return coll_error(x.reply, e);
+                }
+                return x.reply.error(errors::WRONGTYPE);
+            }
         }
     }
     let mut weights = vec![1.0f64; setnum];
