@@ -4,8 +4,7 @@
 //!
 //! Multi-key commands use keys with one hash tag (`{t}`) so that they share a worker. Every
 //! test also passes against Redis 7.0.15 (`SKERRY_TEST_SERVER=redis`), except those marked
-//! Skerry-only (persistence) or ignored (blocking wake-ups, which need the lead's blocking
-//! infrastructure).
+//! Skerry-only (persistence).
 
 mod common;
 
@@ -791,9 +790,8 @@ fn blocking_pops_serve_at_once_when_they_can() {
     assert_eq!(r.cmd(&["BZMPOP", "0", "1", "{t}s", "MIN"]), err(WRONGTYPE));
 }
 
-/// Needs the blocking infrastructure (a client waiting in BZPOPMIN is served by a later ZADD).
+/// A client waiting in BZPOPMIN / BZMPOP is served by a later ZADD.
 #[test]
-#[ignore = "blocking wake-ups need crate::blocking (lead)"]
 fn blocked_bzpopmin_is_served_by_zadd() {
     let (s, mut r) = start();
     let mut waiter = s.raw();
