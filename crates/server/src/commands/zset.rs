@@ -1029,6 +1029,11 @@ pub fn bzmpop(x: &mut Exec, a: &[&[u8]]) {
 
 // ----- ZRANDMEMBER -----
 
+/// Most members one ZRANDMEMBER with a negative count replies with (Redis has no limit but
+/// the memory of the reply; this keeps a runaway count from exhausting the server's, as
+/// HRANDFIELD does).
+const ZRANDMEMBER_MAX_REPEATS: u64 = 1 << 24;
+
 /// ZRANDMEMBER key [count [WITHSCORES]]
 pub fn zrandmember(x: &mut Exec, a: &[&[u8]]) {
     use rand::Rng;
@@ -1046,6 +1051,9 @@ pub fn zrandmember(x: &mut Exec, a: &[&[u8]]) {
             return x.reply.error(errors::SYNTAX);
         }
         if withscores && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&l) {
+            return x.reply.error("ERR value is out of range");
+        }
+        if l < 0 && l.unsigned_abs() > ZRANDMEMBER_MAX_REPEATS {
             return x.reply.error("ERR value is out of range");
         }
         return zrandmember_count(x, a[1], l, withscores);
