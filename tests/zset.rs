@@ -1499,3 +1499,53 @@ fn huge_numkeys_are_syntax_errors_not_crashes() {
     assert_eq!(r.cmd(&["ZADD", "z", "1", "a"]), int(1));
     assert_eq!(r.cmd(&["ZCARD", "z"]), int(1));
 }
+
+/// Keys on different workers (no hash tag): the multi-key commands see every key.
+#[test]
+fn multi_key_commands_across_workers() {
+    let s = if is_redis() {
+        Server::start(&[])
+    } else {
+        Server::start(&["--threads", "4"])
+    };
+    let mut r = s.raw();
+    for k in ["a", "b", "c", "d", "e", "f"] {
+        let m = format!("{k}-m");
+        assert_eq!(r.cmd(&["ZADD", k, "1", &m, "2", "common"]), int(2));
+    }
+    assert_eq!(r.cmd(&["ZUNIONSTORE", "dst", "3", "a", "b", "c"]), int(4));
+    assert_eq!(
+        all(&mut r, "dst"),
+        pairs(&[("a-m", "1"), ("b-m", "1"), ("c-m", "1"), ("common", "6")])
+    );
+    assert_eq!(
+        r.cmd(&["ZINTER", "3", "a", "b", "c", "WITHSCORES"]),
+        bulks(&["common", "6"])
+    );
+    assert_eq!(
+        r.cmd(&["ZDIFF", "2", "a", "b", "WITHSCORES"]),
+        bulks(&["a-m", "1"])
+    );
+    assert_eq!(r.cmd(&["ZINTERCARD", "3", "d", "e", "f"]), int(1));
+    assert_eq!(r.cmd(&["ZRANGESTORE", "x", "b", "0", "-1"]), int(2));
+    assert_eq!(all(&mut r, "x"), pairs(&[("b-m", "1"), ("common", "2")]));
+    assert_eq!(
+        r.cmd(&["ZMPOP", "3", "nokey", "b", "c", "MAX", "COUNT", "5"]),
+        arr(vec![
+            bulk("b"),
+            arr(vec![bulks(&["common", "2"]), bulks(&["b-m", "1"])])
+        ])
+    );
+    assert_eq!(r.cmd(&["EXISTS", "b"]), int(0));
+    assert_eq!(
+        r.cmd(&["BZPOPMIN", "nokey", "c", "0"]),
+        bulks(&["c", "c-m", "1"])
+    );
+    string_key(&mut r, "s");
+    assert_eq!(r.cmd(&["ZUNION", "2", "a", "s"]), err(WRONGTYPE));
+    assert_eq!(r.cmd(&["ZDIFFSTORE", "e", "2", "f", "s"]), err(WRONGTYPE));
+    assert_eq!(r.cmd(&["ZDIFFSTORE", "e", "2", "f", "a"]), int(1));
+    assert_eq!(r.cmd(&["ZRANGE", "e", "0", "-1"]), bulks(&["f-m"]));
+    // The server is still healthy.
+    assert_eq!(r.cmd(&["ZCARD", "a"]), int(2));
+}

@@ -832,8 +832,10 @@ fn zpop_generic(
                 if count == 0 {
                     return x.reply.array(0);
                 }
-                if let Ok(Some(z)) = take_zset(x, key) {
-                    pop_from(x, key, z, max, count, style);
+                match take_zset(x, key) {
+                    Ok(Some(z)) => pop_from(x, key, z, max, count, style),
+                    Ok(None) => break,
+                    Err(()) => {}
                 }
                 return;
             }
@@ -893,8 +895,10 @@ fn blocking_zpop(
     for &key in keys {
         match peek_zset(x, key) {
             Ok(Some(z)) if !z.is_empty() => {
-                if let Ok(Some(z)) = take_zset(x, key) {
-                    pop_from(x, key, z, max, count, style);
+                match take_zset(x, key) {
+                    Ok(Some(z)) => pop_from(x, key, z, max, count, style),
+                    Ok(None) => break,
+                    Err(()) => {}
                 }
                 return;
             }
@@ -1294,8 +1298,7 @@ fn zsetop_generic(
     match op {
         SetOp::Inter => {
             let first = order[0];
-            if lens[first] > 0 {
-                let c = src_coll(x, keys[first], types[first]).expect("non-empty source");
+            if let Some(c) = src_coll(x, keys[first], types[first]).filter(|_| lens[first] > 0) {
                 result = src_items(c)
                     .into_iter()
                     .map(|(m, s)| (m, weighted(s, weights[first])))
@@ -1343,8 +1346,12 @@ fn zsetop_generic(
             result = acc.into_iter().collect();
         }
         SetOp::Diff => {
-            if lens[0] > 0 && !keys[1..].contains(&keys[0]) {
-                let c = src_coll(x, keys[0], types[0]).expect("non-empty source");
+            let first = if lens[0] > 0 && !keys[1..].contains(&keys[0]) {
+                src_coll(x, keys[0], types[0])
+            } else {
+                None
+            };
+            if let Some(c) = first {
                 result = src_items(c);
                 for i in 1..setnum {
                     if lens[i] == 0 {
