@@ -402,7 +402,11 @@ mod tests {
         let s = WaitState::default();
         assert!(s.cas(PENDING, WAITING));
         assert!(s.cas(WAITING, CLOSED), "owner saw the socket closed");
-        assert_eq!(s.cancel(), Some(false), "connection stops waiting, nothing to clean");
+        assert_eq!(
+            s.cancel(),
+            Some(false),
+            "connection stops waiting, nothing to clean"
+        );
     }
 
     #[test]

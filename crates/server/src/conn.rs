@@ -424,8 +424,17 @@ impl Conn {
             )
         {
             self.flush_pending().await;
+            if spec.has_flag("no_multi") {
+                if let Some(m) = &mut self.multi {
+                    m.error = true;
+                }
+                self.with_reply_mode(|c| {
+                    c.reject(Some(idx), "ERR Command not allowed inside a transaction")
+                });
+                return;
+            }
             let m = self.multi.as_mut().expect("in MULTI");
-            if matches!(spec.handler, Handler::Async(_)) {
+            if matches!(spec.handler, Handler::Async(cmd) if cmd != AsyncCmd::Sort) {
                 m.error = true;
                 let msg = format!(
                     "ERR '{}' inside MULTI is not supported by Skerry yet",
@@ -588,6 +597,7 @@ impl Conn {
             AsyncCmd::Client => c::client(self, argv).await,
             AsyncCmd::Exec => self.exec_multi().await,
             AsyncCmd::Watch => self.watch_keys(&argv[1..]).await,
+            AsyncCmd::Sort => crate::commands::sort::sort(self, argv).await,
         }
         self.info.blocked_in_command.set(false);
         if COMMANDS[idx].has_flag("write")
@@ -807,9 +817,14 @@ impl Conn {
                             .run_resident(w, db, keys, now, move |s| {
                                 let argv: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
                                 let mut r = Reply::new(proto);
-                                // Inside MULTI a blocking command does not wait.
-                                if let Some(req) = exec_keyed(s, idx, db, now, &mut r, &argv) {
-                                    crate::blocking::timeout_reply(&mut r, req.on_timeout);
+                                // Inside MULTI a blocking command does not wait: Redis
+                                // answers a null (a null bulk for the moves).
+                                if exec_keyed(s, idx, db, now, &mut r, &argv).is_some() {
+                                    if matches!(COMMANDS[idx].name, "blmove" | "brpoplpush") {
+                                        r.null();
+                                    } else {
+                                        r.null_array();
+                                    }
                                 }
                                 (r.buf, s.keyspace.take_wrote())
                             })
@@ -829,6 +844,9 @@ impl Conn {
                     }
                 },
                 Handler::Conn(f) => f(self, &argv),
+                Handler::Async(AsyncCmd::Sort) => {
+                    wrote |= crate::commands::sort::sort_in_txn(self, &txn, &argv).await;
+                }
                 Handler::Async(_) => self
                     .reply
                     .error("ERR this command cannot run inside MULTI in Skerry yet"),

@@ -11,6 +11,7 @@ pub mod keyspace;
 pub mod list;
 pub mod server;
 pub mod set;
+pub mod sort;
 pub mod storage;
 pub mod string;
 pub mod transaction;
@@ -69,6 +70,8 @@ pub enum AsyncCmd {
     Exec,
     /// WATCH.
     Watch,
+    /// SORT / SORT_RO (BY and GET read keys on any worker).
+    Sort,
 }
 
 /// How a command runs.
@@ -332,6 +335,22 @@ const A_ZSET_WF: &[&str] = &["@write", "@sortedset", "@fast"];
 const A_ZSET_R: &[&str] = &["@read", "@sortedset", "@slow"];
 const A_ZSET_RF: &[&str] = &["@read", "@sortedset", "@fast"];
 const A_KS_W: &[&str] = &["@keyspace", "@write"];
+const A_SORT_W: &[&str] = &[
+    "@write",
+    "@set",
+    "@sortedset",
+    "@list",
+    "@slow",
+    "@dangerous",
+];
+const A_SORT_R: &[&str] = &[
+    "@read",
+    "@set",
+    "@sortedset",
+    "@list",
+    "@slow",
+    "@dangerous",
+];
 const A_KS_R: &[&str] = &["@keyspace", "@read", "@slow"];
 const A_KS_RF: &[&str] = &["@keyspace", "@read", "@fast"];
 const A_CONN: &[&str] = &["@fast", "@connection"];
@@ -570,6 +589,14 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("expireat", -3, WF, K1, "generic", "1.2.0", "Sets the expiration time of a key to a Unix timestamp.", A_KS_W, keyed(k::expireat)),
     spec("pexpireat", -3, WF, K1, "generic", "2.6.0", "Sets the expiration time of a key to a Unix milliseconds timestamp.", A_KS_W, keyed(k::pexpireat)),
     spec("persist", 2, WF, K1, "generic", "2.2.0", "Removes the expiration time of a key.", A_KS_W, keyed(k::persist)),
+    CommandSpec {
+        key_finder: Some(sort::sort_keys),
+        ..spec("sort", -2, &["write", "denyoom", "movablekeys"], K1, "generic", "1.0.0", "Sorts the elements in a list, a set, or a sorted set, optionally storing the result.", A_SORT_W, Handler::Async(AsyncCmd::Sort))
+    },
+    CommandSpec {
+        key_finder: Some(sort::sort_ro_keys),
+        ..spec("sort_ro", -2, &["readonly", "movablekeys"], K1, "generic", "7.0.0", "Returns the sorted elements of a list, a set, or a sorted set.", A_SORT_R, Handler::Async(AsyncCmd::Sort))
+    },
     CommandSpec {
         subcommands: OBJECT_SUBS,
         ..spec("object", -2, &["readonly"], (2, 2, 1), "generic", "2.2.3", "A container for object introspection commands.", A_KS_R, keyed(k::object))
