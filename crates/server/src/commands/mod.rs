@@ -538,31 +538,31 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     spec("zrandmember", -2, R, K1, "sorted-set", "6.2.0", "Get one or multiple random elements from a sorted set", A_ZSET_R, keyed(z::zrandmember)),
     CommandSpec {
-        key_finder: Some(keys_numkeys_at_1),
+        key_finder: Some(z::keys_numkeys),
         ..spec("zunion", -3, &["readonly", "movablekeys"], K1, "sorted-set", "6.2.0", "Add multiple sorted sets", A_ZSET_R, keyed(z::zunion))
     },
     CommandSpec {
-        key_finder: Some(keys_dest_numkeys),
+        key_finder: Some(z::keys_store_numkeys),
         ..spec("zunionstore", -4, &["write", "denyoom", "movablekeys"], K1, "sorted-set", "2.0.0", "Add multiple sorted sets and store the resulting sorted set in a new key", A_ZSET_W, keyed(z::zunionstore))
     },
     CommandSpec {
-        key_finder: Some(keys_numkeys_at_1),
+        key_finder: Some(z::keys_numkeys),
         ..spec("zinter", -3, &["readonly", "movablekeys"], K1, "sorted-set", "6.2.0", "Intersect multiple sorted sets", A_ZSET_R, keyed(z::zinter))
     },
     CommandSpec {
-        key_finder: Some(keys_dest_numkeys),
+        key_finder: Some(z::keys_store_numkeys),
         ..spec("zinterstore", -4, &["write", "denyoom", "movablekeys"], K1, "sorted-set", "2.0.0", "Intersect multiple sorted sets and store the resulting sorted set in a new key", A_ZSET_W, keyed(z::zinterstore))
     },
     CommandSpec {
-        key_finder: Some(keys_numkeys_at_1),
+        key_finder: Some(z::keys_numkeys),
         ..spec("zintercard", -3, &["readonly", "movablekeys"], K1, "sorted-set", "7.0.0", "Intersect multiple sorted sets and return the cardinality of the result", A_ZSET_R, keyed(z::zintercard))
     },
     CommandSpec {
-        key_finder: Some(keys_numkeys_at_1),
+        key_finder: Some(z::keys_numkeys),
         ..spec("zdiff", -3, &["readonly", "movablekeys"], K1, "sorted-set", "6.2.0", "Subtract multiple sorted sets", A_ZSET_R, keyed(z::zdiff))
     },
     CommandSpec {
-        key_finder: Some(keys_dest_numkeys),
+        key_finder: Some(z::keys_store_numkeys),
         ..spec("zdiffstore", -4, &["write", "denyoom", "movablekeys"], K1, "sorted-set", "6.2.0", "Subtract multiple sorted sets and store the resulting sorted set in a new key", A_ZSET_W, keyed(z::zdiffstore))
     },
     spec("zscan", -3, R, K1, "sorted-set", "2.8.0", "Incrementally iterate sorted sets elements and associated scores", A_ZSET_R, keyed(z::zscan)),

@@ -1304,6 +1304,10 @@ impl Keyspace {
         value_type: u8,
         now_ms: i64,
     ) -> Result<Option<&Coll>, CollError> {
+        if self.lent_for(db, key).is_some() {
+            // A lent key is answered from the lent values (no hit or miss counted there).
+            return self.coll(db, key, value_type, now_ms);
+        }
         Ok(self
             .decode_coll(db, key, value_type, now_ms)?
             .and_then(|k| self.colls.get(k)))
