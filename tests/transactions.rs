@@ -599,7 +599,6 @@ fn exec_writes_survive_kill_9_with_appendfsync_always() {
 }
 
 #[test]
-#[ignore = "Skerry bug: FLUSHDB/FLUSHALL set the WATCH flag of keys that did not exist (Keyspace::flush)"]
 fn flush_aborts_only_watches_of_existing_keys() {
     // Redis 7.0 (touchAllWatchedKeysInDb): a flush touches only watched keys that existed.
     let s = Server::start(&[]);

@@ -156,7 +156,10 @@ fn keys_after_numkeys(argv: &[&[u8]], at: usize) -> smallvec::SmallVec<[usize; 8
     let Some(n) = argv.get(at).and_then(|a| parse_i64(a)) else {
         return out;
     };
-    if n <= 0 || (at + 1) as i64 + n > argv.len() as i64 {
+    let fits = (at as i64 + 1)
+        .checked_add(n)
+        .is_some_and(|end| end <= argv.len() as i64);
+    if n <= 0 || !fits {
         return out;
     }
     out.extend(at + 1..at + 1 + n as usize);
@@ -1064,6 +1067,8 @@ mod tests {
             b"2",
         ];
         assert_eq!(keys_dest_numkeys(&z).to_vec(), vec![1, 3, 4]);
+        let huge: Vec<&[u8]> = vec![b"lmpop", b"9223372036854775807", b"a", b"left"];
+        assert!(keys_numkeys_at_1(&huge).is_empty(), "no overflow");
         let bad: Vec<&[u8]> = vec![b"zunionstore", b"d", b"5", b"a"];
         assert!(keys_dest_numkeys(&bad).is_empty());
         let m: Vec<&[u8]> = vec![b"blmpop", b"0", b"2", b"a", b"b", b"left"];
