@@ -515,7 +515,7 @@ fn moves_across_workers_are_atomic_under_concurrency() {
     let mut r = s.raw();
     let mut checks = 0;
     let deadline = Instant::now() + Duration::from_millis(10_000);
-    while Instant::now() < deadline && (checks < 300 || moves.load(Ordering::SeqCst) < 1000) {
+    while Instant::now() < deadline && (checks < 100 || moves.load(Ordering::SeqCst) < 1000) {
         let rs = pipeline(
             &mut r,
             &[

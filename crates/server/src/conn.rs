@@ -825,8 +825,29 @@ impl Conn {
             return;
         }
         let workers = self.shared.workers;
-        let txn =
-            crate::worker::Txn::begin(&self.shared, self.worker, (0..workers).collect()).await;
+        // Hold the owners of every key the transaction touches or watches (and this
+        // worker, where multi-worker commands run); every worker when a queued command
+        // works across the whole keyspace (SORT with patterns).
+        let mut held: Vec<usize> = vec![self.worker];
+        held.extend(self.watched.iter().map(|(_, k)| slot::owner(k, workers)));
+        for (idx, args) in &multi.queue {
+            let spec = &COMMANDS[*idx];
+            match spec.handler {
+                Handler::Keyed { .. } => {
+                    let argv: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
+                    held.extend(
+                        spec.key_positions(&argv)
+                            .into_iter()
+                            .map(|p| slot::owner(argv[p], workers)),
+                    );
+                }
+                Handler::Conn(_) => {}
+                Handler::Async(_) => held.extend(0..workers),
+            }
+        }
+        held.sort_unstable();
+        held.dedup();
+        let txn = crate::worker::Txn::begin(&self.shared, self.worker, held.clone()).await;
         // Checked (and the watches dropped) only once every worker is held: a write of a
         // watched key can no longer slip in between the check and the queued commands.
         let dirty = self.cas_dirty();
@@ -836,7 +857,7 @@ impl Conn {
             self.reply.null_array();
             return;
         }
-        for w in 0..workers {
+        for &w in &held {
             txn.run(w, |s| s.blocking.paused = true).await;
         }
         self.reply.array(multi.queue.len());
@@ -884,7 +905,7 @@ impl Conn {
                     .error("ERR this command cannot run inside MULTI in Skerry yet"),
             }
         }
-        for w in 0..workers {
+        for &w in &held {
             txn.run(w, |s| {
                 s.blocking.paused = false;
                 crate::blocking::serve_ready(s);
