@@ -4,8 +4,7 @@
 //!
 //! Multi-key commands use keys with one hash tag (`{t}`) so that they share a worker. Every
 //! test also passes against Redis 7.0.15 (`SKERRY_TEST_SERVER=redis`), except those marked
-//! Skerry-only (persistence) or ignored (blocking wake-ups, which need the lead's blocking
-//! infrastructure).
+//! Skerry-only (persistence).
 
 mod common;
 
@@ -791,9 +790,8 @@ fn blocking_pops_serve_at_once_when_they_can() {
     assert_eq!(r.cmd(&["BZMPOP", "0", "1", "{t}s", "MIN"]), err(WRONGTYPE));
 }
 
-/// Needs the blocking infrastructure (a client waiting in BZPOPMIN is served by a later ZADD).
+/// A client waiting in BZPOPMIN / BZMPOP is served by a later ZADD.
 #[test]
-#[ignore = "blocking wake-ups need crate::blocking (lead)"]
 fn blocked_bzpopmin_is_served_by_zadd() {
     let (s, mut r) = start();
     let mut waiter = s.raw();
@@ -876,6 +874,17 @@ fn zrandmember() {
         r.cmd(&["ZRANDMEMBER", "z", "-9223372036854770000", "WITHSCORES"]),
         err("ERR value is out of range")
     );
+    if !is_redis() {
+        // Skerry caps a negative count (Redis would build the reply until memory runs out).
+        assert_eq!(
+            r.cmd(&["ZRANDMEMBER", "z", "-9223372036854775807"]),
+            err("ERR value is out of range")
+        );
+        assert_eq!(
+            r.cmd(&["ZRANDMEMBER", "z", "-16777217"]),
+            err("ERR value is out of range")
+        );
+    }
     string_key(&mut r, "s");
     assert_eq!(r.cmd(&["ZRANDMEMBER", "s"]), err(WRONGTYPE));
     assert_eq!(r.cmd(&["ZRANDMEMBER", "s", "1"]), err(WRONGTYPE));
@@ -1468,4 +1477,75 @@ fn acknowledged_zset_writes_survive_kill_9_with_appendfsync_always() {
         pairs(&[("b", "-inf"), ("c", "0.20000000000000001"), ("a", "13")])
     );
     assert_eq!(r.cmd(&["ZSCORE", "{t}small", "a"]), bulk("11.5"));
+}
+
+#[test]
+fn huge_numkeys_are_syntax_errors_not_crashes() {
+    let (_s, mut r) = start();
+    let max = "9223372036854775807";
+    for cmd in [
+        vec!["ZUNION", max, "a"],
+        vec!["ZINTER", max, "a"],
+        vec!["ZDIFF", max, "a"],
+        vec!["ZINTERCARD", max, "a"],
+        vec!["ZUNIONSTORE", "d", max, "a"],
+        vec!["ZINTERSTORE", "d", max, "a"],
+        vec!["ZDIFFSTORE", "d", max, "a"],
+        vec!["ZMPOP", max, "a", "MIN"],
+        vec!["BZMPOP", "0", max, "a", "MIN"],
+    ] {
+        assert_eq!(r.cmd(&cmd), err(SYNTAX), "{cmd:?}");
+    }
+    assert_eq!(r.cmd(&["ZADD", "z", "1", "a"]), int(1));
+    assert_eq!(r.cmd(&["ZCARD", "z"]), int(1));
+}
+
+/// Keys on different workers (no hash tag): the multi-key commands see every key.
+#[test]
+fn multi_key_commands_across_workers() {
+    let s = if is_redis() {
+        Server::start(&[])
+    } else {
+        Server::start(&["--threads", "4"])
+    };
+    let mut r = s.raw();
+    for k in ["a", "b", "c", "d", "e", "f"] {
+        let m = format!("{k}-m");
+        assert_eq!(r.cmd(&["ZADD", k, "1", &m, "2", "common"]), int(2));
+    }
+    assert_eq!(r.cmd(&["ZUNIONSTORE", "dst", "3", "a", "b", "c"]), int(4));
+    assert_eq!(
+        all(&mut r, "dst"),
+        pairs(&[("a-m", "1"), ("b-m", "1"), ("c-m", "1"), ("common", "6")])
+    );
+    assert_eq!(
+        r.cmd(&["ZINTER", "3", "a", "b", "c", "WITHSCORES"]),
+        bulks(&["common", "6"])
+    );
+    assert_eq!(
+        r.cmd(&["ZDIFF", "2", "a", "b", "WITHSCORES"]),
+        bulks(&["a-m", "1"])
+    );
+    assert_eq!(r.cmd(&["ZINTERCARD", "3", "d", "e", "f"]), int(1));
+    assert_eq!(r.cmd(&["ZRANGESTORE", "x", "b", "0", "-1"]), int(2));
+    assert_eq!(all(&mut r, "x"), pairs(&[("b-m", "1"), ("common", "2")]));
+    assert_eq!(
+        r.cmd(&["ZMPOP", "3", "nokey", "b", "c", "MAX", "COUNT", "5"]),
+        arr(vec![
+            bulk("b"),
+            arr(vec![bulks(&["common", "2"]), bulks(&["b-m", "1"])])
+        ])
+    );
+    assert_eq!(r.cmd(&["EXISTS", "b"]), int(0));
+    assert_eq!(
+        r.cmd(&["BZPOPMIN", "nokey", "c", "0"]),
+        bulks(&["c", "c-m", "1"])
+    );
+    string_key(&mut r, "s");
+    assert_eq!(r.cmd(&["ZUNION", "2", "a", "s"]), err(WRONGTYPE));
+    assert_eq!(r.cmd(&["ZDIFFSTORE", "e", "2", "f", "s"]), err(WRONGTYPE));
+    assert_eq!(r.cmd(&["ZDIFFSTORE", "e", "2", "f", "a"]), int(1));
+    assert_eq!(r.cmd(&["ZRANGE", "e", "0", "-1"]), bulks(&["f-m"]));
+    // The server is still healthy.
+    assert_eq!(r.cmd(&["ZCARD", "a"]), int(2));
 }

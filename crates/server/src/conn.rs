@@ -153,6 +153,28 @@ pub fn exec_keyed(
     block
 }
 
+/// Serves the clients waiting on keys of this worker that a multi-worker command just
+/// wrote. Its steps on this worker ran inline, outside the job loop that serves them
+/// after each job on the other workers; skipped while another transaction holds the
+/// worker.
+fn serve_local_ready() {
+    let shard = local_shard();
+    let mut s = shard.borrow_mut();
+    if s.hold.is_none() {
+        crate::blocking::serve_ready(&mut s);
+    }
+}
+
+/// The reply of blocking command `idx` when it may not wait (inside MULTI), as Redis 7.0
+/// answers under CLIENT_DENY_BLOCKING: a null bulk for BLMOVE and BRPOPLPUSH, a null array
+/// for the others (not the time-out reply, which is a null array for all of them).
+fn deny_blocking_reply(idx: usize, reply: &mut Reply) {
+    match COMMANDS[idx].name {
+        "blmove" | "brpoplpush" => reply.null(),
+        _ => reply.null_array(),
+    }
+}
+
 /// Answers keyed command `idx` with `ERR msg` without running it (its values could not be
 /// read), recording the failed call.
 fn exec_failed(shard: &mut Shard, idx: usize, reply: &mut Reply, msg: &str) {
@@ -420,12 +442,21 @@ impl Conn {
         if self.multi.is_some()
             && !matches!(
                 spec.name,
-                "exec" | "discard" | "multi" | "watch" | "unwatch" | "reset" | "quit"
+                "exec" | "discard" | "multi" | "watch" | "reset" | "quit"
             )
         {
             self.flush_pending().await;
+            if spec.has_flag("no_multi") {
+                if let Some(m) = &mut self.multi {
+                    m.error = true;
+                }
+                self.with_reply_mode(|c| {
+                    c.reject(Some(idx), "ERR Command not allowed inside a transaction")
+                });
+                return;
+            }
             let m = self.multi.as_mut().expect("in MULTI");
-            if matches!(spec.handler, Handler::Async(_)) {
+            if matches!(spec.handler, Handler::Async(cmd) if cmd != AsyncCmd::Sort) {
                 m.error = true;
                 let msg = format!(
                     "ERR '{}' inside MULTI is not supported by Skerry yet",
@@ -588,7 +619,10 @@ impl Conn {
             AsyncCmd::Client => c::client(self, argv).await,
             AsyncCmd::Exec => self.exec_multi().await,
             AsyncCmd::Watch => self.watch_keys(&argv[1..]).await,
+            AsyncCmd::Sort => crate::commands::sort::sort(self, argv).await,
         }
+        // A multi-worker command (RENAME, COPY, ...) may have written a key clients wait on.
+        serve_local_ready();
         self.info.blocked_in_command.set(false);
         if COMMANDS[idx].has_flag("write")
             && crate::persist::durability(&self.shared.config) == skerry_store::Durability::Always
@@ -661,8 +695,9 @@ impl Conn {
             .collect();
         owners.push(self.worker);
         let txn = crate::worker::Txn::begin(&self.shared, self.worker, owners).await;
-        let (out, wrote) = self.cross_in_txn(&txn, idx, argv).await;
+        let (out, wrote) = self.cross_in_txn(&txn, idx, argv, false).await;
         drop(txn);
+        serve_local_ready();
         self.reply.buf.extend_from_slice(&out);
         if wrote
             && crate::persist::durability(&self.shared.config) == skerry_store::Durability::Always
@@ -674,12 +709,15 @@ impl Conn {
     /// Runs keyed command `idx` with keys on several workers inside `txn`, which holds them
     /// all and this worker: the keys' values are lent to this worker's keyspace, the handler
     /// runs on them, and each changed key goes back to its owner, writes before deletions
-    /// (see `keyspace::lent`). Returns the reply and whether anything was written.
+    /// (see `keyspace::lent`). Returns the reply and whether anything was written. A
+    /// blocking command that finds nothing answers as inside MULTI when `in_multi`, else
+    /// an error (it cannot wait on several workers yet).
     async fn cross_in_txn(
         &mut self,
         txn: &crate::worker::Txn,
         idx: usize,
         argv: &[&[u8]],
+        in_multi: bool,
     ) -> (Vec<u8>, bool) {
         let spec = &COMMANDS[idx];
         let (db, now) = (self.db, self.now_ms);
@@ -740,6 +778,11 @@ impl Conn {
             let changes = s.keyspace.end_lend();
             (changes, block, reply.buf)
         };
+        if block.is_some() && in_multi {
+            let mut r = Reply::new(proto);
+            deny_blocking_reply(idx, &mut r);
+            return (r.buf, false);
+        }
         if block.is_some() {
             return err(
                 "a blocking command whose keys live on different workers cannot wait yet; put its keys in one hash slot with a hash tag, e.g. {user}a {user}b",
@@ -775,21 +818,46 @@ impl Conn {
             self.reply.error("ERR EXEC without MULTI");
             return;
         };
-        let dirty = self.cas_dirty();
-        self.unwatch_all();
         if multi.error {
+            self.unwatch_all();
             self.reply
                 .error("EXECABORT Transaction discarded because of previous errors.");
             return;
         }
+        let workers = self.shared.workers;
+        // Hold the owners of every key the transaction touches or watches (and this
+        // worker, where multi-worker commands run); every worker when a queued command
+        // works across the whole keyspace (SORT with patterns).
+        let mut held: Vec<usize> = vec![self.worker];
+        held.extend(self.watched.iter().map(|(_, k)| slot::owner(k, workers)));
+        for (idx, args) in &multi.queue {
+            let spec = &COMMANDS[*idx];
+            match spec.handler {
+                Handler::Keyed { .. } => {
+                    let argv: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
+                    held.extend(
+                        spec.key_positions(&argv)
+                            .into_iter()
+                            .map(|p| slot::owner(argv[p], workers)),
+                    );
+                }
+                Handler::Conn(_) => {}
+                Handler::Async(_) => held.extend(0..workers),
+            }
+        }
+        held.sort_unstable();
+        held.dedup();
+        let txn = crate::worker::Txn::begin(&self.shared, self.worker, held.clone()).await;
+        // Checked (and the watches dropped) only once every worker is held: a write of a
+        // watched key can no longer slip in between the check and the queued commands.
+        let dirty = self.cas_dirty();
+        self.unwatch_all();
         if dirty {
+            drop(txn);
             self.reply.null_array();
             return;
         }
-        let workers = self.shared.workers;
-        let txn =
-            crate::worker::Txn::begin(&self.shared, self.worker, (0..workers).collect()).await;
-        for w in 0..workers {
+        for &w in &held {
             txn.run(w, |s| s.blocking.paused = true).await;
         }
         self.reply.array(multi.queue.len());
@@ -807,14 +875,9 @@ impl Conn {
                             .run_resident(w, db, keys, now, move |s| {
                                 let argv: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
                                 let mut r = Reply::new(proto);
-                                // Inside MULTI a blocking command does not wait: Redis
-                                // answers a null (a null bulk for the moves).
+                                // Inside MULTI a blocking command does not wait.
                                 if exec_keyed(s, idx, db, now, &mut r, &argv).is_some() {
-                                    if matches!(COMMANDS[idx].name, "blmove" | "brpoplpush") {
-                                        r.null();
-                                    } else {
-                                        r.null_array();
-                                    }
+                                    deny_blocking_reply(idx, &mut r);
                                 }
                                 (r.buf, s.keyspace.take_wrote())
                             })
@@ -828,18 +891,21 @@ impl Conn {
                         }
                     }
                     None => {
-                        let (out, w) = self.cross_in_txn(&txn, idx, &argv).await;
+                        let (out, w) = self.cross_in_txn(&txn, idx, &argv, true).await;
                         wrote |= w;
                         self.reply.buf.extend_from_slice(&out);
                     }
                 },
                 Handler::Conn(f) => f(self, &argv),
+                Handler::Async(AsyncCmd::Sort) => {
+                    wrote |= crate::commands::sort::sort_in_txn(self, &txn, &argv).await;
+                }
                 Handler::Async(_) => self
                     .reply
                     .error("ERR this command cannot run inside MULTI in Skerry yet"),
             }
         }
-        for w in 0..workers {
+        for &w in &held {
             txn.run(w, |s| {
                 s.blocking.paused = false;
                 crate::blocking::serve_ready(s);
@@ -1017,6 +1083,9 @@ impl Conn {
         self.info.blocked_in_command.set(false);
         self.info.in_blocking.set(false);
         self.info.unblock.set(0);
+        // Its reply is an interaction (Redis updates `lastinteraction` on writes): the idle
+        // timeout must not close it the moment a long wait ends.
+        self.info.last_interaction.set(Instant::now());
         let mark = self.reply.buf.len();
         if let Some(out) = out {
             self.reply.buf.extend_from_slice(&out);

@@ -202,6 +202,8 @@ impl Shard {
             w.wake();
         }
         self.drain_deferred();
+        // Writes of the transaction may have made keys ready for blocked clients.
+        crate::blocking::serve_ready(self);
     }
 }
 

@@ -1,4 +1,23 @@
-//! The sorted-set type: members with scores, ordered by (score, member).
+//! The sorted-set type: members with scores, ordered by (score, member bytes), as Redis
+//! orders them.
+//!
+//! In memory a [`Zset`] is a member → score map plus the ordered set of (score, member),
+//! so member lookups are O(1) and ordered walks and score ranges O(log n + k); ranks are
+//! counted by walking (O(rank)).
+//!
+//! Record value (one compact record, see `docs/storage-format.md`, "Collection values"):
+//!
+//! ```text
+//! flags: u8            bit 0 (FLAG_BIG): outgrew the listpack encoding once (OBJECT ENCODING
+//!                      answers "skiplist" from then on)
+//! count: LEB128        number of members
+//! count times, in ascending (score, member) order:
+//!   member: LEB128 length, then the bytes
+//!   score:  f64, 8 bytes little-endian (never NaN; -0 kept as is)
+//! ```
+//!
+//! Decoding refuses a NaN score, a repeated member, a count larger than the record and
+//! trailing bytes.
 
 use std::collections::BTreeSet;
 
@@ -404,5 +423,180 @@ impl Zset {
         } else {
             "listpack"
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn zset(items: &[(&str, f64)]) -> Zset {
+        let mut z = Zset::default();
+        for (m, s) in items {
+            z.insert(m.as_bytes(), *s);
+        }
+        z
+    }
+
+    fn members<'a>(it: impl Iterator<Item = (&'a [u8], f64)>) -> Vec<String> {
+        it.map(|(m, _)| String::from_utf8(m.to_vec()).unwrap())
+            .collect()
+    }
+
+    fn range(min: f64, minex: bool, max: f64, maxex: bool) -> ScoreRange {
+        ScoreRange {
+            min,
+            max,
+            minex,
+            maxex,
+        }
+    }
+
+    #[test]
+    fn order_rank_and_updates() {
+        let mut z = zset(&[("b", 2.0), ("a", 2.0), ("c", 1.0), ("d", f64::INFINITY)]);
+        assert_eq!(members(z.iter()), ["c", "a", "b", "d"]);
+        assert_eq!(z.rank(b"c"), Some(0));
+        assert_eq!(z.rank(b"b"), Some(2));
+        assert_eq!(z.rank(b"x"), None);
+        assert!(!z.insert(b"c", 3.0));
+        assert_eq!(members(z.iter()), ["a", "b", "c", "d"]);
+        assert_eq!(z.len(), 4);
+        assert!(z.remove(b"a"));
+        assert!(!z.remove(b"a"));
+        assert_eq!(z.pop(false), Some((b"b".to_vec(), 2.0)));
+        assert_eq!(z.pop(true), Some((b"d".to_vec(), f64::INFINITY)));
+        assert_eq!(z.len(), 1);
+        assert_eq!(z.scores.len(), z.order.len());
+    }
+
+    #[test]
+    fn score_ranges() {
+        let z = zset(&[
+            ("ninf", f64::NEG_INFINITY),
+            ("a", 1.0),
+            ("b", 2.0),
+            ("b2", 2.0),
+            ("c", 3.0),
+            ("pinf", f64::INFINITY),
+        ]);
+        let q = |r: ScoreRange| members(z.score_range(&r));
+        assert_eq!(q(range(1.0, false, 2.0, false)), ["a", "b", "b2"]);
+        assert_eq!(q(range(1.0, true, 3.0, true)), ["b", "b2"]);
+        assert_eq!(q(range(2.0, false, 2.0, false)), ["b", "b2"]);
+        assert!(q(range(2.0, true, 2.0, false)).is_empty());
+        assert!(q(range(3.0, false, 2.0, false)).is_empty());
+        assert_eq!(
+            q(range(f64::NEG_INFINITY, false, 1.0, false)),
+            ["ninf", "a"]
+        );
+        assert_eq!(q(range(f64::NEG_INFINITY, true, 1.0, false)), ["a"]);
+        assert_eq!(
+            q(range(f64::INFINITY, false, f64::INFINITY, false)),
+            ["pinf"]
+        );
+        assert!(q(range(f64::INFINITY, true, f64::INFINITY, false)).is_empty());
+        assert!(q(range(f64::NEG_INFINITY, false, f64::NEG_INFINITY, true)).is_empty());
+        assert_eq!(
+            members(z.score_range(&range(1.0, false, 3.0, true)).rev()),
+            ["b2", "b", "a"]
+        );
+        // -0 and 0 are one score.
+        let z0 = zset(&[("n", -0.0), ("p", 1.0)]);
+        assert_eq!(
+            members(z0.score_range(&range(0.0, false, 0.0, false))),
+            ["n"]
+        );
+        assert_eq!(
+            members(z0.score_range(&range(-0.0, true, 1.0, false))),
+            ["p"]
+        );
+    }
+
+    #[test]
+    fn lex_spans() {
+        let z = zset(&[("a", 0.0), ("b", 0.0), ("c", 0.0), ("d", 0.0)]);
+        let lex = |min: LexItem, minex: bool, max: LexItem, maxex: bool| LexRange {
+            min,
+            max,
+            minex,
+            maxex,
+        };
+        let s = |v: &str| LexItem::Str(v.as_bytes().to_vec());
+        assert_eq!(
+            z.lex_span(&lex(LexItem::Min, true, LexItem::Max, true)),
+            (0, 4)
+        );
+        assert_eq!(z.lex_span(&lex(s("b"), false, s("c"), false)), (1, 2));
+        assert_eq!(z.lex_span(&lex(s("b"), true, s("d"), true)), (2, 1));
+        assert_eq!(z.lex_span(&lex(s("x"), false, LexItem::Max, true)).1, 0);
+        assert_eq!(
+            z.lex_span(&lex(LexItem::Max, true, LexItem::Min, true)).1,
+            0
+        );
+        assert_eq!(z.lex_span(&lex(s("c"), true, s("c"), false)).1, 0);
+        assert_eq!(z.lex_span_rev(&lex(s("b"), false, s("c"), false)), (2, 2));
+        assert_eq!(
+            z.lex_span_rev(&lex(LexItem::Min, true, s("a"), false)),
+            (0, 1)
+        );
+    }
+
+    #[test]
+    fn negative_zeros_become_zeros() {
+        let mut z = zset(&[("a", -0.0), ("b", -0.0), ("c", 0.0), ("d", -1.0)]);
+        z.unsign_zeros();
+        assert!(z.iter().all(|(_, s)| !(s == 0.0 && s.is_sign_negative())));
+        assert_eq!(members(z.iter()), ["d", "a", "b", "c"]);
+        assert_eq!(z.score(b"a").map(f64::to_bits), Some(0.0f64.to_bits()));
+    }
+
+    #[test]
+    fn codec_round_trips_and_refuses_damage() {
+        let mut z = zset(&[("m", 1.5), ("", -0.0), ("x", f64::NEG_INFINITY)]);
+        z.big = true;
+        let mut out = Vec::new();
+        z.encode(&mut out);
+        let back = Zset::decode(&out).unwrap();
+        assert_eq!(back, z);
+        assert!(back.big);
+        assert_eq!(back.score(b"").map(f64::to_bits), Some((-0.0f64).to_bits()));
+        for cut in 0..out.len() {
+            assert!(Zset::decode(&out[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut longer = out.clone();
+        longer.push(0);
+        assert!(Zset::decode(&longer).is_err());
+        // A NaN score and a repeated member are refused.
+        let mut nan = Vec::new();
+        zset(&[("a", 1.0)]).encode(&mut nan);
+        let n = nan.len();
+        nan[n - 8..].copy_from_slice(&f64::NAN.to_bits().to_le_bytes());
+        assert!(Zset::decode(&nan).is_err());
+        let dup = [
+            0u8, 2, 1, b'a', 0, 0, 0, 0, 0, 0, 0, 0, 1, b'a', 0, 0, 0, 0, 0, 0, 0, 0,
+        ];
+        assert!(Zset::decode(&dup).is_err());
+    }
+
+    #[test]
+    fn encoding_flag_follows_the_thresholds_and_sticks() {
+        let t = Thresholds {
+            zset_max_listpack_entries: 2,
+            zset_max_listpack_value: 3,
+            ..Thresholds::default()
+        };
+        let mut z = zset(&[("a", 1.0), ("b", 2.0)]);
+        z.note_encoding(&t);
+        assert_eq!(z.encoding_name(), "listpack");
+        z.insert(b"c", 3.0);
+        z.note_encoding(&t);
+        assert_eq!(z.encoding_name(), "skiplist");
+        z.remove(b"c");
+        z.note_encoding(&t);
+        assert_eq!(z.encoding_name(), "skiplist");
+        let mut long = zset(&[("abcd", 1.0)]);
+        long.note_encoding(&t);
+        assert!(long.big);
     }
 }

@@ -11,6 +11,7 @@ pub mod keyspace;
 pub mod list;
 pub mod server;
 pub mod set;
+pub mod sort;
 pub mod storage;
 pub mod string;
 pub mod transaction;
@@ -69,6 +70,8 @@ pub enum AsyncCmd {
     Exec,
     /// WATCH.
     Watch,
+    /// SORT / SORT_RO (BY and GET read keys on any worker).
+    Sort,
 }
 
 /// How a command runs.
@@ -153,7 +156,10 @@ fn keys_after_numkeys(argv: &[&[u8]], at: usize) -> smallvec::SmallVec<[usize; 8
     let Some(n) = argv.get(at).and_then(|a| parse_i64(a)) else {
         return out;
     };
-    if n <= 0 || (at + 1) as i64 + n > argv.len() as i64 {
+    let fits = (at as i64 + 1)
+        .checked_add(n)
+        .is_some_and(|end| end <= argv.len() as i64);
+    if n <= 0 || !fits {
         return out;
     }
     out.extend(at + 1..at + 1 + n as usize);
@@ -332,6 +338,22 @@ const A_ZSET_WF: &[&str] = &["@write", "@sortedset", "@fast"];
 const A_ZSET_R: &[&str] = &["@read", "@sortedset", "@slow"];
 const A_ZSET_RF: &[&str] = &["@read", "@sortedset", "@fast"];
 const A_KS_W: &[&str] = &["@keyspace", "@write"];
+const A_SORT_W: &[&str] = &[
+    "@write",
+    "@set",
+    "@sortedset",
+    "@list",
+    "@slow",
+    "@dangerous",
+];
+const A_SORT_R: &[&str] = &[
+    "@read",
+    "@set",
+    "@sortedset",
+    "@list",
+    "@slow",
+    "@dangerous",
+];
 const A_KS_R: &[&str] = &["@keyspace", "@read", "@slow"];
 const A_KS_RF: &[&str] = &["@keyspace", "@read", "@fast"];
 const A_CONN: &[&str] = &["@fast", "@connection"];
@@ -519,31 +541,31 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     spec("zrandmember", -2, R, K1, "sorted-set", "6.2.0", "Get one or multiple random elements from a sorted set", A_ZSET_R, keyed(z::zrandmember)),
     CommandSpec {
-        key_finder: Some(keys_numkeys_at_1),
+        key_finder: Some(z::keys_numkeys),
         ..spec("zunion", -3, &["readonly", "movablekeys"], K1, "sorted-set", "6.2.0", "Add multiple sorted sets", A_ZSET_R, keyed(z::zunion))
     },
     CommandSpec {
-        key_finder: Some(keys_dest_numkeys),
+        key_finder: Some(z::keys_store_numkeys),
         ..spec("zunionstore", -4, &["write", "denyoom", "movablekeys"], K1, "sorted-set", "2.0.0", "Add multiple sorted sets and store the resulting sorted set in a new key", A_ZSET_W, keyed(z::zunionstore))
     },
     CommandSpec {
-        key_finder: Some(keys_numkeys_at_1),
+        key_finder: Some(z::keys_numkeys),
         ..spec("zinter", -3, &["readonly", "movablekeys"], K1, "sorted-set", "6.2.0", "Intersect multiple sorted sets", A_ZSET_R, keyed(z::zinter))
     },
     CommandSpec {
-        key_finder: Some(keys_dest_numkeys),
+        key_finder: Some(z::keys_store_numkeys),
         ..spec("zinterstore", -4, &["write", "denyoom", "movablekeys"], K1, "sorted-set", "2.0.0", "Intersect multiple sorted sets and store the resulting sorted set in a new key", A_ZSET_W, keyed(z::zinterstore))
     },
     CommandSpec {
-        key_finder: Some(keys_numkeys_at_1),
+        key_finder: Some(z::keys_numkeys),
         ..spec("zintercard", -3, &["readonly", "movablekeys"], K1, "sorted-set", "7.0.0", "Intersect multiple sorted sets and return the cardinality of the result", A_ZSET_R, keyed(z::zintercard))
     },
     CommandSpec {
-        key_finder: Some(keys_numkeys_at_1),
+        key_finder: Some(z::keys_numkeys),
         ..spec("zdiff", -3, &["readonly", "movablekeys"], K1, "sorted-set", "6.2.0", "Subtract multiple sorted sets", A_ZSET_R, keyed(z::zdiff))
     },
     CommandSpec {
-        key_finder: Some(keys_dest_numkeys),
+        key_finder: Some(z::keys_store_numkeys),
         ..spec("zdiffstore", -4, &["write", "denyoom", "movablekeys"], K1, "sorted-set", "6.2.0", "Subtract multiple sorted sets and store the resulting sorted set in a new key", A_ZSET_W, keyed(z::zdiffstore))
     },
     spec("zscan", -3, R, K1, "sorted-set", "2.8.0", "Incrementally iterate sorted sets elements and associated scores", A_ZSET_R, keyed(z::zscan)),
@@ -570,6 +592,14 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("expireat", -3, WF, K1, "generic", "1.2.0", "Sets the expiration time of a key to a Unix timestamp.", A_KS_W, keyed(k::expireat)),
     spec("pexpireat", -3, WF, K1, "generic", "2.6.0", "Sets the expiration time of a key to a Unix milliseconds timestamp.", A_KS_W, keyed(k::pexpireat)),
     spec("persist", 2, WF, K1, "generic", "2.2.0", "Removes the expiration time of a key.", A_KS_W, keyed(k::persist)),
+    CommandSpec {
+        key_finder: Some(sort::sort_keys),
+        ..spec("sort", -2, &["write", "denyoom", "movablekeys"], K1, "generic", "1.0.0", "Sorts the elements in a list, a set, or a sorted set, optionally storing the result.", A_SORT_W, Handler::Async(AsyncCmd::Sort))
+    },
+    CommandSpec {
+        key_finder: Some(sort::sort_ro_keys),
+        ..spec("sort_ro", -2, &["readonly", "movablekeys"], K1, "generic", "7.0.0", "Returns the sorted elements of a list, a set, or a sorted set.", A_SORT_R, Handler::Async(AsyncCmd::Sort))
+    },
     CommandSpec {
         subcommands: OBJECT_SUBS,
         ..spec("object", -2, &["readonly"], (2, 2, 1), "generic", "2.2.3", "A container for object introspection commands.", A_KS_R, keyed(k::object))
@@ -1037,6 +1067,8 @@ mod tests {
             b"2",
         ];
         assert_eq!(keys_dest_numkeys(&z).to_vec(), vec![1, 3, 4]);
+        let huge: Vec<&[u8]> = vec![b"lmpop", b"9223372036854775807", b"a", b"left"];
+        assert!(keys_numkeys_at_1(&huge).is_empty(), "no overflow");
         let bad: Vec<&[u8]> = vec![b"zunionstore", b"d", b"5", b"a"];
         assert!(keys_dest_numkeys(&bad).is_empty());
         let m: Vec<&[u8]> = vec![b"blmpop", b"0", b"2", b"a", b"b", b"left"];

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 
-use super::{is, lookup, CommandSpec, Handler, SubSpec, COMMANDS};
+use super::{is, lookup, CommandSpec, SubSpec, COMMANDS};
 use crate::config::{self, ConfigError};
 use crate::conn::Conn;
 use crate::glob::glob_match;
@@ -339,7 +339,7 @@ pub fn command(c: &mut Conn, a: &[&[u8]]) {
                 return;
             }
             let keys: Vec<usize> = cmd.key_positions(argv).to_vec();
-            if keys.is_empty() || !matches!(cmd.handler, Handler::Keyed { .. }) {
+            if keys.is_empty() {
                 c.reply.error("ERR The command has no key arguments");
                 return;
             }

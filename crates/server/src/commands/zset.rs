@@ -143,6 +143,19 @@ fn zset_ref<'a>(
     }
 }
 
+/// The zset under `key` for a write command to check first whether it changes anything:
+/// like [`zset_ref`] but without counting a keyspace hit or miss (Redis's write lookups do
+/// not count them).
+fn peek_zset<'a>(x: &'a mut Exec, key: &[u8]) -> Result<Option<&'a Zset>, ()> {
+    match x.ks.peek_coll(x.db, key, VALUE_TYPE_ZSET, x.now_ms) {
+        Ok(c) => Ok(c.map(|c| c.as_zset())),
+        Err(e) => {
+            coll_error(x.reply, e);
+            Err(())
+        }
+    }
+}
+
 /// The zset under `key`, taken out to change (hand it back with [`put_zset`]).
 fn take_zset(x: &mut Exec, key: &[u8]) -> Result<Option<Zset>, ()> {
     match x.ks.take_coll(x.db, key, VALUE_TYPE_ZSET, x.now_ms) {
@@ -277,27 +290,23 @@ fn zadd_generic(x: &mut Exec, a: &[&[u8]], mut incr: bool) {
             None => return x.reply.error(errors::NOT_FLOAT),
         }
     }
+    // First work out what changes, on the zset as it is (a no-op writes nothing and keeps
+    // the decoded zset cached), then apply the changes in order.
     let key = a[1];
-    let mut z = match take_zset(x, key) {
-        Ok(Some(z)) => z,
-        Ok(None) if xx => {
-            if incr {
-                x.reply.null();
-            } else {
-                x.reply.int(0);
-            }
-            return;
-        }
-        Ok(None) => Zset::default(),
-        Err(()) => return,
+    let Ok(z) = peek_zset(x, key) else {
+        return;
     };
-    let t = x.thresholds();
-    let mut listpack = !z.big;
+    let mut planned: hashbrown::HashMap<&[u8], f64> = hashbrown::HashMap::new();
+    let mut changes: Vec<(&[u8], f64)> = Vec::new();
     let (mut added, mut updated, mut processed) = (0i64, 0i64, 0i64);
     let mut score = 0.0;
     for (j, &s) in scores.iter().enumerate() {
         let m = a[i + 2 * j + 1];
-        match z.score(m) {
+        match planned
+            .get(m)
+            .copied()
+            .or_else(|| z.and_then(|z| z.score(m)))
+        {
             Some(cur) => {
                 if nx {
                     continue;
@@ -315,7 +324,8 @@ fn zadd_generic(x: &mut Exec, a: &[&[u8]], mut incr: bool) {
                 processed += 1;
                 score = new;
                 if new != cur {
-                    zset_add(&mut z, &mut listpack, m, new, &t);
+                    changes.push((m, new));
+                    planned.insert(m, new);
                     updated += 1;
                 }
             }
@@ -323,15 +333,27 @@ fn zadd_generic(x: &mut Exec, a: &[&[u8]], mut incr: bool) {
                 if xx {
                     continue;
                 }
-                zset_add(&mut z, &mut listpack, m, s, &t);
+                changes.push((m, s));
+                planned.insert(m, s);
                 added += 1;
                 processed += 1;
                 score = s;
             }
         }
     }
-    if (added > 0 || updated > 0) && !put_zset(x, key, z) {
-        return;
+    if !changes.is_empty() {
+        let mut z = match take_zset(x, key) {
+            Ok(z) => z.unwrap_or_default(),
+            Err(()) => return,
+        };
+        let t = x.thresholds();
+        let mut listpack = !z.big;
+        for (m, s) in changes {
+            zset_add(&mut z, &mut listpack, m, s, &t);
+        }
+        if !put_zset(x, key, z) {
+            return;
+        }
     }
     if incr {
         if processed > 0 {
@@ -346,6 +368,11 @@ fn zadd_generic(x: &mut Exec, a: &[&[u8]], mut incr: bool) {
 
 /// ZREM key member [member ...]
 pub fn zrem(x: &mut Exec, a: &[&[u8]]) {
+    match peek_zset(x, a[1]) {
+        Ok(Some(z)) if a[2..].iter().any(|m| z.score(m).is_some()) => {}
+        Ok(_) => return x.reply.int(0),
+        Err(()) => return,
+    }
     let mut z = match take_zset(x, a[1]) {
         Ok(Some(z)) => z,
         Ok(None) => return x.reply.int(0),
@@ -700,19 +727,26 @@ fn zremrange_generic(x: &mut Exec, a: &[&[u8]], rt: RangeType) {
             Range::Rank(s, e)
         }
     };
+    let doomed: Vec<Vec<u8>> = match peek_zset(x, a[1]) {
+        Ok(Some(z)) => collect_range(z, &range, false, 0, -1)
+            .into_iter()
+            .map(|(m, _)| m.to_vec())
+            .collect(),
+        Ok(None) => Vec::new(),
+        Err(()) => return,
+    };
+    if doomed.is_empty() {
+        return x.reply.int(0);
+    }
     let mut z = match take_zset(x, a[1]) {
         Ok(Some(z)) => z,
         Ok(None) => return x.reply.int(0),
         Err(()) => return,
     };
-    let doomed: Vec<Vec<u8>> = collect_range(&z, &range, false, 0, -1)
-        .into_iter()
-        .map(|(m, _)| m.to_vec())
-        .collect();
     for m in &doomed {
         z.remove(m);
     }
-    if !doomed.is_empty() && !put_zset(x, a[1], z) {
+    if !put_zset(x, a[1], z) {
         return;
     }
     x.reply.int(doomed.len() as i64);
@@ -793,12 +827,17 @@ fn zpop_generic(
     nil_when_empty: bool,
 ) {
     for &key in keys {
-        match take_zset(x, key) {
-            Ok(Some(z)) => {
+        match peek_zset(x, key) {
+            Ok(Some(_)) => {
                 if count == 0 {
                     return x.reply.array(0);
                 }
-                return pop_from(x, key, z, max, count, style);
+                match take_zset(x, key) {
+                    Ok(Some(z)) => pop_from(x, key, z, max, count, style),
+                    Ok(None) => break,
+                    Err(()) => {}
+                }
+                return;
             }
             Ok(None) => continue,
             Err(()) => return,
@@ -854,8 +893,15 @@ fn blocking_zpop(
         return;
     };
     for &key in keys {
-        match take_zset(x, key) {
-            Ok(Some(z)) if !z.is_empty() => return pop_from(x, key, z, max, count, style),
+        match peek_zset(x, key) {
+            Ok(Some(z)) if !z.is_empty() => {
+                match take_zset(x, key) {
+                    Ok(Some(z)) => pop_from(x, key, z, max, count, style),
+                    Ok(None) => break,
+                    Err(()) => {}
+                }
+                return;
+            }
             Ok(_) => continue,
             Err(()) => return,
         }
@@ -923,10 +969,39 @@ fn mpop_keys(argv: &[&[u8]], at: usize) -> smallvec::SmallVec<[usize; 8]> {
     let Some(n) = argv.get(at).and_then(|a| parse_i64(a)) else {
         return out;
     };
-    if n <= 0 || (at + 1) as i64 + n >= argv.len() as i64 {
+    if n <= 0 || n >= argv.len().saturating_sub(at + 1) as i64 {
         return out;
     }
     out.extend(at + 1..at + 1 + n as usize);
+    out
+}
+
+/// Key positions of `numkeys key...` with numkeys at `at` (none when it does not parse or
+/// does not fit; the handler then replies Redis's error). Like the shared
+/// `keys_numkeys_at_1`, but safe from overflow with a huge numkeys.
+fn numkeys_keys(argv: &[&[u8]], at: usize) -> smallvec::SmallVec<[usize; 8]> {
+    let mut out = smallvec::SmallVec::new();
+    let Some(n) = argv.get(at).and_then(|a| parse_i64(a)) else {
+        return out;
+    };
+    if n <= 0 || n > argv.len().saturating_sub(at + 1) as i64 {
+        return out;
+    }
+    out.extend(at + 1..at + 1 + n as usize);
+    out
+}
+
+/// Key finder of ZUNION, ZINTER, ZINTERCARD and ZDIFF: `numkeys key...`.
+pub fn keys_numkeys(argv: &[&[u8]]) -> smallvec::SmallVec<[usize; 8]> {
+    numkeys_keys(argv, 1)
+}
+
+/// Key finder of ZUNIONSTORE, ZINTERSTORE and ZDIFFSTORE: `destination numkeys key...`.
+pub fn keys_store_numkeys(argv: &[&[u8]]) -> smallvec::SmallVec<[usize; 8]> {
+    let mut out = numkeys_keys(argv, 2);
+    if !out.is_empty() {
+        out.insert(0, 1);
+    }
     out
 }
 
@@ -958,6 +1033,11 @@ pub fn bzmpop(x: &mut Exec, a: &[&[u8]]) {
 
 // ----- ZRANDMEMBER -----
 
+/// Most members one ZRANDMEMBER with a negative count replies with (Redis has no limit but
+/// the memory of the reply; this keeps a runaway count from exhausting the server's, as
+/// HRANDFIELD does).
+const ZRANDMEMBER_MAX_REPEATS: u64 = 1 << 24;
+
 /// ZRANDMEMBER key [count [WITHSCORES]]
 pub fn zrandmember(x: &mut Exec, a: &[&[u8]]) {
     use rand::Rng;
@@ -975,6 +1055,9 @@ pub fn zrandmember(x: &mut Exec, a: &[&[u8]]) {
             return x.reply.error(errors::SYNTAX);
         }
         if withscores && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&l) {
+            return x.reply.error("ERR value is out of range");
+        }
+        if l < 0 && l.unsigned_abs() > ZRANDMEMBER_MAX_REPEATS {
             return x.reply.error("ERR value is out of range");
         }
         return zrandmember_count(x, a[1], l, withscores);
@@ -1102,7 +1185,8 @@ fn src_coll<'a>(x: &'a mut Exec, key: &[u8], vt: u8) -> Option<&'a Coll> {
     if vt == 0 {
         return None;
     }
-    x.ks.coll(x.db, key, vt, x.now_ms).ok().flatten()
+    // (Already looked up once, which counted the keyspace hit.)
+    x.ks.peek_coll(x.db, key, vt, x.now_ms).ok().flatten()
 }
 
 /// Redis's `zunionInterDiffGenericCommand`: `numkeys` at `a[numkeys_idx]`; `dst` for the
@@ -1135,6 +1219,8 @@ fn zsetop_generic(
     for &k in keys {
         match x.ks.meta(x.db, k, x.now_ms) {
             None => {
+                // (Counts the keyspace miss a read lookup counts in Redis.)
+                let _ = x.ks.coll(x.db, k, VALUE_TYPE_ZSET, x.now_ms);
                 types.push(0u8);
                 lens.push(0usize);
             }
@@ -1147,7 +1233,13 @@ fn zsetop_generic(
                     Err(e) => return coll_error(x.reply, e),
                 }
             }
-            Some(_) => return x.reply.error(errors::WRONGTYPE),
+            Some(_) => {
+                // (Counts the keyspace hit, then replies WRONGTYPE.)
+                if let Err(e) = x.ks.coll(x.db, k, VALUE_TYPE_ZSET, x.now_ms) {
+                    return coll_error(x.reply, e);
+                }
+                return x.reply.error(errors::WRONGTYPE);
+            }
         }
     }
     let mut weights = vec![1.0f64; setnum];
@@ -1206,8 +1298,7 @@ fn zsetop_generic(
     match op {
         SetOp::Inter => {
             let first = order[0];
-            if lens[first] > 0 {
-                let c = src_coll(x, keys[first], types[first]).expect("non-empty source");
+            if let Some(c) = src_coll(x, keys[first], types[first]).filter(|_| lens[first] > 0) {
                 result = src_items(c)
                     .into_iter()
                     .map(|(m, s)| (m, weighted(s, weights[first])))
@@ -1237,21 +1328,30 @@ fn zsetop_generic(
                 let Some(c) = src_coll(x, keys[i], types[i]) else {
                     continue;
                 };
-                for (m, s) in src_items(c) {
+                let mut add = |m: &[u8], s: f64| {
                     let v = weighted(s, weights[i]);
-                    match acc.get_mut(&m) {
+                    match acc.get_mut(m) {
                         Some(t) => aggregate(t, v, how),
                         None => {
-                            acc.insert(m, v);
+                            acc.insert(m.to_vec(), v);
                         }
                     }
+                };
+                match c {
+                    Coll::Zset(z) => z.iter().for_each(|(m, s)| add(m, s)),
+                    Coll::Set(s) => s.members.iter().for_each(|m| add(m, 1.0)),
+                    _ => {}
                 }
             }
             result = acc.into_iter().collect();
         }
         SetOp::Diff => {
-            if lens[0] > 0 && !keys[1..].contains(&keys[0]) {
-                let c = src_coll(x, keys[0], types[0]).expect("non-empty source");
+            let first = if lens[0] > 0 && !keys[1..].contains(&keys[0]) {
+                src_coll(x, keys[0], types[0])
+            } else {
+                None
+            };
+            if let Some(c) = first {
                 result = src_items(c);
                 for i in 1..setnum {
                     if lens[i] == 0 {
@@ -1474,6 +1574,32 @@ mod tests {
         assert!(keys_bzmpop(&b[..4]).is_empty());
         let c: Vec<&[u8]> = vec![b"zmpop", b"0", b"a", b"min"];
         assert!(keys_zmpop(&c).is_empty());
+        let huge: Vec<&[u8]> = vec![b"zmpop", b"9223372036854775807", b"a", b"min"];
+        assert!(keys_zmpop(&huge).is_empty());
+        let huge: Vec<&[u8]> = vec![b"bzmpop", b"0", b"9223372036854775807", b"a", b"min"];
+        assert!(keys_bzmpop(&huge).is_empty());
+    }
+
+    #[test]
+    fn numkeys_keys_fit_the_arguments() {
+        let u: Vec<&[u8]> = vec![b"zunion", b"2", b"a", b"b", b"weights", b"1", b"2"];
+        assert_eq!(keys_numkeys(&u).to_vec(), vec![2, 3]);
+        assert_eq!(keys_numkeys(&u[..4]).to_vec(), vec![2, 3]);
+        assert!(keys_numkeys(&u[..3]).is_empty());
+        let s: Vec<&[u8]> = vec![b"zunionstore", b"d", b"2", b"a", b"b"];
+        assert_eq!(keys_store_numkeys(&s).to_vec(), vec![1, 3, 4]);
+        assert!(keys_store_numkeys(&s[..4]).is_empty());
+        for n in [
+            &b"9223372036854775807"[..],
+            b"-9223372036854775808",
+            b"0",
+            b"x",
+        ] {
+            let h: Vec<&[u8]> = vec![b"zunion", n, b"a"];
+            assert!(keys_numkeys(&h).is_empty());
+            let h: Vec<&[u8]> = vec![b"zunionstore", b"d", n, b"a"];
+            assert!(keys_store_numkeys(&h).is_empty());
+        }
     }
 
     #[test]

@@ -1109,8 +1109,9 @@ impl Keyspace {
     /// Removes every key of `db` (one tombstone each); returns how many there were. Stops
     /// early (the error kept for the reply) when a tombstone cannot be written.
     pub fn flush(&mut self, db: usize) -> usize {
-        for ((d, _), flags) in &self.cas {
-            if *d == db {
+        for ((d, k), flags) in &self.cas {
+            // Only keys that exist change (Redis: a watched missing key stays untouched).
+            if *d == db && self.dbs[db].table.get(hash_key(k), k).is_some() {
                 for f in flags {
                     f.store(true, std::sync::atomic::Ordering::SeqCst);
                 }
@@ -1304,6 +1305,10 @@ impl Keyspace {
         value_type: u8,
         now_ms: i64,
     ) -> Result<Option<&Coll>, CollError> {
+        if self.lent_for(db, key).is_some() {
+            // A lent key is answered from the lent values (no hit or miss counted there).
+            return self.coll(db, key, value_type, now_ms);
+        }
         Ok(self
             .decode_coll(db, key, value_type, now_ms)?
             .and_then(|k| self.colls.get(k)))

@@ -671,6 +671,37 @@ pub static DOCS: &[Doc] = &[
         .args(&[
             key("key", 0),
         ]),
+    doc("sort", "1.0.0", "O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N).")
+        .args(&[
+            key("key", 0),
+            Arg { key_spec_index: Some(1), ..pattern("pattern") }.token("BY").optional(),
+            block("offset_count", &[
+                integer("offset"),
+                integer("count"),
+            ]).token("LIMIT").optional(),
+            Arg { key_spec_index: Some(1), ..pattern("pattern") }.token("GET").optional().multiple().multiple_token(),
+            oneof("order", &[
+                pure("asc", "ASC"),
+                pure("desc", "DESC"),
+            ]).optional(),
+            pure("sorting", "ALPHA").optional(),
+            key("destination", 2).token("STORE").optional(),
+        ]),
+    doc("sort_ro", "7.0.0", "O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N).")
+        .args(&[
+            key("key", 0),
+            Arg { key_spec_index: Some(1), ..pattern("pattern") }.token("BY").optional(),
+            block("offset_count", &[
+                integer("offset"),
+                integer("count"),
+            ]).token("LIMIT").optional(),
+            Arg { key_spec_index: Some(1), ..pattern("pattern") }.token("GET").optional().multiple().multiple_token(),
+            oneof("order", &[
+                pure("asc", "ASC"),
+                pure("desc", "DESC"),
+            ]).optional(),
+            pure("sorting", "ALPHA").optional(),
+        ]),
     doc("multi", "1.2.0", "O(1)"),
     doc("exec", "1.2.0", "Depends on commands in the transaction"),
     doc("discard", "2.0.0", "O(N), when N is the number of queued commands"),
@@ -967,10 +998,11 @@ mod tests {
     fn check_args(cmd: &str, args: &[Arg]) {
         for a in args {
             assert!(!a.name.is_empty(), "{cmd}: argument without a name");
+            // A key has a key spec; so may a pattern that names keys (SORT's BY and GET).
             assert_eq!(
                 a.type_ == ArgType::Key,
-                a.key_spec_index.is_some(),
-                "{cmd}: {} has a key_spec_index iff it is a key",
+                a.key_spec_index.is_some() && a.type_ != ArgType::Pattern,
+                "{cmd}: {} has a key_spec_index iff it is a key (or a pattern of keys)",
                 a.name
             );
             let nested = matches!(a.type_, ArgType::Oneof | ArgType::Block);
