@@ -137,8 +137,10 @@ pub fn exec_keyed(
         config: &shard.shared.config,
         block: None,
     };
+    x.ks.begin_command(may_write_several(idx, argv));
     run(&mut x, argv);
     let mut block = x.block.take();
+    x.ks.end_command();
     if let Some(e) = shard.keyspace.take_error() {
         // An append to the data devices or a value read failed: nothing was changed (or
         // nothing wrong served); say why.
@@ -173,6 +175,13 @@ fn deny_blocking_reply(idx: usize, reply: &mut Reply) {
         "blmove" | "brpoplpush" => reply.null(),
         _ => reply.null_array(),
     }
+}
+
+/// True when keyed command `idx` may append several records (a write with several key
+/// arguments, or MOVE): its records then form one unit for recovery.
+fn may_write_several(idx: usize, argv: &[&[u8]]) -> bool {
+    let spec = &COMMANDS[idx];
+    spec.has_flag("write") && (spec.name == "move" || spec.key_positions(argv).len() > 1)
 }
 
 /// Answers keyed command `idx` with `ERR msg` without running it (its values could not be
@@ -793,6 +802,17 @@ impl Conn {
         // leaves a copy too many rather than a value lost.
         changes.sort_by_key(|(_, v)| v.is_none());
         let wrote = !changes.is_empty();
+        // Each owner's part is one unit for recovery (whole or absent after a crash).
+        let mut owners: Vec<usize> = changes
+            .iter()
+            .map(|(k, _)| slot::owner(k, workers))
+            .collect();
+        owners.sort_unstable();
+        owners.dedup();
+        for &w in &owners {
+            txn.run(w, |s| s.keyspace.begin_command(true)).await;
+        }
+        let mut failure = None;
         for (key, value) in changes {
             let w = slot::owner(&key, workers);
             let failed = txn
@@ -803,8 +823,23 @@ impl Conn {
                 })
                 .await;
             if let Some(e) = failed {
-                return (err(&e).0, true);
+                failure = Some(e);
+                break;
             }
+        }
+        for &w in &owners {
+            let e = txn
+                .run(w, |s| {
+                    s.keyspace.end_command();
+                    s.keyspace.take_error()
+                })
+                .await;
+            if let Some(e) = e {
+                failure.get_or_insert(e);
+            }
+        }
+        if let Some(e) = failure {
+            return (err(&e).0, true);
         }
         (out, wrote)
     }
@@ -858,7 +893,12 @@ impl Conn {
             return;
         }
         for &w in &held {
-            txn.run(w, |s| s.blocking.paused = true).await;
+            txn.run(w, |s| {
+                s.blocking.paused = true;
+                // The whole transaction is one unit for recovery on each worker.
+                s.keyspace.begin_command(true);
+            })
+            .await;
         }
         self.reply.array(multi.queue.len());
         let mut wrote = false;
@@ -907,6 +947,10 @@ impl Conn {
         }
         for &w in &held {
             txn.run(w, |s| {
+                s.keyspace.end_command();
+                if let Some(e) = s.keyspace.take_error() {
+                    tracing::error!("transaction end: {e}");
+                }
                 s.blocking.paused = false;
                 crate::blocking::serve_ready(s);
             })

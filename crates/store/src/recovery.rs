@@ -50,7 +50,7 @@ use crate::error::Result;
 use crate::format::{
     encoded_record_len, BlockHeader, BlockHeaderError, BlockKind, BlockState, RecordError,
     RecordIter, RecordKind, RecordMeta, RecordStop, BLOCK_HEADER_BYTES, MAX_KEY_BYTES,
-    MAX_VALUE_BYTES, RECORD_HEADER_BYTES,
+    MAX_VALUE_BYTES, RECORD_FLAG_JOIN, RECORD_HEADER_BYTES,
 };
 use crate::store::{block_state, io_err, BlockId, BlockMeta, DeviceInfo, Location};
 use crate::AlignedBuf;
@@ -139,6 +139,8 @@ pub struct Recovery {
     pub max_mutation_seq: u64,
     /// Highest block sequence seen.
     pub max_block_seq: u64,
+    /// Commands of several records cut short by the crash (no end marker), dropped whole.
+    pub partial_commands_dropped: u64,
     /// Valid records passed to the callback.
     pub records: u64,
     /// Block headers read.
@@ -542,6 +544,7 @@ pub(crate) async fn scan(
 
     // Pass 3: data blocks in mutation order, records in block order.
     data.sort_by_key(|b| (b.order_seq, b.header.block_seq));
+    let mut commands = Commands::default();
     let data_blocks = data.len() as u64;
     rec.data_blocks_scanned = data_blocks;
     let mut delivered = 0u64;
@@ -568,12 +571,14 @@ pub(crate) async fn scan(
         r.res.map_err(|e| io_err(r.id.device, r.offset_bytes, e))?;
         rec.bytes_read += r.buf.len_bytes() as u64;
         let meta = &blocks[usize::from(block.id.device)][block.id.block as usize];
-        deliver_block(&mut rec, block, &r.buf, meta, &mut on_record);
+        commands.before_block(block.header.owner_worker, block.order_seq, &mut rec);
+        deliver_block(&mut rec, block, &r.buf, meta, &mut commands, &mut on_record);
         bufs.push(r.buf);
         delivered += 1;
         progress.tick("data blocks", delivered, data_blocks, &rec);
     }
 
+    commands.finish(&mut rec);
     rec.elapsed = start.elapsed();
     let secs = rec.elapsed.as_secs_f64().max(1e-9);
     tracing::info!(
@@ -598,8 +603,11 @@ fn deliver_block(
     block: &DataBlock,
     buf: &[u8],
     meta: &BlockMeta,
+    commands: &mut Commands,
     on_record: &mut impl FnMut(Recovered<'_, '_>),
 ) {
+    let owner = block.header.owner_worker;
+    let mut cmd: Cmd<'_> = commands.take(owner);
     let (d, b) = (block.id.device, block.id.block);
     let header = &block.header;
     let area_end = match header.state {
@@ -637,13 +645,18 @@ fn deliver_block(
         first_seq = first_seq.min(r.meta.mutation_seq);
         last_seq = last_seq.max(r.meta.mutation_seq);
         valid = true;
-        on_record(Recovered::Record(&RecoveredRecord {
-            meta: r.meta,
-            key: r.key,
-            value: r.value,
-            location,
-        }));
+        cmd.record(
+            Held {
+                meta: r.meta,
+                key: std::borrow::Cow::Borrowed(r.key),
+                value: std::borrow::Cow::Borrowed(r.value),
+                location,
+            },
+            rec,
+            on_record,
+        );
     });
+    commands.put(owner, cmd.into_owned());
     if tombstones {
         meta.tombstones.store(true, Ordering::Relaxed);
         rec.tombstone_blocks += 1;
@@ -729,5 +742,133 @@ impl RecoveredIndex {
             .iter()
             .filter(|(_, e)| e.meta.kind != RecordKind::Tombstone)
             .map(|(k, e)| (k.as_slice(), e))
+    }
+}
+
+/// A record held back until its command is known to be whole.
+struct Held<'a> {
+    meta: RecordMeta,
+    key: std::borrow::Cow<'a, [u8]>,
+    value: std::borrow::Cow<'a, [u8]>,
+    location: Location,
+}
+
+impl Held<'_> {
+    fn deliver(&self, on_record: &mut impl FnMut(Recovered<'_, '_>)) {
+        on_record(Recovered::Record(&RecoveredRecord {
+            meta: self.meta,
+            key: &self.key,
+            value: &self.value,
+            location: self.location,
+        }));
+    }
+
+    fn into_owned(self) -> Held<'static> {
+        Held {
+            meta: self.meta,
+            key: std::borrow::Cow::Owned(self.key.into_owned()),
+            value: std::borrow::Cow::Owned(self.value.into_owned()),
+            location: self.location,
+        }
+    }
+}
+
+/// The records of one writer's multi-record command seen so far. Such a command flags
+/// every record it writes `RECORD_FLAG_JOIN` and ends with a `CommandEnd` marker; its
+/// records are delivered only once the marker is seen. A command cut short by the crash
+/// (no marker before the writer's next plain record, or before the writer's records end)
+/// is dropped whole, so a multi-key command is all or nothing after a torn write, as an
+/// AOF replay is in Redis. Plain records (one-record commands) are delivered at once.
+#[derive(Default)]
+struct Cmd<'a> {
+    records: Vec<Held<'a>>,
+}
+
+impl<'a> Cmd<'a> {
+    fn last_seq(&self) -> u64 {
+        self.records.last().map_or(0, |r| r.meta.mutation_seq)
+    }
+
+    fn record(
+        &mut self,
+        r: Held<'a>,
+        rec: &mut Recovery,
+        on_record: &mut impl FnMut(Recovered<'_, '_>),
+    ) {
+        if r.meta.kind == RecordKind::CommandEnd {
+            for h in self.records.drain(..) {
+                h.deliver(on_record);
+            }
+        } else if r.meta.flags & RECORD_FLAG_JOIN != 0 {
+            self.records.push(r);
+        } else {
+            self.drop_partial(rec);
+            r.deliver(on_record);
+        }
+    }
+
+    /// The command's marker will never come: drop what it wrote.
+    fn drop_partial(&mut self, rec: &mut Recovery) {
+        if self.records.is_empty() {
+            return;
+        }
+        rec.partial_commands_dropped += 1;
+        tracing::warn!(
+            records = self.records.len(),
+            first_seq = self.records[0].meta.mutation_seq,
+            "a multi-record command cut short by the crash is dropped whole"
+        );
+        self.records.clear();
+    }
+
+    fn into_owned(self) -> Cmd<'static> {
+        Cmd {
+            records: self.records.into_iter().map(Held::into_owned).collect(),
+        }
+    }
+}
+
+/// Every writer's multi-record command still open at the end of its last delivered block
+/// (one that straddles two blocks).
+#[derive(Default)]
+struct Commands {
+    open: HashMap<u16, Cmd<'static>>,
+}
+
+impl Commands {
+    fn take(&mut self, owner: u16) -> Cmd<'static> {
+        self.open.remove(&owner).unwrap_or_default()
+    }
+
+    fn put(&mut self, owner: u16, cmd: Cmd<'static>) {
+        if !cmd.records.is_empty() {
+            self.open.insert(owner, cmd);
+        }
+    }
+
+    /// Before a block of `owner` starting at mutation sequence `first_seq`: a writer's open
+    /// command can go on only in that writer's next block, which starts right after its
+    /// last record and sorts before any block starting later; anything else settles it.
+    fn before_block(&mut self, owner: u16, first_seq: u64, rec: &mut Recovery) {
+        let settled: Vec<u16> = self
+            .open
+            .iter()
+            .filter(|(&u, c)| {
+                let next = c.last_seq() + 1;
+                let continues_here = u == owner && first_seq == next;
+                !continues_here && (first_seq > next || u == owner)
+            })
+            .map(|(&u, _)| u)
+            .collect();
+        for u in settled {
+            let mut c = self.open.remove(&u).expect("open");
+            c.drop_partial(rec);
+        }
+    }
+
+    fn finish(&mut self, rec: &mut Recovery) {
+        for (_, mut c) in self.open.drain() {
+            c.drop_partial(rec);
+        }
     }
 }

@@ -277,6 +277,12 @@ pub struct Keyspace {
     ready: Vec<(usize, Vec<u8>)>,
     /// Keys of other workers lent to the running command (see [`lent`]).
     lent: Option<lent::Lent>,
+    /// Nesting depth of [`Keyspace::begin_command`].
+    cmd_depth: u32,
+    /// Records the running command appended.
+    cmd_records: u32,
+    /// The running command may write several records (see [`Keyspace::begin_command`]).
+    cmd_multi: bool,
     /// WATCHed keys: the flags of the connections watching them, set by any change.
     cas: hashbrown::HashMap<(usize, Vec<u8>), Vec<std::sync::Arc<std::sync::atomic::AtomicBool>>>,
 }
@@ -433,6 +439,9 @@ impl Keyspace {
             watched: Default::default(),
             ready: Vec::new(),
             lent: None,
+            cmd_depth: 0,
+            cmd_records: 0,
+            cmd_multi: false,
             cas: Default::default(),
         };
         // Keys that expired while the server was down: a tombstone each, so an older
@@ -530,13 +539,14 @@ impl Keyspace {
         let meta = RecordMeta {
             kind: RecordKind::Value,
             value_type,
-            flags: 0,
+            flags: self.join_flag(),
             mutation_seq: self.log.next_seq(),
             expiry_ms: at_ms.max(0),
         };
         match self.log.append(meta, &rk, value) {
             Ok(loc) => {
                 self.wrote = true;
+                self.cmd_records += 1;
                 if loc.offset_bytes == skerry_store::format::BLOCK_HEADER_BYTES as u32 {
                     // A block was just opened (so one may have been sealed).
                     self.sync_if_backlogged();
@@ -560,13 +570,14 @@ impl Keyspace {
         let meta = RecordMeta {
             kind: RecordKind::Tombstone,
             value_type: VALUE_TYPE_STRING,
-            flags: 0,
+            flags: self.join_flag(),
             mutation_seq: self.log.next_seq(),
             expiry_ms: 0,
         };
         match self.log.append(meta, &rk, &[]) {
             Ok(_) => {
                 self.wrote = true;
+                self.cmd_records += 1;
                 true
             }
             Err(e) => {
@@ -575,6 +586,60 @@ impl Keyspace {
                     self.fail(e.to_string());
                 }
                 false
+            }
+        }
+    }
+
+    /// The record flags of the next append: JOIN inside a multi-record command (see
+    /// [`Keyspace::begin_command`]).
+    fn join_flag(&self) -> u16 {
+        if self.cmd_multi {
+            skerry_store::format::RECORD_FLAG_JOIN
+        } else {
+            0
+        }
+    }
+
+    /// A command starts. With `multi` (a command that may write several records: several
+    /// keys, MOVE, EXEC), every record it appends is flagged JOIN and
+    /// [`Keyspace::end_command`] appends an end marker: recovery applies such a command's
+    /// records only when the marker made it to the device, so the command is whole or
+    /// absent after a crash. Nests: the outermost begin decides (EXEC around its commands).
+    pub fn begin_command(&mut self, multi: bool) {
+        if self.cmd_depth == 0 {
+            self.cmd_records = 0;
+            self.cmd_multi = multi;
+        }
+        self.cmd_depth += 1;
+    }
+
+    /// The command is done; a multi-record command that wrote something gets its end
+    /// marker.
+    pub fn end_command(&mut self) {
+        debug_assert!(self.cmd_depth > 0, "end_command without begin_command");
+        self.cmd_depth = self.cmd_depth.saturating_sub(1);
+        if self.cmd_depth > 0 {
+            return;
+        }
+        let wrote = std::mem::take(&mut self.cmd_records) > 0;
+        if !std::mem::take(&mut self.cmd_multi) || !wrote {
+            return;
+        }
+        let meta = RecordMeta {
+            kind: RecordKind::CommandEnd,
+            value_type: 0,
+            flags: 0,
+            mutation_seq: self.log.next_seq(),
+            expiry_ms: 0,
+        };
+        match self.log.append(meta, &[], &[]) {
+            // Nothing ever points at the marker: its space is free once it is durable.
+            Ok(loc) => self.log.release(loc),
+            Err(e) => {
+                tracing::error!("end marker of a multi-record command refused: {e}");
+                self.fail(format!(
+                    "{e} (the command's changes may not survive a restart)"
+                ));
             }
         }
     }

@@ -19,7 +19,7 @@ pub use block::{BlockHeader, BlockHeaderError, BlockKind, BlockState, BLOCK_HEAD
 pub use record::{
     decode_record, encode_record, encoded_record_len, CorruptReason, RecordError, RecordIter,
     RecordKind, RecordMeta, RecordRef, RecordStop, MAX_KEY_BYTES, MAX_VALUE_BYTES,
-    RECORD_ALIGN_BYTES, RECORD_HEADER_BYTES, VALUE_TYPE_STRING,
+    RECORD_ALIGN_BYTES, RECORD_FLAG_JOIN, RECORD_HEADER_BYTES, VALUE_TYPE_STRING,
 };
 pub use superblock::{
     format_device, read_superblock, write_superblock, FormatParams, Superblock,

@@ -3,9 +3,9 @@
 //! ```text
 //! offset size field
 //!  0     4    crc32c   over block_seq (u64 LE, not stored) ‖ header[4..32] ‖ key ‖ value
-//!  4     1    kind     1 value, 2 tombstone, 3 collection group, 4 checkpoint
+//!  4     1    kind     1 value, 2 tombstone, 3 collection group, 4 checkpoint, 5 command end
 //!  5     1    value type (0 string)
-//!  6     2    flags    (reserved, 0)
+//!  6     2    flags    bit 0: JOIN (same command as the writer's previous record)
 //!  8     8    mutation sequence
 //! 16     8    expiry, ms since the Unix epoch (i64; 0 = none)
 //! 24     4    key length
@@ -55,7 +55,15 @@ pub enum RecordKind {
     CollectionGroup = 3,
     /// An index checkpoint entry.
     Checkpoint = 4,
+    /// Ends a command that wrote several records (the later ones flagged
+    /// [`RECORD_FLAG_JOIN`]); empty key and value. Recovery applies such a command's
+    /// records only when this marker made it to the device.
+    CommandEnd = 5,
 }
+
+/// Record flag: this record belongs to the same command as the writer's previous
+/// record (see [`RecordKind::CommandEnd`]).
+pub const RECORD_FLAG_JOIN: u16 = 1;
 
 impl RecordKind {
     fn from_u8(v: u8) -> Option<Self> {
@@ -64,6 +72,7 @@ impl RecordKind {
             2 => Self::Tombstone,
             3 => Self::CollectionGroup,
             4 => Self::Checkpoint,
+            5 => Self::CommandEnd,
             _ => return None,
         })
     }
