@@ -990,7 +990,6 @@ fn stress_every_element_consumed_exactly_once() {
 }
 
 #[test]
-#[ignore = "Skerry gap: CLIENT LIST/INFO never show flags=b for a blocked client (client.rs describe)"]
 fn client_list_flags_a_blocked_client() {
     let s = Server::start(&[]);
     let mut p = s.raw();

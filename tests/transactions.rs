@@ -619,7 +619,6 @@ fn flush_aborts_only_watches_of_existing_keys() {
 }
 
 #[test]
-#[ignore = "Skerry gap: CLIENT LIST/INFO never show flags=x and multi=N inside MULTI (client.rs describe)"]
 fn client_list_shows_a_client_in_multi() {
     let s = Server::start(&[]);
     let mut r = s.raw();

@@ -50,6 +50,8 @@ pub struct ClientInfo {
     pub in_blocking: Cell<bool>,
     /// CLIENT UNBLOCK asked it to stop waiting: 1 as if timed out, 2 with an error.
     pub unblock: Cell<u8>,
+    /// Commands queued since MULTI; -1 outside MULTI (CLIENT LIST's `multi`).
+    pub multi: Cell<i64>,
     /// Authenticated user (empty when not authenticated).
     pub user: RefCell<&'static str>,
 }
@@ -71,6 +73,13 @@ impl ClientInfo {
         let age = now.duration_since(self.created).as_secs();
         let idle = now.duration_since(self.last_interaction.get()).as_secs();
         let mut flags = String::new();
+        let multi = self.multi.get();
+        if multi >= 0 {
+            flags.push('x');
+        }
+        if self.in_blocking.get() {
+            flags.push('b');
+        }
         if self.no_evict.get() {
             flags.push('e');
         }
@@ -81,7 +90,7 @@ impl ClientInfo {
             flags.push('N');
         }
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr,
             self.laddr,
@@ -91,6 +100,7 @@ impl ClientInfo {
             idle,
             flags,
             self.db.get(),
+            multi,
             self.qbuf.get(),
             self.obuf.get(),
             self.last_cmd.get(),

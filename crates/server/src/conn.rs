@@ -476,6 +476,7 @@ impl Conn {
             }
             m.queue
                 .push((idx, argv.iter().map(|a| a.to_vec()).collect()));
+            self.info.multi.set(m.queue.len() as i64);
             self.with_reply_mode(|c| c.reply.simple("QUEUED"));
             return;
         }
@@ -853,6 +854,7 @@ impl Conn {
             self.reply.error("ERR EXEC without MULTI");
             return;
         };
+        self.info.multi.set(-1);
         if multi.error {
             self.unwatch_all();
             self.reply
@@ -1550,6 +1552,7 @@ async fn serve(stream: TcpStream, addr: std::net::SocketAddr, shared: Arc<Shared
         blocked_in_command: Cell::new(false),
         in_blocking: Cell::new(false),
         unblock: Cell::new(0),
+        multi: Cell::new(-1),
         user: RefCell::new("default"),
     });
     let shard = local_shard();

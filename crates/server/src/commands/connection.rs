@@ -163,6 +163,7 @@ pub fn quit(c: &mut Conn, _a: &[&[u8]]) {
 /// RESET
 pub fn reset(c: &mut Conn, _a: &[&[u8]]) {
     c.multi = None;
+    c.info.multi.set(-1);
     c.unwatch_all();
     c.db = 0;
     c.info.db.set(0);

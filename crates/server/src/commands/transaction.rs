@@ -10,6 +10,7 @@ pub fn multi(c: &mut Conn, _a: &[&[u8]]) {
         return;
     }
     c.multi = Some(Multi::default());
+    c.info.multi.set(0);
     c.reply.ok();
 }
 
@@ -19,6 +20,7 @@ pub fn discard(c: &mut Conn, _a: &[&[u8]]) {
         c.reply.error("ERR DISCARD without MULTI");
         return;
     }
+    c.info.multi.set(-1);
     c.unwatch_all();
     c.reply.ok();
 }
