@@ -91,13 +91,13 @@ pub struct Multi {
 }
 
 /// Which of two futures finished first.
-enum Either<A, B> {
+pub(crate) enum Either<A, B> {
     Left(A),
     Right(B),
 }
 
 /// Waits for the first of two futures (the other is dropped).
-async fn futures_select<A: std::future::Future, B: std::future::Future>(
+pub(crate) async fn first_of<A: std::future::Future, B: std::future::Future>(
     mut a: std::pin::Pin<&mut A>,
     mut b: std::pin::Pin<&mut B>,
 ) -> Either<A::Output, B::Output> {
@@ -1080,7 +1080,7 @@ impl Conn {
             let got = {
                 let recv = std::pin::pin!(rx.recv_async());
                 let sleep = std::pin::pin!(compio::time::sleep(wait_for));
-                match futures_select(recv, sleep).await {
+                match first_of(recv, sleep).await {
                     Either::Left(r) => Some(r),
                     Either::Right(()) => None,
                 }

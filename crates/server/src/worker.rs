@@ -211,21 +211,41 @@ impl Shard {
 /// blocks); with `take`, holds it for `txn` before returning.
 async fn local_unheld(txn: u64, take: bool) {
     let shard = local_shard();
+    let mut queued = false;
     std::future::poll_fn(|cx| {
         let mut s = shard.borrow_mut();
-        if s.hold.is_none() || (txn != 0 && s.hold == Some(txn)) {
+        if txn != 0 && s.hold == Some(txn) {
+            // Already ours (or granted to us from the queue below).
+            return Poll::Ready(());
+        }
+        if s.hold.is_none() && (!take || s.deferred.is_empty()) {
             if take {
                 s.hold = Some(txn);
             }
-            Poll::Ready(())
+            return Poll::Ready(());
+        }
+        if take {
+            // A local transaction waits its turn with the remote ones, in arrival order:
+            // the hold is granted when the queue reaches it (else a stream of remote
+            // transactions, served first at every release, could starve it for ever).
+            if !queued {
+                queued = true;
+                let waker = cx.waker().clone();
+                s.deferred.push_back(Envelope {
+                    txn,
+                    job: Box::new(move |s: &mut Shard| {
+                        s.hold = Some(txn);
+                        waker.wake();
+                    }),
+                });
+            }
         } else {
             s.hold_waiters.push(cx.waker().clone());
-            Poll::Pending
         }
+        Poll::Pending
     })
     .await
 }
-
 /// Makes every record appended so far on every worker durable (clean shutdown, and
 /// `appendfsync always` after multi-worker writes). Returns once all workers answered.
 pub async fn sync_all(shared: &Shared, me: usize) {
