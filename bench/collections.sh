@@ -12,7 +12,8 @@
 # Part 2 (one collection of SMALL vs BIG members): for each of HSET, ZADD, LPUSH, SADD, a
 # fresh Skerry holds one collection filled to SIZE members (variadic commands of FILL_BATCH
 # members), then DURATION s of single-member writes to it (HSET/ZADD overwrite random
-# existing members; SADD adds random new members; LPUSH pushes, so those two grow). Reports ops/s, ops per server
+# existing members, ZADD with INCR so that the score changes; SADD adds random new members;
+# LPUSH pushes, so those two grow). Reports ops/s, ops per server
 # CPU-second and device bytes written per operation (INFO storage deltas) for SIZE=SMALL and
 # SIZE=BIG, and the BIG/SMALL rate ratio. Targets (issue 5): ratio >= 0.80 and <= 16 KiB
 # device bytes per operation at BIG=1000000. A fill that the server refuses (for example a
@@ -96,6 +97,7 @@ start_server() {
             --appendonly no >"$dir/server.log" 2>&1 &
     fi
     SERVER_PID=$!
+    SERVER_DIR=$dir
     local i
     for ((i = 0; i < 600; i++)); do
         resp_ping "$PORT" && return 0
@@ -108,6 +110,8 @@ stop_server() {
     kill "$SERVER_PID" 2>/dev/null || true
     wait "$SERVER_PID" 2>/dev/null || true
     SERVER_PID=""
+    # Each server's data file takes SKERRY_DATA_SIZE of disk: give it back at once.
+    [[ ${KEEP_DATA:-0} == 1 ]] || rm -rf "$SERVER_DIR"
 }
 info_field() { redis-cli -p "$PORT" info "$1" | tr -d '\r' | awk -F: -v k="$2" '$1 == k { print $2 }'; }
 
@@ -246,7 +250,7 @@ part2() {
             fi
             case $type in
                 HSET) tmpl="HSET big __key__ __data__" ;;
-                ZADD) tmpl="ZADD big __key__ m__key__" ;;
+                ZADD) tmpl="ZADD big INCR 1 m__key__" ;;
                 LPUSH) tmpl="LPUSH big __data__" ;;
                 SADD) tmpl="SADD big n__key__" ;;
             esac

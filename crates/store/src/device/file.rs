@@ -63,8 +63,19 @@ impl FileDevice {
             .map_err(|e| annotate(e, "cannot open or create", path))?;
         let info = probe(file.as_raw_fd()).map_err(|e| annotate(e, "cannot stat", path))?;
         if !info.is_block_device && info.len_bytes < size_bytes {
-            preallocate(file.as_raw_fd(), size_bytes)
-                .map_err(|e| annotate(e, "cannot preallocate", path))?;
+            if let Err(e) = preallocate(file.as_raw_fd(), size_bytes) {
+                // A failed fallocate (ENOSPC) may have allocated part of the space on the
+                // way: give it back, so a too large --data-size does not leave the disk
+                // full.
+                if existed {
+                    // SAFETY: ftruncate on a valid descriptor has no memory effects.
+                    let _ =
+                        unsafe { libc::ftruncate(file.as_raw_fd(), info.len_bytes as libc::off_t) };
+                } else {
+                    let _ = std::fs::remove_file(path);
+                }
+                return Err(annotate(e, "cannot preallocate", path));
+            }
             file.sync_all().await?;
         }
         if !existed {
