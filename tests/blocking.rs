@@ -26,16 +26,6 @@ fn blocked(r: &mut Raw) -> u64 {
     info_u64(r, "clients", "blocked_clients").expect("blocked_clients in INFO clients")
 }
 
-/// Waits until INFO clients reports `n` blocked clients.
-fn wait_blocked(r: &mut Raw, n: u64) {
-    let mut last = 0;
-    let ok = wait_until(Duration::from_secs(5), || {
-        last = blocked(r);
-        last == n
-    });
-    assert!(ok, "blocked_clients stayed {last}, expected {n}");
-}
-
 /// Asserts that no reply arrives on `r` within `ms` milliseconds.
 fn no_reply(r: &mut Raw, ms: u64, what: &str) {
     if let Some(v) = r.try_read_value(Duration::from_millis(ms)) {
@@ -45,47 +35,6 @@ fn no_reply(r: &mut Raw, ms: u64, what: &str) {
 
 fn range(r: &mut Raw, key: &str) -> Value {
     r.cmd(&["LRANGE", key, "0", "-1"])
-}
-
-/// A RESP3 connection (HELLO 3 sent).
-fn resp3(s: &Server) -> Raw {
-    let mut r = s.raw();
-    assert!(matches!(r.cmd(&["HELLO", "3"]), Value::Map(_)));
-    r
-}
-
-/// Redis Cluster's key slot (CRC16/XMODEM of the hash tag or the key, mod 16384), as
-/// `crates/server/src/slot.rs` computes it; the owner worker is `slot % workers`.
-fn key_slot(key: &str) -> u16 {
-    let key = key.as_bytes();
-    let mut k = key;
-    if let Some(open) = key.iter().position(|&b| b == b'{') {
-        if let Some(len) = key[open + 1..].iter().position(|&b| b == b'}') {
-            if len > 0 {
-                k = &key[open + 1..open + 1 + len];
-            }
-        }
-    }
-    let mut crc: u16 = 0;
-    for &b in k {
-        crc ^= (b as u16) << 8;
-        for _ in 0..8 {
-            crc = if crc & 0x8000 != 0 {
-                (crc << 1) ^ 0x1021
-            } else {
-                crc << 1
-            };
-        }
-    }
-    crc % 16384
-}
-
-/// The first key `{prefix}{n}` owned by worker `w` of 2.
-fn key_on(prefix: &str, w: u16) -> String {
-    (0..)
-        .map(|n| format!("{prefix}{n}"))
-        .find(|k| key_slot(k) % 2 == w)
-        .unwrap()
 }
 
 /// True when the server knows command `name` (the zset family is still being merged).
@@ -193,7 +142,7 @@ fn served_across_workers() {
         }
     }
     // BLMOVE within one worker, waited on from a connection anywhere.
-    for w in 0..2u16 {
+    for w in 0..2usize {
         let tag = key_on("bm", w);
         let (src, dst) = (format!("{{{tag}}}s"), format!("{{{tag}}}d"));
         let mut a = s.raw();
@@ -422,7 +371,7 @@ fn a_disconnected_waiter_never_consumes() {
     let s = Server::start(&["--threads", "2"]);
     let mut p = s.raw();
     // Keys on both workers, waiters on connections anywhere.
-    for w in 0..2u16 {
+    for w in 0..2usize {
         let tag = key_on("dc", w);
         let (k, dst) = (format!("{{{tag}}}k"), format!("{{{tag}}}dst"));
         for (i, cmd) in [

@@ -17,40 +17,6 @@ use common::*;
 
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 
-/// Redis Cluster's key slot (CRC16/XMODEM of the hash tag or the key, mod 16384), as
-/// `crates/server/src/slot.rs` computes it.
-fn key_slot(key: &str) -> u16 {
-    let key = key.as_bytes();
-    let mut k = key;
-    if let Some(open) = key.iter().position(|&b| b == b'{') {
-        if let Some(len) = key[open + 1..].iter().position(|&b| b == b'}') {
-            if len > 0 {
-                k = &key[open + 1..open + 1 + len];
-            }
-        }
-    }
-    let mut crc: u16 = 0;
-    for &b in k {
-        crc ^= (b as u16) << 8;
-        for _ in 0..8 {
-            crc = if crc & 0x8000 != 0 {
-                (crc << 1) ^ 0x1021
-            } else {
-                crc << 1
-            };
-        }
-    }
-    crc % 16384
-}
-
-/// The first key `{prefix}{n}` owned by worker `w` of 2.
-fn key_on(prefix: &str, w: u16) -> String {
-    (0..)
-        .map(|n| format!("{prefix}{n}"))
-        .find(|k| key_slot(k) % 2 == w)
-        .unwrap()
-}
-
 fn start() -> (Server, Raw) {
     let s = Server::start(&["--threads", "2"]);
     let r = s.raw();
@@ -165,7 +131,7 @@ fn set_stores_across_workers() {
     let (x, y) = (key_on("st:x", 0), key_on("st:y", 1));
     r.cmd(&["SADD", &x, "1", "2", "3"]);
     r.cmd(&["SADD", &y, "3", "4"]);
-    for w in 0..2u16 {
+    for w in 0..2usize {
         // The destination of every type, on either worker, with a TTL: overwritten, no TTL.
         let d = key_on(&format!("st:d{w}:"), w);
         for (kind, setup) in [
@@ -562,13 +528,6 @@ fn moves_across_workers_are_atomic_under_concurrency() {
     let mut want = all.clone();
     want.sort();
     assert_eq!(elems, want, "list elements lost or duplicated");
-}
-
-fn wait_blocked(r: &mut Raw, n: u64) {
-    let ok = wait_until(Duration::from_secs(5), || {
-        info_u64(r, "clients", "blocked_clients") == Some(n)
-    });
-    assert!(ok, "blocked_clients never reached {n}");
 }
 
 /// A cross-worker command that writes a list a client waits on serves it, and one that

@@ -979,38 +979,14 @@ fn lazy_expiry_with_active_expiry_off() {
     assert_eq!(r.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "1"]), ok());
 }
 
-/// CRC16 slot of a key without hash tags.
-fn slot(key: &str) -> usize {
-    let mut crc: u16 = 0;
-    for &b in key.as_bytes() {
-        crc ^= (b as u16) << 8;
-        for _ in 0..8 {
-            crc = if crc & 0x8000 != 0 {
-                (crc << 1) ^ 0x1021
-            } else {
-                crc << 1
-            };
-        }
-    }
-    (crc & 0x3fff) as usize
-}
-
-/// A key starting with `prefix` owned by worker `w` of 2.
-fn on_worker(prefix: &str, w: usize) -> String {
-    (0..)
-        .map(|i| format!("{prefix}{i}"))
-        .find(|k| slot(k) % 2 == w)
-        .unwrap()
-}
-
 /// Every command that looks a key up treats one whose time ran out as missing (the commands
 /// tests/strings.rs does not cover), on one worker and across two.
 #[test]
 fn expired_keys_are_missing_for_every_command() {
     let s = Server::start(&["--threads", "2"]);
     let mut r = s.raw();
-    let (a0, a1) = (on_worker("src", 0), on_worker("dst", 1));
-    let (b0, b1) = (on_worker("csrc", 0), on_worker("cdst", 1));
+    let (a0, a1) = (key_on("src", 0), key_on("dst", 1));
+    let (b0, b1) = (key_on("csrc", 0), key_on("cdst", 1));
     let keys = [
         "getex", "getdel", "getrange", "expire", "persist", "etime", "rename", "renamenx", "copy",
         "move", "setrange", "float", "getset", "setget", "pexpire", &a0, &b0,
@@ -1077,7 +1053,7 @@ fn ttl_moves_with_rename_copy_and_move() {
     let at = "4102444800123";
     for (src, dst) in [
         ("{t}src".to_string(), "{t}dst".to_string()),
-        (on_worker("rsrc", 0), on_worker("rdst", 1)),
+        (key_on("rsrc", 0), key_on("rdst", 1)),
     ] {
         assert_eq!(r.cmd(&["SET", &src, "v", "PXAT", at]), ok());
         assert_eq!(r.cmd(&["SET", &dst, "old"]), ok());

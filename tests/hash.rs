@@ -21,12 +21,6 @@ fn start() -> (Server, Raw) {
     (s, r)
 }
 
-fn resp3(s: &Server) -> Raw {
-    let mut r = s.raw();
-    assert!(matches!(r.cmd(&["HELLO", "3"]), Value::Map(_)));
-    r
-}
-
 fn encoding(r: &mut Raw, key: &str) -> String {
     r.cmd(&["OBJECT", "ENCODING", key]).text()
 }

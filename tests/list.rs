@@ -19,13 +19,6 @@ fn range(r: &mut Raw, key: &str) -> Value {
     r.cmd(&["LRANGE", key, "0", "-1"])
 }
 
-/// A RESP3 connection (HELLO 3 sent).
-fn resp3(s: &Server) -> Raw {
-    let mut r = s.raw();
-    assert!(matches!(r.cmd(&["HELLO", "3"]), Value::Map(_)));
-    r
-}
-
 #[test]
 fn push_and_len() {
     let (_s, mut r) = start();

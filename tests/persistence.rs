@@ -801,41 +801,17 @@ fn threads_change_between_runs() {
 // ---------------------------------------------------------------------------------------------
 // Commands on values that are only on the device.
 
-/// CRC16-XMODEM, as Redis Cluster's key slot (no hash tags in these keys).
-fn slot(key: &str) -> usize {
-    let mut crc: u16 = 0;
-    for &b in key.as_bytes() {
-        crc ^= (b as u16) << 8;
-        for _ in 0..8 {
-            crc = if crc & 0x8000 != 0 {
-                (crc << 1) ^ 0x1021
-            } else {
-                crc << 1
-            };
-        }
-    }
-    (crc & 0x3fff) as usize
-}
-
-/// A key starting with `prefix` owned by worker `w` of 2.
-fn on_worker(prefix: &str, w: usize) -> String {
-    (0..)
-        .map(|i| format!("{prefix}{i}"))
-        .find(|k| slot(k) % 2 == w)
-        .unwrap()
-}
-
 #[test]
 fn commands_on_values_read_back_from_disk() {
-    assert_eq!(slot("foo"), 12182);
-    assert_eq!(slot("bar"), 5061);
+    assert_eq!(key_slot(b"foo"), 12182);
+    assert_eq!(key_slot(b"bar"), 5061);
     let mut s = Server::start(&args(&["--appendfsync", "always", "--threads", "2"]));
     let started = Instant::now();
     let big = Rng::new(5).bytes(300_000);
     // Pairs on different workers, so the multi-key commands gather values across workers.
-    let (lcs1, lcs2) = (on_worker("lcs-a", 0), on_worker("lcs-b", 1));
-    let (src, dst) = (on_worker("rename-src", 1), on_worker("rename-dst", 0));
-    let (csrc, cdst) = (on_worker("copy-src", 0), on_worker("copy-dst", 1));
+    let (lcs1, lcs2) = (key_on("lcs-a", 0), key_on("lcs-b", 1));
+    let (src, dst) = (key_on("rename-src", 1), key_on("rename-dst", 0));
+    let (csrc, cdst) = (key_on("copy-src", 0), key_on("copy-dst", 1));
     let mut r = s.raw();
     for (k, v) in [
         ("append", "hello"),

@@ -19,13 +19,6 @@ fn start() -> (Server, Raw) {
     (s, r)
 }
 
-/// A RESP3 connection (after HELLO 3).
-fn raw3(s: &Server) -> Raw {
-    let mut r = s.raw();
-    assert!(matches!(r.cmd(&["HELLO", "3"]), Value::Map(_)));
-    r
-}
-
 /// The strings of an array or set reply, sorted.
 fn sorted(v: Value) -> Vec<String> {
     let mut out = v.strings();
@@ -248,7 +241,7 @@ fn smembers_and_set_results_are_resp3_sets() {
         r2.cmd_raw(&["SMEMBERS", "{t}a"]),
         b"*3\r\n$1\r\n1\r\n$1\r\n2\r\n$1\r\n3\r\n"
     );
-    let mut r = raw3(&s);
+    let mut r = resp3(&s);
     assert_eq!(
         r.cmd_raw(&["SMEMBERS", "{t}a"]),
         b"~3\r\n$1\r\n1\r\n$1\r\n2\r\n$1\r\n3\r\n"

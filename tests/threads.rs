@@ -16,30 +16,6 @@ fn strs(v: &[String]) -> Vec<&str> {
     v.iter().map(|s| s.as_str()).collect()
 }
 
-/// Redis' key slot: CRC16/XMODEM of the hash tag (or the key) mod 16384.
-fn key_slot(key: &[u8]) -> u16 {
-    let mut k = key;
-    if let Some(open) = key.iter().position(|&b| b == b'{') {
-        if let Some(len) = key[open + 1..].iter().position(|&b| b == b'}') {
-            if len > 0 {
-                k = &key[open + 1..open + 1 + len];
-            }
-        }
-    }
-    let mut crc: u16 = 0;
-    for &b in k {
-        crc ^= (b as u16) << 8;
-        for _ in 0..8 {
-            crc = if crc & 0x8000 != 0 {
-                (crc << 1) ^ 0x1021
-            } else {
-                crc << 1
-            };
-        }
-    }
-    crc % 16384
-}
-
 #[test]
 fn key_slot_reference_values() {
     // Values from `redis-cli CLUSTER KEYSLOT` (sanity check of the helper used below).

@@ -17,52 +17,6 @@ fn send(r: &mut Raw, args: &[&str]) {
     r.send(&resp::encode(args));
 }
 
-/// Redis Cluster's key slot (CRC16/XMODEM of the hash tag or the key, mod 16384).
-fn key_slot(key: &str) -> u16 {
-    let key = key.as_bytes();
-    let mut k = key;
-    if let Some(open) = key.iter().position(|&b| b == b'{') {
-        if let Some(len) = key[open + 1..].iter().position(|&b| b == b'}') {
-            if len > 0 {
-                k = &key[open + 1..open + 1 + len];
-            }
-        }
-    }
-    let mut crc: u16 = 0;
-    for &b in k {
-        crc ^= (b as u16) << 8;
-        for _ in 0..8 {
-            crc = if crc & 0x8000 != 0 {
-                (crc << 1) ^ 0x1021
-            } else {
-                crc << 1
-            };
-        }
-    }
-    crc % 16384
-}
-
-/// The first key `{prefix}{n}` owned by worker `w` of 2.
-fn key_on(prefix: &str, w: u16) -> String {
-    (0..)
-        .map(|n| format!("{prefix}{n}"))
-        .find(|k| key_slot(k) % 2 == w)
-        .unwrap()
-}
-
-fn wait_blocked(r: &mut Raw, n: u64) {
-    let ok = wait_until(Duration::from_secs(5), || {
-        info_u64(r, "clients", "blocked_clients") == Some(n)
-    });
-    assert!(ok, "blocked_clients never reached {n}");
-}
-
-fn resp3(s: &Server) -> Raw {
-    let mut r = s.raw();
-    assert!(matches!(r.cmd(&["HELLO", "3"]), Value::Map(_)));
-    r
-}
-
 #[test]
 fn queueing_and_exec_reply() {
     let s = Server::start(&["--threads", "2"]);

@@ -26,13 +26,6 @@ fn start() -> (Server, Raw) {
     (s, r)
 }
 
-/// A RESP3 connection (after HELLO 3).
-fn raw3(s: &Server) -> Raw {
-    let mut r = s.raw();
-    assert!(matches!(r.cmd(&["HELLO", "3"]), Value::Map(_)));
-    r
-}
-
 fn dbl(s: &str) -> Value {
     Value::Double(s.to_string())
 }
@@ -152,7 +145,7 @@ fn zadd_incr_and_zincrby() {
     assert_eq!(r.cmd(&["ZINCRBY", "z", "nx", "a"]), err(SYNTAX));
     assert_eq!(r.cmd(&["ZINCRBY", "z", "x", "a"]), err(NOT_FLOAT));
     assert_eq!(r.cmd(&["ZINCRBY", "z", "1"]), wrong_arity("zincrby"));
-    let mut r3 = raw3(&_s);
+    let mut r3 = resp3(&_s);
     assert_eq!(r3.cmd(&["ZINCRBY", "z", "1", "b"]), dbl("6"));
     assert_eq!(r3.cmd(&["ZADD", "z", "NX", "INCR", "1", "b"]), Value::Null);
 }
@@ -193,7 +186,7 @@ fn zadd_errors() {
 #[test]
 fn scores_parse_and_format_as_redis() {
     let (s, mut r) = start();
-    let mut r3 = raw3(&s);
+    let mut r3 = resp3(&s);
     let cases = [
         ("1", "1", "1"),
         // A listpack keeps an integral score as an integer: -0 comes back as 0.
@@ -289,7 +282,7 @@ fn zrem_zcard_zscore_zmscore() {
         arr(vec![Value::Null, Value::Null])
     );
     assert_eq!(r.cmd(&["ZMSCORE", "z"]), wrong_arity("zmscore"));
-    let mut r3 = raw3(&s);
+    let mut r3 = resp3(&s);
     assert_eq!(
         r3.cmd(&["ZMSCORE", "z", "a", "x"]),
         arr(vec![dbl("1"), Value::Null])
@@ -368,7 +361,7 @@ fn zrange_by_rank() {
         bulks(&["e", "5", "d", "4"])
     );
     assert_eq!(r.cmd(&["ZREVRANGE", "z", "-1", "-1"]), bulks(&["a"]));
-    let mut r3 = raw3(&s);
+    let mut r3 = resp3(&s);
     assert_eq!(
         r3.cmd(&["ZRANGE", "z", "0", "1", "WITHSCORES"]),
         arr(vec![
@@ -645,7 +638,7 @@ fn zpopmin_zpopmax() {
     assert_eq!(r.cmd(&["ZPOPMIN", "z", "3"]), arr(vec![]));
     // RESP3: nested pairs with COUNT, flat without.
     fill_abc(&mut r, "z");
-    let mut r3 = raw3(&s);
+    let mut r3 = resp3(&s);
     assert_eq!(r3.cmd(&["ZPOPMIN", "z"]), arr(vec![bulk("a"), dbl("1")]));
     assert_eq!(
         r3.cmd(&["ZPOPMAX", "z", "2"]),
@@ -697,7 +690,7 @@ fn zmpop() {
         r.cmd(&["ZMPOP", "2", "{t}a", "{t}b", "MIN"]),
         Value::NullArray
     );
-    let mut r3 = raw3(&s);
+    let mut r3 = resp3(&s);
     fill_abc(&mut r3, "{t}b");
     assert_eq!(
         r3.cmd(&["ZMPOP", "1", "{t}b", "MIN"]),
@@ -750,7 +743,7 @@ fn blocking_pops_serve_at_once_when_they_can() {
         arr(vec![bulk("{t}b"), arr(vec![bulks(&["b", "2"])])])
     );
     assert_eq!(r.cmd(&["EXISTS", "{t}b"]), int(0));
-    let mut r3 = raw3(&s);
+    let mut r3 = resp3(&s);
     r3.cmd(&["ZADD", "{t}b", "1.5", "a"]);
     assert_eq!(
         r3.cmd(&["BZPOPMIN", "{t}b", "0"]),
@@ -851,7 +844,7 @@ fn zrandmember() {
     assert!(got.iter().all(|m| scores.contains_key(m)));
     let got = r.cmd(&["ZRANDMEMBER", "z", "-7", "WITHSCORES"]).strings();
     assert_eq!(got.len(), 14);
-    let mut r3 = raw3(&s);
+    let mut r3 = resp3(&s);
     let v = r3.cmd(&["ZRANDMEMBER", "z", "2", "WITHSCORES"]).items();
     assert_eq!(v.len(), 2);
     for p in v {
@@ -987,7 +980,7 @@ fn zunion_zinter_zdiff() {
         r.cmd(&["ZUNION", "1", "{t}i", "WEIGHTS", "0", "WITHSCORES"]),
         bulks(&["m", "0"])
     );
-    let mut r3 = raw3(&s);
+    let mut r3 = resp3(&s);
     assert_eq!(
         r3.cmd(&["ZINTER", "2", "{t}a", "{t}b", "WITHSCORES"]),
         arr(vec![

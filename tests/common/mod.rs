@@ -623,6 +623,56 @@ pub fn info_field(info: &str, key: &str) -> Option<String> {
         .map(|(_, v)| v)
 }
 
+/// Redis Cluster's key slot: CRC16/XMODEM of the hash tag (or the whole key) mod 16384, as
+/// `crates/server/src/slot.rs` computes it; a key belongs to worker `slot % workers`.
+pub fn key_slot(key: &[u8]) -> u16 {
+    let mut k = key;
+    if let Some(open) = key.iter().position(|&b| b == b'{') {
+        if let Some(len) = key[open + 1..].iter().position(|&b| b == b'}') {
+            if len > 0 {
+                k = &key[open + 1..open + 1 + len];
+            }
+        }
+    }
+    let mut crc: u16 = 0;
+    for &b in k {
+        crc ^= (b as u16) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ 0x1021
+            } else {
+                crc << 1
+            };
+        }
+    }
+    crc % 16384
+}
+
+/// The first key `{prefix}{n}` (n = 0, 1, ...) owned by worker `w` of 2.
+pub fn key_on(prefix: &str, w: usize) -> String {
+    (0..)
+        .map(|n| format!("{prefix}{n}"))
+        .find(|k| key_slot(k.as_bytes()) as usize % 2 == w)
+        .unwrap()
+}
+
+/// Waits until INFO clients reports `n` blocked clients.
+pub fn wait_blocked(r: &mut Raw, n: u64) {
+    let mut last = None;
+    let ok = wait_until(Duration::from_secs(5), || {
+        last = info_u64(r, "clients", "blocked_clients");
+        last == Some(n)
+    });
+    assert!(ok, "blocked_clients stayed {last:?}, expected {n}");
+}
+
+/// A RESP3 connection (HELLO 3 sent).
+pub fn resp3(s: &Server) -> Raw {
+    let mut r = s.raw();
+    assert!(matches!(r.cmd(&["HELLO", "3"]), Value::Map(_)));
+    r
+}
+
 /// Polls `f` until it returns true or `timeout` passes.
 pub fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + timeout;
