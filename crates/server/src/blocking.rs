@@ -150,8 +150,6 @@ pub struct Registry {
     by_key: HashMap<(usize, Vec<u8>), VecDeque<u64>>,
     next_id: u64,
     serving: bool,
-    /// Set while a MULTI/EXEC runs: waiters are served once it is done, as in Redis.
-    pub paused: bool,
 }
 
 impl Registry {
@@ -222,10 +220,12 @@ pub fn drop_cancelled(s: &mut Shard) {
 }
 
 /// Serves the waiters of every key marked ready, in arrival order (see the module
-/// documentation). Runs after every command and job on the owner; cheap when nothing is
-/// ready.
+/// documentation). Runs after every command and job on the owner, and when a transaction
+/// releases it; cheap when nothing is ready. Never while a transaction (MULTI/EXEC, a
+/// multi-worker command) holds the worker: its waiters are served once it is done, as in
+/// Redis, by the release.
 pub fn serve_ready(s: &mut Shard) {
-    if s.blocking.serving || s.blocking.paused || !s.keyspace.has_ready() {
+    if s.blocking.serving || s.hold.is_some() || !s.keyspace.has_ready() {
         return;
     }
     s.blocking.serving = true;

@@ -47,6 +47,45 @@ struct Pending {
     cmds: Vec<(usize, usize, SmallVec<[u32; 8]>)>,
 }
 
+impl Pending {
+    /// Appends command `idx` of database `db` with its arguments.
+    fn push(&mut self, idx: usize, db: usize, argv: &[&[u8]]) {
+        let mut ends = SmallVec::new();
+        for a in argv {
+            self.data.extend_from_slice(a);
+            ends.push(self.data.len() as u32);
+        }
+        self.cmds.push((idx, db, ends));
+    }
+}
+
+/// The job that runs the commands of `p` on their worker as one [`Batch`], sending the
+/// replies on `tx`; `wait` for a blocking command sent alone.
+fn batch_job(
+    p: Pending,
+    proto: Proto,
+    now_ms: i64,
+    tx: flume::Sender<Vec<u8>>,
+    wait: Option<(Arc<crate::blocking::WaitState>, std::os::fd::RawFd)>,
+) -> crate::worker::Job {
+    Box::new(move |s: &mut Shard| {
+        let b = Batch {
+            p,
+            next: 0,
+            start: 0,
+            reply: Reply {
+                buf: Vec::with_capacity(256),
+                proto,
+            },
+            now_ms,
+            tx,
+            mark: None,
+            wait,
+        };
+        run_batch(s, b);
+    })
+}
+
 /// The state of one client connection.
 pub struct Conn {
     /// Shared state.
@@ -155,18 +194,6 @@ pub fn exec_keyed(
     block
 }
 
-/// Serves the clients waiting on keys of this worker that a multi-worker command just
-/// wrote. Its steps on this worker ran inline, outside the job loop that serves them
-/// after each job on the other workers; skipped while another transaction holds the
-/// worker.
-fn serve_local_ready() {
-    let shard = local_shard();
-    let mut s = shard.borrow_mut();
-    if s.hold.is_none() {
-        crate::blocking::serve_ready(&mut s);
-    }
-}
-
 /// The reply of blocking command `idx` when it may not wait (inside MULTI), as Redis 7.0
 /// answers under CLIENT_DENY_BLOCKING: a null bulk for BLMOVE and BRPOPLPUSH, a null array
 /// for the others (not the time-out reply, which is a null array for all of them).
@@ -179,7 +206,7 @@ fn deny_blocking_reply(idx: usize, reply: &mut Reply) {
 
 /// True when keyed command `idx` may append several records (a write with several key
 /// arguments, or MOVE): its records then form one unit for recovery.
-fn may_write_several(idx: usize, argv: &[&[u8]]) -> bool {
+pub(crate) fn may_write_several(idx: usize, argv: &[&[u8]]) -> bool {
     let spec = &COMMANDS[idx];
     spec.has_flag("write") && (spec.name == "move" || spec.key_positions(argv).len() > 1)
 }
@@ -631,15 +658,9 @@ impl Conn {
             AsyncCmd::Watch => self.watch_keys(&argv[1..]).await,
             AsyncCmd::Sort => crate::commands::sort::sort(self, argv).await,
         }
-        // A multi-worker command (RENAME, COPY, ...) may have written a key clients wait on.
-        serve_local_ready();
         self.info.blocked_in_command.set(false);
-        if COMMANDS[idx].has_flag("write")
-            && crate::persist::durability(&self.shared.config) == skerry_store::Durability::Always
-        {
-            // Multi-worker writes: make every worker's part durable before replying.
-            crate::worker::sync_all(&self.shared, self.worker).await;
-        }
+        self.sync_multi_worker_writes(COMMANDS[idx].has_flag("write"))
+            .await;
         self.finish_local(idx, started, mark);
     }
 
@@ -654,12 +675,7 @@ impl Conn {
             data: Vec::new(),
             cmds: Vec::new(),
         });
-        let mut ends = SmallVec::new();
-        for a in argv {
-            p.data.extend_from_slice(a);
-            ends.push(p.data.len() as u32);
-        }
-        p.cmds.push((idx, self.db, ends));
+        p.push(idx, self.db, argv);
         if self.reply_mode != ReplyMode::On || p.data.len() > 1 << 20 {
             self.flush_pending().await;
         }
@@ -673,22 +689,7 @@ impl Conn {
         let worker = p.worker;
         let mark = self.reply.buf.len();
         let (tx, rx) = flume::bounded::<Vec<u8>>(1);
-        let job: crate::worker::Job = Box::new(move |s: &mut Shard| {
-            let b = Batch {
-                p,
-                next: 0,
-                start: 0,
-                reply: Reply {
-                    buf: Vec::with_capacity(256),
-                    proto,
-                },
-                now_ms,
-                tx,
-                mark: None,
-                wait: None,
-            };
-            run_batch(s, b);
-        });
+        let job = batch_job(p, proto, now_ms, tx, None);
         let out = self.send_job(worker, job, rx).await;
         self.reply.buf.extend_from_slice(&out);
         self.apply_reply_mode(mark);
@@ -707,8 +708,13 @@ impl Conn {
         let txn = crate::worker::Txn::begin(&self.shared, self.worker, owners).await;
         let (out, wrote) = self.cross_in_txn(&txn, idx, argv, false).await;
         drop(txn);
-        serve_local_ready();
         self.reply.buf.extend_from_slice(&out);
+        self.sync_multi_worker_writes(wrote).await;
+    }
+
+    /// Under `appendfsync always`, when a multi-worker command `wrote`, makes every
+    /// worker's part durable before the reply goes out.
+    async fn sync_multi_worker_writes(&self, wrote: bool) {
         if wrote
             && crate::persist::durability(&self.shared.config) == skerry_store::Durability::Always
         {
@@ -895,12 +901,8 @@ impl Conn {
             return;
         }
         for &w in &held {
-            txn.run(w, |s| {
-                s.blocking.paused = true;
-                // The whole transaction is one unit for recovery on each worker.
-                s.keyspace.begin_command(true);
-            })
-            .await;
+            // The whole transaction is one unit for recovery on each worker.
+            txn.run(w, |s| s.keyspace.begin_command(true)).await;
         }
         self.reply.array(multi.queue.len());
         let mut wrote = false;
@@ -953,17 +955,11 @@ impl Conn {
                 if let Some(e) = s.keyspace.take_error() {
                     tracing::error!("transaction end: {e}");
                 }
-                s.blocking.paused = false;
-                crate::blocking::serve_ready(s);
             })
             .await;
         }
         drop(txn);
-        if wrote
-            && crate::persist::durability(&self.shared.config) == skerry_store::Durability::Always
-        {
-            crate::worker::sync_all(&self.shared, self.worker).await;
-        }
+        self.sync_multi_worker_writes(wrote).await;
     }
 
     /// True when a key this connection WATCHes changed since WATCH.
@@ -1028,40 +1024,10 @@ impl Conn {
             data: Vec::new(),
             cmds: Vec::new(),
         };
-        let mut ends = SmallVec::new();
-        for a in argv {
-            p.data.extend_from_slice(a);
-            ends.push(p.data.len() as u32);
-        }
-        p.cmds.push((idx, self.db, ends));
+        p.push(idx, self.db, argv);
         let wait = (state.clone(), self.info.fd);
-        let job: crate::worker::Job = Box::new(move |s: &mut Shard| {
-            let b = Batch {
-                p,
-                next: 0,
-                start: 0,
-                reply: Reply {
-                    buf: Vec::with_capacity(256),
-                    proto,
-                },
-                now_ms,
-                tx,
-                mark: None,
-                wait: Some(wait),
-            };
-            run_batch(s, b);
-        });
-        if w == self.worker {
-            if local_shard().borrow().hold.is_some() {
-                wait_local_unheld().await;
-            }
-            job(&mut local_shard().borrow_mut());
-        } else if self.shared.inboxes[w]
-            .send(crate::worker::Envelope { txn: 0, job })
-            .is_err()
-        {
-            panic!("worker {w} has stopped");
-        }
+        self.submit_job(w, batch_job(p, proto, now_ms, tx, Some(wait)))
+            .await;
         let started = Instant::now();
         // Not idle while blocked (the `timeout` config spares it, as Redis does).
         self.info.blocked_in_command.set(true);
@@ -1142,6 +1108,13 @@ impl Conn {
     /// Runs `job` on worker `w` (waiting for any transaction holding it, as `on` does) and
     /// returns what it sends on `rx`.
     async fn send_job<R>(&self, w: usize, job: crate::worker::Job, rx: flume::Receiver<R>) -> R {
+        self.submit_job(w, job).await;
+        rx.recv_async().await.expect("worker dropped a job")
+    }
+
+    /// Runs `job` on worker `w`: inline once no transaction holds it when `w` is this
+    /// worker, else through `w`'s inbox.
+    async fn submit_job(&self, w: usize, job: crate::worker::Job) {
         if w == self.worker {
             if local_shard().borrow().hold.is_some() {
                 wait_local_unheld().await;
@@ -1153,7 +1126,6 @@ impl Conn {
         {
             panic!("worker {w} has stopped");
         }
-        rx.recv_async().await.expect("worker dropped a job")
     }
 
     /// Under `appendfsync always`, waits until this worker's appended records are durable

@@ -114,9 +114,7 @@ async fn run(ks: &mut Keyspace, config: &Config, argv: &[Vec<u8>]) -> Vec<u8> {
         block: None,
     };
     // As `conn::exec_keyed` does: a command's records are one unit for recovery.
-    x.ks.begin_command(
-        spec.has_flag("write") && (spec.name == "move" || spec.key_positions(&argv).len() > 1),
-    );
+    x.ks.begin_command(crate::conn::may_write_several(idx, &argv));
     run(&mut x, &argv);
     x.ks.end_command();
     assert!(x.block.is_none(), "non-blocking command asked to wait");

@@ -736,9 +736,8 @@ async fn run(c: &mut Conn, txn: &Txn, o: Opts) -> bool {
                 true
             };
             let e = s.keyspace.take_error();
-            // Clients blocked on the destination are served right after the command, as
-            // in Redis (a no-op inside EXEC, which serves them once it is done).
-            crate::blocking::serve_ready(s);
+            // Clients blocked on the destination are served when the transaction releases
+            // this worker, right after the command (after EXEC inside MULTI), as in Redis.
             (!done || e.is_some()).then(|| e.unwrap_or_default())
         })
         .await;
