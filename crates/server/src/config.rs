@@ -399,6 +399,15 @@ pub static PARAMS: &[Param] = &[
         true,
     ),
     p(
+        "collection-group-bytes",
+        Kind::Memory {
+            min: 256,
+            max: 1 << 20,
+        },
+        "8192",
+        true,
+    ),
+    p(
         "set-max-intset-entries",
         Kind::Int {
             min: 0,
@@ -777,6 +786,7 @@ impl Config {
             set_max_intset_entries: num("set-max-intset-entries") as usize,
             zset_max_listpack_entries: num("zset-max-listpack-entries") as usize,
             zset_max_listpack_value: num("zset-max-listpack-value") as usize,
+            group_bytes: num("collection-group-bytes") as usize,
         });
         if let Ok(limits) = parse_output_limits(&get("client-output-buffer-limit")) {
             if let Some((_, hard, soft, secs)) = limits.iter().find(|l| l.0 == "normal") {

@@ -14,65 +14,97 @@
 //! order is arbitrary, as in Redis's hashtable.
 
 use super::codec::{put_bytes, put_varint, Reader};
+use super::groups::{part_of_bits, Changes, Grouping};
 use super::{DecodeError, Thresholds, FLAG_BIG};
 use indexmap::IndexMap;
 
-/// A hash: field → value.
+type Map = IndexMap<Vec<u8>, Vec<u8>, foldhash::fast::RandomState>;
+
+/// Encoded bytes of one field and its value (an estimate: one-byte length prefixes).
+#[inline]
+fn entry_bytes(f: &[u8], v: &[u8]) -> isize {
+    (f.len() + v.len() + 2) as isize
+}
+
+/// A hash: field → value, in one part while compact, in 2^bits parts by member hash once
+/// grouped (see [`super::groups`]).
 #[derive(Clone, Debug, Default)]
 pub struct Hash {
-    /// Fields and values, in insertion order (while not big).
-    pub map: IndexMap<Vec<u8>, Vec<u8>, foldhash::fast::RandomState>,
+    /// Fields and values by part, in insertion order within a part (while not big).
+    parts: Vec<Map>,
     /// Outgrown the listpack encoding once (see [`FLAG_BIG`]).
     pub big: bool,
+    /// Layout and change marks.
+    grouping: Grouping,
     /// The longest field or value written by [`Hash::insert`] since the last
     /// [`Hash::note_encoding`] (None: nothing written). Redis checks its listpack limits
     /// only against what a command writes, so a lowered threshold converts a hash at its
     /// next write of a field, never at a removal. Not part of the record.
     written: Option<usize>,
+    /// Number of fields.
+    len: usize,
 }
 
 impl PartialEq for Hash {
     fn eq(&self, other: &Hash) -> bool {
-        // Insertion order is part of a small hash's state (the replies follow it).
-        self.big == other.big
-            && self.map.len() == other.map.len()
-            && self.map.iter().eq(other.map.iter())
+        if self.big != other.big || self.len != other.len {
+            return false;
+        }
+        if self.big {
+            // A hashtable has no order.
+            self.iter().all(|(f, v)| other.get(f) == Some(v))
+        } else {
+            // Insertion order is part of a small hash's state (the replies follow it).
+            self.iter().eq(other.iter())
+        }
     }
 }
 
 impl Hash {
+    fn part(&self, field: &[u8]) -> Option<&Map> {
+        self.parts.get(self.grouping.part_of(field))
+    }
+
     /// Number of fields.
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.len
     }
 
     /// True when there are no fields.
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.len == 0
     }
 
     /// The value of `field`.
     pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
-        self.map.get(field).map(|v| &v[..])
+        self.part(field)?.get(field).map(|v| &v[..])
     }
 
     /// True when `field` is there.
     pub fn contains(&self, field: &[u8]) -> bool {
-        self.map.contains_key(field)
+        self.part(field).is_some_and(|m| m.contains_key(field))
     }
 
     /// Sets `field`; true when the field is new.
     pub fn insert(&mut self, field: &[u8], value: &[u8]) -> bool {
         let longest = field.len().max(value.len());
         self.written = Some(self.written.map_or(longest, |w| w.max(longest)));
-        match self.map.get_mut(field) {
+        if self.parts.is_empty() {
+            self.parts.push(Map::default());
+        }
+        let p = self.grouping.part_of(field);
+        match self.parts[p].get_mut(field) {
             Some(v) => {
+                let delta = value.len() as isize - v.len() as isize;
                 v.clear();
                 v.extend_from_slice(value);
+                self.grouping.changed(p, delta);
                 false
             }
             None => {
-                self.map.insert(field.to_vec(), value.to_vec());
+                self.parts[p].insert(field.to_vec(), value.to_vec());
+                self.grouping.changed(p, entry_bytes(field, value));
+                self.len += 1;
                 true
             }
         }
@@ -81,65 +113,181 @@ impl Hash {
     /// Removes `field`; true when it was there. A small hash keeps the order of the
     /// others (as a listpack does); a big one may move the last field into the gap.
     pub fn remove(&mut self, field: &[u8]) -> bool {
-        if self.big {
-            self.map.swap_remove(field).is_some()
+        let p = self.grouping.part_of(field);
+        let Some(m) = self.parts.get_mut(p) else {
+            return false;
+        };
+        let removed = if self.big {
+            m.swap_remove_entry(field)
         } else {
-            self.map.shift_remove(field).is_some()
+            m.shift_remove_entry(field)
+        };
+        match removed {
+            Some((f, v)) => {
+                self.grouping.changed(p, -entry_bytes(&f, &v));
+                self.len -= 1;
+                true
+            }
+            None => false,
         }
     }
 
-    /// The field and value at position `i` (0..len), for random picks.
-    pub fn get_index(&self, i: usize) -> Option<(&[u8], &[u8])> {
-        self.map.get_index(i).map(|(f, v)| (&f[..], &v[..]))
+    /// The field and value at position `i` (0..len) of the iteration order, for random
+    /// picks (O(parts)).
+    pub fn get_index(&self, mut i: usize) -> Option<(&[u8], &[u8])> {
+        for m in &self.parts {
+            if i < m.len() {
+                return m.get_index(i).map(|(f, v)| (&f[..], &v[..]));
+            }
+            i -= m.len();
+        }
+        None
     }
 
     /// Fields and values in reply order.
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
-        self.map.iter().map(|(f, v)| (&f[..], &v[..]))
+        self.parts
+            .iter()
+            .flat_map(|m| m.iter().map(|(f, v)| (&f[..], &v[..])))
     }
 
     /// Approximate RAM bytes.
     pub fn ram_bytes(&self) -> usize {
-        64 + self
-            .map
-            .iter()
-            .map(|(f, v)| f.capacity() + v.capacity() + 56)
-            .sum::<usize>()
+        64 + self.parts.len() * 64
+            + self
+                .iter()
+                .map(|(f, v)| f.len() + v.len() + 72)
+                .sum::<usize>()
     }
 
-    /// Appends the record value.
-    pub fn encode(&self, out: &mut Vec<u8>) {
-        out.push(if self.big { FLAG_BIG } else { 0 });
-        put_varint(out, self.map.len() as u64);
-        for (f, v) in &self.map {
+    fn encode_part<'a>(out: &mut Vec<u8>, flags: u8, n: usize, items: impl Iterator<Item = (&'a [u8], &'a [u8])>) {
+        out.push(flags);
+        put_varint(out, n as u64);
+        for (f, v) in items {
             put_bytes(out, f);
             put_bytes(out, v);
         }
     }
 
-    /// Decodes a record value.
+    /// Appends the record value: the whole hash while compact, the root once grouped.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        let big = if self.big { FLAG_BIG } else { 0 };
+        if self.grouping.is_grouped() {
+            out.push(big | super::FLAG_GROUPED);
+            out.push(self.grouping.bits());
+        } else {
+            Self::encode_part(out, big, self.len, self.iter());
+        }
+    }
+
+    /// Appends the record value of group `g` (grouped only).
+    pub fn encode_group(&self, g: u64, out: &mut Vec<u8>) {
+        let m = &self.parts[g as usize];
+        Self::encode_part(out, 0, m.len(), m.iter().map(|(f, v)| (&f[..], &v[..])));
+    }
+
+    fn decode_part(r: &mut Reader<'_>, bits: u8, part: Option<usize>, into: &mut [Map]) -> Result<(usize, usize), DecodeError> {
+        let n = r.count(2)?;
+        let mut bytes = 0usize;
+        for _ in 0..n {
+            let f = r.bytes()?;
+            let v = r.bytes()?;
+            let p = part_of_bits(bits, f);
+            if part.is_some_and(|want| want != p) {
+                return Err(DecodeError("hash field in the wrong group".into()));
+            }
+            bytes += entry_bytes(f, v) as usize;
+            if into[p].insert(f.to_vec(), v.to_vec()).is_some() {
+                return Err(DecodeError("duplicate hash field".into()));
+            }
+        }
+        r.finish()?;
+        Ok((n, bytes))
+    }
+
+    /// Decodes a compact record value.
     pub fn decode(bytes: &[u8]) -> Result<Hash, DecodeError> {
         let mut r = Reader::new(bytes);
         let flags = r.byte()?;
         if flags & !FLAG_BIG != 0 {
             return Err(DecodeError(format!("unknown hash flags {flags:#x}")));
         }
-        let big = flags & FLAG_BIG != 0;
-        let n = r.count(2)?;
-        let mut map = IndexMap::with_capacity_and_hasher(n, Default::default());
-        for _ in 0..n {
-            let f = r.bytes()?.to_vec();
-            let v = r.bytes()?.to_vec();
-            if map.insert(f, v).is_some() {
-                return Err(DecodeError("duplicate hash field".into()));
+        let mut parts = vec![Map::default()];
+        let (len, b) = Self::decode_part(&mut r, 0, None, &mut parts)?;
+        Ok(Hash {
+            parts,
+            big: flags & FLAG_BIG != 0,
+            grouping: Grouping::stored(false, 0, vec![b]),
+            written: None,
+            len,
+        })
+    }
+
+    /// Decodes a grouped hash: its root record value and its groups (id, value) in id
+    /// order.
+    pub fn decode_grouped(root: &[u8], groups: &[(u64, &[u8])]) -> Result<Hash, DecodeError> {
+        let mut r = Reader::new(root);
+        let flags = r.byte()?;
+        if flags != FLAG_BIG | super::FLAG_GROUPED {
+            return Err(DecodeError(format!("unknown grouped hash flags {flags:#x}")));
+        }
+        let bits = r.byte()?;
+        r.finish()?;
+        let ids: Vec<u64> = groups.iter().map(|(g, _)| *g).collect();
+        super::groups::check_hashed_groups(bits, &ids)?;
+        let mut parts = vec![Map::default(); 1 << bits];
+        let mut sizes = Vec::with_capacity(parts.len());
+        let mut len = 0;
+        for (g, v) in groups {
+            let mut r = Reader::new(v);
+            if r.byte()? != 0 {
+                return Err(DecodeError("unknown hash group flags".into()));
+            }
+            let (n, b) = Self::decode_part(&mut r, bits, Some(*g as usize), &mut parts)?;
+            len += n;
+            sizes.push(b);
+        }
+        Ok(Hash {
+            parts,
+            big: true,
+            grouping: Grouping::stored(true, bits, sizes),
+            written: None,
+            len,
+        })
+    }
+
+    /// Re-plans the layout for groups of about `group_bytes` (moving the fields into the
+    /// new parts when it changes).
+    pub fn plan_layout(&mut self, group_bytes: usize) {
+        let want = self.grouping.plan(group_bytes, self.big);
+        let (grouped, bits) = match want {
+            None => (false, 0),
+            Some(b) => (true, b),
+        };
+        if grouped == self.grouping.is_grouped() && bits == self.grouping.bits() {
+            return;
+        }
+        let mut parts = vec![Map::default(); 1 << bits];
+        let mut sizes = vec![0usize; parts.len()];
+        for m in std::mem::take(&mut self.parts) {
+            for (f, v) in m {
+                let p = part_of_bits(bits, &f);
+                sizes[p] += entry_bytes(&f, &v) as usize;
+                parts[p].insert(f, v);
             }
         }
-        r.finish()?;
-        Ok(Hash {
-            map,
-            big,
-            written: None,
-        })
+        self.parts = parts;
+        self.grouping.relayout(grouped, bits, sizes);
+    }
+
+    /// The layout's state (grouped, group ids).
+    pub fn grouping(&self) -> &Grouping {
+        &self.grouping
+    }
+
+    /// What to write since the last call.
+    pub fn take_changes(&mut self) -> Changes {
+        self.grouping.take_changes()
     }
 
     /// Sets the sticky big flag when a write since the last call took the hash past Redis's
@@ -149,10 +297,11 @@ impl Hash {
     pub fn note_encoding(&mut self, t: &Thresholds) {
         if let Some(longest) = self.written.take() {
             if !self.big
-                && (self.map.len() > t.hash_max_listpack_entries
+                && (self.len > t.hash_max_listpack_entries
                     || longest > t.hash_max_listpack_value)
             {
                 self.big = true;
+                self.grouping.root_changed();
             }
         }
     }

@@ -11,13 +11,79 @@
 use std::collections::VecDeque;
 
 use super::codec::{put_bytes, put_varint, Reader};
-use super::DecodeError;
+use super::groups::Changes;
+use super::{DecodeError, FLAG_GROUPED};
+
+/// Id of the first page of a newly paged list; pages pushed at the head count down from
+/// it, at the tail up, [`PAGE_ID_GAP`] apart, so the order of ids is the order of pages.
+const FIRST_PAGE_ID: u64 = 1 << 62;
+/// Distance between the ids of pages made at the ends (a split takes the middle id).
+const PAGE_ID_GAP: u64 = 1 << 24;
+
+/// Encoded bytes of one element (an estimate: a one-byte length prefix).
+#[inline]
+fn item_bytes(v: &[u8]) -> usize {
+    v.len() + 1
+}
+
+/// One page of a grouped list: `len` consecutive elements stored as one group record.
+#[derive(Clone, Debug, PartialEq)]
+struct Page {
+    id: u64,
+    len: usize,
+    bytes: usize,
+    dirty: bool,
+}
+
+/// The pages of a grouped list, head first.
+#[derive(Clone, Debug, PartialEq)]
+struct Pages {
+    pages: VecDeque<Page>,
+    /// Target bytes of a page (`collection-group-bytes`).
+    page_bytes: usize,
+}
+
+impl Pages {
+    /// The page holding position `i` and the position of its first element.
+    fn locate(&self, mut i: usize) -> (usize, usize) {
+        let mut start = 0;
+        let last = self.pages.len() - 1;
+        for (p, page) in self.pages.iter().enumerate() {
+            if i < page.len || p == last {
+                return (p, start);
+            }
+            i -= page.len;
+            start += page.len;
+        }
+        unreachable!("a grouped list has a page")
+    }
+
+    fn touch(&mut self, p: usize, add: usize, sub: usize) {
+        let page = &mut self.pages[p];
+        page.bytes = (page.bytes + add).saturating_sub(sub);
+        page.dirty = true;
+    }
+}
 
 /// A list.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default)]
 pub struct List {
     /// The elements, head first.
-    pub items: VecDeque<Vec<u8>>,
+    items: VecDeque<Vec<u8>>,
+    /// Estimated encoded bytes of all elements.
+    bytes: usize,
+    /// Set once the list is stored as pages (grouped).
+    pages: Option<Pages>,
+    /// The root must be written again (new list, new layout).
+    root_dirty: bool,
+    /// The layout must be planned again (a page id ran out of room).
+    repage: bool,
+}
+
+impl PartialEq for List {
+    fn eq(&self, o: &List) -> bool {
+        self.items == o.items
+    }
 }
 
 /// Which end of a list (Redis's `LIST_HEAD` / `LIST_TAIL`, `LEFT` / `RIGHT`).
@@ -30,6 +96,22 @@ pub enum End {
 }
 
 impl List {
+    /// A new (never stored) list of `items`.
+    pub fn from_items(items: VecDeque<Vec<u8>>) -> List {
+        List {
+            bytes: items.iter().map(|v| item_bytes(v)).sum(),
+            items,
+            pages: None,
+            root_dirty: true,
+            repage: false,
+        }
+    }
+
+    /// The elements, head first.
+    pub fn items(&self) -> &VecDeque<Vec<u8>> {
+        &self.items
+    }
+
     /// Number of elements.
     pub fn len(&self) -> usize {
         self.items.len()
@@ -42,16 +124,56 @@ impl List {
 
     /// Adds an element at the head.
     pub fn push_front(&mut self, v: Vec<u8>) {
-        self.items.push_front(v);
+        self.push(End::Head, v);
     }
 
     /// Adds an element at the tail.
     pub fn push_back(&mut self, v: Vec<u8>) {
-        self.items.push_back(v);
+        self.push(End::Tail, v);
     }
 
     /// Adds an element at `end`.
     pub fn push(&mut self, end: End, v: Vec<u8>) {
+        let b = item_bytes(&v);
+        self.bytes += b;
+        if let Some(pg) = &mut self.pages {
+            let p = match end {
+                End::Head => 0,
+                End::Tail => pg.pages.len() - 1,
+            };
+            let page = &pg.pages[p];
+            if page.len > 0 && page.bytes + b > pg.page_bytes {
+                // A new page at this end.
+                let id = match end {
+                    End::Head => page.id.checked_sub(PAGE_ID_GAP),
+                    End::Tail => page.id.checked_add(PAGE_ID_GAP),
+                };
+                let id = id.unwrap_or_else(|| {
+                    self.repage = true;
+                    page.id
+                });
+                let new = Page {
+                    id,
+                    len: 1,
+                    bytes: b,
+                    dirty: true,
+                };
+                match end {
+                    End::Head => pg.pages.push_front(new),
+                    End::Tail => pg.pages.push_back(new),
+                }
+                if self.repage {
+                    // Ids collide until the re-paging at the write: keep one page.
+                    let total: usize = pg.pages.iter().map(|p| p.len).sum();
+                    pg.pages.truncate(1);
+                    pg.pages[0].len = total;
+                    pg.pages[0].bytes = self.bytes;
+                }
+            } else {
+                pg.pages[p].len += 1;
+                pg.touch(p, b, 0);
+            }
+        }
         match end {
             End::Head => self.items.push_front(v),
             End::Tail => self.items.push_back(v),
@@ -60,25 +182,32 @@ impl List {
 
     /// Removes the element at `end`.
     pub fn pop(&mut self, end: End) -> Option<Vec<u8>> {
-        match end {
+        let v = match end {
             End::Head => self.items.pop_front(),
             End::Tail => self.items.pop_back(),
+        }?;
+        let b = item_bytes(&v);
+        self.bytes -= b;
+        if let Some(pg) = &mut self.pages {
+            let p = match end {
+                End::Head => pg.pages.iter().position(|p| p.len > 0),
+                End::Tail => pg.pages.iter().rposition(|p| p.len > 0),
+            }
+            .expect("a page holds the element");
+            pg.pages[p].len -= 1;
+            pg.touch(p, 0, b);
+            if pg.pages[p].len == 0 && pg.pages.len() > 1 {
+                pg.pages.remove(p);
+            }
         }
+        Some(v)
     }
 
     /// Removes up to `count` elements from `end`, in the order they were popped (so from
     /// the tail the last element comes first, as Redis replies).
     pub fn pop_many(&mut self, end: End, count: usize) -> Vec<Vec<u8>> {
         let n = count.min(self.items.len());
-        match end {
-            End::Head => self.items.drain(..n).collect(),
-            End::Tail => {
-                let at = self.items.len() - n;
-                let mut v: Vec<Vec<u8>> = self.items.drain(at..).collect();
-                v.reverse();
-                v
-            }
-        }
+        (0..n).map_while(|_| self.pop(end)).collect()
     }
 
     /// The position a Redis index (negative counts from the tail) stands for, if in range.
@@ -95,6 +224,17 @@ impl List {
     /// The element at Redis index `index`.
     pub fn get(&self, index: i64) -> Option<&[u8]> {
         self.position(index).map(|i| &self.items[i][..])
+    }
+
+    /// Replaces the element at position `i` (0 ≤ i < len).
+    pub fn set(&mut self, i: usize, v: Vec<u8>) {
+        let (add, sub) = (item_bytes(&v), item_bytes(&self.items[i]));
+        self.bytes = self.bytes + add - sub;
+        if let Some(pg) = &mut self.pages {
+            let (p, _) = pg.locate(i);
+            pg.touch(p, add, sub);
+        }
+        self.items[i] = v;
     }
 
     /// The inclusive position range `start..=stop` (Redis indexes, negative from the tail)
@@ -128,10 +268,12 @@ impl List {
     pub fn trim(&mut self, start: i64, stop: i64) -> usize {
         let before = self.items.len();
         match self.range(start, stop) {
-            None => self.items.clear(),
+            None => {
+                self.pop_many(End::Head, before);
+            }
             Some((s, e)) => {
-                self.items.truncate(e + 1);
-                self.items.drain(..s);
+                self.pop_many(End::Tail, before - 1 - e);
+                self.pop_many(End::Head, s);
             }
         }
         before - self.items.len()
@@ -140,13 +282,62 @@ impl List {
     /// Inserts `v` before (`after` false) or after the first element equal to `pivot`;
     /// false when there is no such element.
     pub fn insert_at_pivot(&mut self, pivot: &[u8], after: bool, v: Vec<u8>) -> bool {
-        match self.items.iter().position(|e| e[..] == *pivot) {
-            Some(i) => {
-                self.items.insert(i + usize::from(after), v);
-                true
+        let Some(i) = self.items.iter().position(|e| e[..] == *pivot) else {
+            return false;
+        };
+        let at = i + usize::from(after);
+        let b = item_bytes(&v);
+        self.bytes += b;
+        if let Some(pg) = &mut self.pages {
+            // The element joins the page of its left neighbour (or the first page).
+            let (p, _) = pg.locate(at.saturating_sub(1));
+            pg.pages[p].len += 1;
+            pg.touch(p, b, 0);
+            if pg.pages[p].bytes > 2 * pg.page_bytes && pg.pages[p].len > 1 {
+                self.split_page(p, at);
             }
-            None => false,
         }
+        self.items.insert(at, v);
+        true
+    }
+
+    /// Splits page `p` in two halves by element count (an element was just counted into
+    /// it at position `at`, not yet inserted into `items`).
+    fn split_page(&mut self, p: usize, at: usize) {
+        let pg = self.pages.as_mut().expect("paged");
+        let id = pg.pages[p].id;
+        let next = match pg.pages.get(p + 1) {
+            Some(n) => n.id,
+            None => id.saturating_add(2 * PAGE_ID_GAP),
+        };
+        if next - id < 2 {
+            self.repage = true;
+            return;
+        }
+        let start: usize = pg.pages.iter().take(p).map(|p| p.len).sum();
+        let len = pg.pages[p].len;
+        let first = len / 2;
+        // Bytes of the first half, from the elements as they will be after the insert.
+        let elem = |j: usize| -> usize {
+            if j < at {
+                item_bytes(&self.items[j])
+            } else if j == at {
+                0
+            } else {
+                item_bytes(&self.items[j - 1])
+            }
+        };
+        let first_bytes: usize = (start..start + first).map(elem).sum();
+        let page = &mut pg.pages[p];
+        let second = Page {
+            id: id + (next - id) / 2,
+            len: len - first,
+            bytes: page.bytes.saturating_sub(first_bytes),
+            dirty: true,
+        };
+        page.len = first;
+        page.bytes = first_bytes;
+        pg.pages.insert(p + 1, second);
     }
 
     /// Removes elements equal to `v`: the first `count` from the head (count > 0), the
@@ -157,28 +348,44 @@ impl List {
         } else {
             count.unsigned_abs().min(usize::MAX as u64) as usize
         };
+        let len = self.items.len();
+        let mut gone = vec![false; len];
         let mut removed = 0;
-        if count >= 0 {
-            let mut kept = VecDeque::with_capacity(self.items.len());
-            for e in self.items.drain(..) {
-                if removed < limit && e[..] == *v {
-                    removed += 1;
-                } else {
-                    kept.push_back(e);
-                }
+        for step in 0..len {
+            if removed >= limit {
+                break;
             }
-            self.items = kept;
-        } else {
-            let mut kept = VecDeque::with_capacity(self.items.len());
-            for e in self.items.drain(..).rev() {
-                if removed < limit && e[..] == *v {
-                    removed += 1;
-                } else {
-                    kept.push_front(e);
-                }
+            let i = if count < 0 { len - 1 - step } else { step };
+            if self.items[i][..] == *v {
+                gone[i] = true;
+                removed += 1;
             }
-            self.items = kept;
         }
+        if removed == 0 {
+            return 0;
+        }
+        let freed = removed * item_bytes(v);
+        self.bytes -= freed;
+        if let Some(pg) = &mut self.pages {
+            let mut start = 0;
+            for page in pg.pages.iter_mut() {
+                let n = gone[start..start + page.len].iter().filter(|g| **g).count();
+                if n > 0 {
+                    page.len -= n;
+                    page.bytes = page.bytes.saturating_sub(n * item_bytes(v));
+                    page.dirty = true;
+                }
+                start += page.len + n;
+            }
+            if pg.pages.iter().any(|p| p.len > 0) {
+                pg.pages.retain(|p| p.len > 0);
+            }
+        }
+        let mut i = 0;
+        self.items.retain(|_| {
+            i += 1;
+            !gone[i - 1]
+        });
         removed
     }
 
@@ -211,27 +418,182 @@ impl List {
         64 + self.items.iter().map(|v| v.capacity() + 24).sum::<usize>()
     }
 
-    /// Appends the record value.
-    pub fn encode(&self, out: &mut Vec<u8>) {
-        out.reserve(1 + 10 + self.items.iter().map(|v| v.len() + 5).sum::<usize>());
+    fn encode_items<'a>(out: &mut Vec<u8>, n: usize, items: impl Iterator<Item = &'a Vec<u8>>) {
         out.push(0);
-        put_varint(out, self.items.len() as u64);
-        for v in &self.items {
+        put_varint(out, n as u64);
+        for v in items {
             put_bytes(out, v);
         }
     }
 
-    /// Decodes a record value.
-    pub fn decode(bytes: &[u8]) -> Result<List, DecodeError> {
+    /// Appends the record value: the whole list while compact, the root once grouped.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        if self.pages.is_some() {
+            out.push(FLAG_GROUPED);
+            return;
+        }
+        out.reserve(1 + 10 + self.bytes + self.items.len() * 4);
+        Self::encode_items(out, self.items.len(), self.items.iter());
+    }
+
+    /// Appends the record value of page `id` (grouped only).
+    pub fn encode_group(&self, id: u64, out: &mut Vec<u8>) {
+        let pg = self.pages.as_ref().expect("paged");
+        let mut start = 0;
+        for p in &pg.pages {
+            if p.id == id {
+                Self::encode_items(out, p.len, self.items.range(start..start + p.len));
+                return;
+            }
+            start += p.len;
+        }
+        panic!("no page {id}");
+    }
+
+    fn decode_items(bytes: &[u8], into: &mut VecDeque<Vec<u8>>) -> Result<(usize, usize), DecodeError> {
         let mut r = Reader::new(bytes);
-        r.byte()?;
+        if r.byte()? != 0 {
+            return Err(DecodeError("unknown list flags".into()));
+        }
         let n = r.count(1)?;
-        let mut items = VecDeque::with_capacity(n);
+        let mut b = 0;
         for _ in 0..n {
-            items.push_back(r.bytes()?.to_vec());
+            let v = r.bytes()?;
+            b += item_bytes(v);
+            into.push_back(v.to_vec());
         }
         r.finish()?;
-        Ok(List { items })
+        Ok((n, b))
+    }
+
+    /// Decodes a compact record value.
+    pub fn decode(bytes: &[u8]) -> Result<List, DecodeError> {
+        let mut items = VecDeque::new();
+        let (_, b) = Self::decode_items(bytes, &mut items)?;
+        Ok(List {
+            items,
+            bytes: b,
+            pages: None,
+            root_dirty: false,
+            repage: false,
+        })
+    }
+
+    /// Decodes a grouped list: its root record value and its pages (id, value) in id order.
+    pub fn decode_grouped(root: &[u8], groups: &[(u64, &[u8])]) -> Result<List, DecodeError> {
+        if root != [FLAG_GROUPED] {
+            return Err(DecodeError("unknown grouped list root".into()));
+        }
+        if groups.is_empty() {
+            return Err(DecodeError("grouped list without pages".into()));
+        }
+        let mut items = VecDeque::new();
+        let mut pages = VecDeque::with_capacity(groups.len());
+        let mut total = 0;
+        for (id, v) in groups {
+            let (len, bytes) = Self::decode_items(v, &mut items)?;
+            total += bytes;
+            pages.push_back(Page {
+                id: *id,
+                len,
+                bytes,
+                dirty: false,
+            });
+        }
+        Ok(List {
+            items,
+            bytes: total,
+            pages: Some(Pages {
+                pages,
+                page_bytes: super::groups::DEFAULT_GROUP_BYTES,
+            }),
+            root_dirty: false,
+            repage: false,
+        })
+    }
+
+    /// Re-plans the layout for pages of about `group_bytes`: compact up to twice that,
+    /// pages beyond (and back to compact under half of it).
+    pub fn plan_layout(&mut self, group_bytes: usize) {
+        let g = group_bytes.max(64);
+        let repage = std::mem::take(&mut self.repage);
+        match &mut self.pages {
+            None if self.bytes > 2 * g => self.paginate(g),
+            None => {}
+            Some(_) if self.bytes < g / 2 => {
+                self.pages = None;
+                self.root_dirty = true;
+            }
+            Some(pg) => {
+                pg.page_bytes = g;
+                let n = pg.pages.len();
+                if repage || (n > 4 && self.bytes / n < g / 4) {
+                    self.paginate(g);
+                }
+            }
+        }
+    }
+
+    /// Cuts the list into pages of about `g` bytes, all dirty, with fresh ids.
+    fn paginate(&mut self, g: usize) {
+        let mut pages = VecDeque::new();
+        let mut cur = Page {
+            id: FIRST_PAGE_ID,
+            len: 0,
+            bytes: 0,
+            dirty: true,
+        };
+        for v in &self.items {
+            let b = item_bytes(v);
+            if cur.len > 0 && cur.bytes + b > g {
+                let id = cur.id + PAGE_ID_GAP;
+                pages.push_back(std::mem::replace(
+                    &mut cur,
+                    Page {
+                        id,
+                        len: 0,
+                        bytes: 0,
+                        dirty: true,
+                    },
+                ));
+            }
+            cur.len += 1;
+            cur.bytes += b;
+        }
+        pages.push_back(cur);
+        self.pages = Some(Pages {
+            pages,
+            page_bytes: g,
+        });
+        self.root_dirty = true;
+    }
+
+    /// True when stored as pages.
+    pub fn is_grouped(&self) -> bool {
+        self.pages.is_some()
+    }
+
+    /// The page ids, in order (empty when compact).
+    pub fn group_ids(&self) -> Vec<u64> {
+        self.pages
+            .as_ref()
+            .map_or_else(Vec::new, |pg| pg.pages.iter().map(|p| p.id).collect())
+    }
+
+    /// What to write since the last call.
+    pub fn take_changes(&mut self) -> Changes {
+        let mut groups = Vec::new();
+        if let Some(pg) = &mut self.pages {
+            for p in pg.pages.iter_mut() {
+                if std::mem::take(&mut p.dirty) {
+                    groups.push(p.id);
+                }
+            }
+        }
+        Changes {
+            root: std::mem::take(&mut self.root_dirty),
+            groups,
+        }
     }
 }
 
@@ -240,9 +602,7 @@ mod tests {
     use super::*;
 
     fn list(items: &[&str]) -> List {
-        List {
-            items: items.iter().map(|s| s.as_bytes().to_vec()).collect(),
-        }
+        List::from_items(items.iter().map(|s| s.as_bytes().to_vec()).collect())
     }
 
     fn strs(l: &List) -> Vec<String> {

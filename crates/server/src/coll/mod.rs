@@ -11,6 +11,7 @@
 //! `commands/{hash,list,set,zset}.rs`.
 
 pub mod codec;
+pub mod groups;
 pub mod hash;
 pub mod list;
 pub mod set;
@@ -36,6 +37,15 @@ pub const VALUE_TYPE_ZSET: u8 = 4;
 /// compact encoding (listpack / intset) once, so OBJECT ENCODING keeps naming the big one
 /// (hashtable / skiplist), as Redis never converts back.
 pub const FLAG_BIG: u8 = 1;
+
+/// Flag bit in a collection record's first byte: the record is the root of a grouped
+/// collection (see [`groups`]); the members are in its group records.
+pub const FLAG_GROUPED: u8 = 2;
+
+/// True when a collection record value is the root of a grouped collection.
+pub fn is_grouped_root(value: &[u8]) -> bool {
+    value.first().is_some_and(|f| f & FLAG_GROUPED != 0)
+}
 
 /// A decoded collection.
 #[derive(Clone, Debug, PartialEq)]
@@ -116,6 +126,84 @@ impl Coll {
             VALUE_TYPE_ZSET => Coll::Zset(zset::Zset::decode(bytes)?),
             t => return Err(DecodeError(format!("value type {t} is not a collection"))),
         })
+    }
+
+    /// Decodes a grouped collection of type `value_type` from its root record value and its
+    /// group records (id, value), in id order.
+    pub fn decode_grouped(
+        value_type: u8,
+        root: &[u8],
+        groups: &[(u64, &[u8])],
+    ) -> Result<Coll, DecodeError> {
+        Ok(match value_type {
+            VALUE_TYPE_HASH => Coll::Hash(hash::Hash::decode_grouped(root, groups)?),
+            VALUE_TYPE_LIST => Coll::List(list::List::decode_grouped(root, groups)?),
+            VALUE_TYPE_SET => Coll::Set(set::Set::decode_grouped(root, groups)?),
+            VALUE_TYPE_ZSET => Coll::Zset(zset::Zset::decode_grouped(root, groups)?),
+            t => return Err(DecodeError(format!("value type {t} is not a collection"))),
+        })
+    }
+
+    /// Re-plans the stored layout (compact, or grouped and how) for groups of about
+    /// `group_bytes`; called before every write of the collection.
+    pub fn plan_layout(&mut self, group_bytes: usize) {
+        match self {
+            Coll::Hash(h) => h.plan_layout(group_bytes),
+            Coll::List(l) => l.plan_layout(group_bytes),
+            Coll::Set(s) => s.plan_layout(group_bytes),
+            Coll::Zset(z) => z.plan_layout(group_bytes),
+        }
+    }
+
+    /// True when stored grouped (a root record plus group records).
+    pub fn is_grouped(&self) -> bool {
+        match self {
+            Coll::Hash(h) => h.grouping().is_grouped(),
+            Coll::List(l) => l.is_grouped(),
+            Coll::Set(s) => s.grouping().is_grouped(),
+            Coll::Zset(z) => z.grouping().is_grouped(),
+        }
+    }
+
+    /// The ids of the groups the collection is stored in, ascending (empty when compact).
+    pub fn group_ids(&self) -> Vec<u64> {
+        match self {
+            Coll::Hash(h) => h.grouping().group_ids(),
+            Coll::List(l) => l.group_ids(),
+            Coll::Set(s) => s.grouping().group_ids(),
+            Coll::Zset(z) => z.grouping().group_ids(),
+        }
+    }
+
+    /// What changed since the last call (the root, and the groups to write again).
+    pub fn take_changes(&mut self) -> groups::Changes {
+        match self {
+            Coll::Hash(h) => h.take_changes(),
+            Coll::List(l) => l.take_changes(),
+            Coll::Set(s) => s.take_changes(),
+            Coll::Zset(z) => z.take_changes(),
+        }
+    }
+
+    /// Appends the record value of group `g` of a grouped collection.
+    pub fn encode_group(&self, g: u64, out: &mut Vec<u8>) {
+        match self {
+            Coll::Hash(h) => h.encode_group(g, out),
+            Coll::List(l) => l.encode_group(g, out),
+            Coll::Set(s) => s.encode_group(g, out),
+            Coll::Zset(z) => z.encode_group(g, out),
+        }
+    }
+
+    /// Appends the whole collection as one compact record value, whatever its layout
+    /// (for DUMP-like copies: lending, COPY, RENAME, MOVE).
+    pub fn encode_compact(&self, out: &mut Vec<u8>) {
+        if !self.is_grouped() {
+            return self.encode(out);
+        }
+        let mut c = self.clone();
+        c.plan_layout(usize::MAX / 4);
+        c.encode(out);
     }
 
     /// Marks the collection as having outgrown the compact encoding when it has (sticky;
@@ -243,6 +331,9 @@ pub struct Thresholds {
     pub zset_max_listpack_entries: usize,
     /// `zset-max-listpack-value`.
     pub zset_max_listpack_value: usize,
+    /// `collection-group-bytes` (Skerry's): the target size of a group record of a big
+    /// collection (see [`groups`]).
+    pub group_bytes: usize,
 }
 
 impl Default for Thresholds {
@@ -253,6 +344,7 @@ impl Default for Thresholds {
             set_max_intset_entries: 512,
             zset_max_listpack_entries: 128,
             zset_max_listpack_value: 64,
+            group_bytes: groups::DEFAULT_GROUP_BYTES,
         }
     }
 }
@@ -260,7 +352,7 @@ impl Default for Thresholds {
 /// The thresholds as atomics, mirrored from the configuration (`Config::hot`).
 #[derive(Debug)]
 pub struct HotThresholds {
-    v: [AtomicI64; 5],
+    v: [AtomicI64; 6],
 }
 
 impl Default for HotThresholds {
@@ -273,6 +365,7 @@ impl Default for HotThresholds {
                 AtomicI64::new(d.set_max_intset_entries as i64),
                 AtomicI64::new(d.zset_max_listpack_entries as i64),
                 AtomicI64::new(d.zset_max_listpack_value as i64),
+                AtomicI64::new(d.group_bytes as i64),
             ],
         }
     }
@@ -288,6 +381,7 @@ impl HotThresholds {
             set_max_intset_entries: g(2),
             zset_max_listpack_entries: g(3),
             zset_max_listpack_value: g(4),
+            group_bytes: g(5),
         }
     }
 
@@ -299,6 +393,7 @@ impl HotThresholds {
             t.set_max_intset_entries,
             t.zset_max_listpack_entries,
             t.zset_max_listpack_value,
+            t.group_bytes,
         ];
         for (a, v) in self.v.iter().zip(vals) {
             a.store(v as i64, Ordering::Relaxed);

@@ -175,9 +175,9 @@ fn show(s: &BTreeMap<Vec<u8>, Norm>) -> String {
 
 fn norm(c: &Coll) -> Norm {
     match c {
-        Coll::Hash(h) => Norm::Hash(h.map.iter().map(|(f, v)| (f.clone(), v.clone())).collect()),
-        Coll::List(l) => Norm::List(l.items.iter().cloned().collect()),
-        Coll::Set(s) => Norm::Set(s.members.iter().cloned().collect()),
+        Coll::Hash(h) => Norm::Hash(h.iter().map(|(f, v)| (f.to_vec(), v.to_vec())).collect()),
+        Coll::List(l) => Norm::List(l.items().iter().cloned().collect()),
+        Coll::Set(s) => Norm::Set(s.iter().map(|m| m.to_vec()).collect()),
         Coll::Zset(z) => Norm::Zset(z.iter().map(|(m, s)| (m.to_vec(), s.to_bits())).collect()),
     }
 }

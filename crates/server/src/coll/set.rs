@@ -16,17 +16,42 @@
 //! in increasing numeric order, as Redis's intset does ([`Set::ordered`]).
 
 use super::codec::{put_bytes, put_varint, Reader};
+use super::groups::{part_of_bits, Changes, Grouping};
 use super::{DecodeError, Thresholds, FLAG_BIG};
 use indexmap::IndexSet;
 use rand::Rng;
 
-/// A set.
-#[derive(Clone, Debug, Default, PartialEq)]
+type Members = IndexSet<Vec<u8>, foldhash::fast::RandomState>;
+
+/// Encoded bytes of one member (an estimate: a one-byte length prefix).
+#[inline]
+fn member_bytes(m: &[u8]) -> isize {
+    (m.len() + 1) as isize
+}
+
+/// A set: one part while compact, 2^bits parts by member hash once grouped (see
+/// [`super::groups`]).
+#[derive(Clone, Debug, Default)]
 pub struct Set {
-    /// The members (insertion order until removals swap members around).
-    pub members: IndexSet<Vec<u8>, foldhash::fast::RandomState>,
+    /// The members by part (insertion order until removals swap members around).
+    parts: Vec<Members>,
     /// Outgrown the intset encoding once (see [`FLAG_BIG`]).
     pub big: bool,
+    grouping: Grouping,
+    len: usize,
+}
+
+impl PartialEq for Set {
+    fn eq(&self, o: &Set) -> bool {
+        // Order matters only within one part (the compact form's iteration order).
+        self.big == o.big
+            && self.len == o.len
+            && if self.parts.len() <= 1 && o.parts.len() <= 1 {
+                self.iter().eq(o.iter())
+            } else {
+                self.iter().all(|m| o.contains(m))
+            }
+    }
 }
 
 /// True when Redis would keep `m` in an intset (a canonical 64-bit integer).
@@ -54,70 +79,127 @@ impl Set {
     /// An empty set with room for `n` members.
     pub fn with_capacity(n: usize) -> Set {
         Set {
-            members: IndexSet::with_capacity_and_hasher(n, Default::default()),
-            big: false,
+            parts: vec![IndexSet::with_capacity_and_hasher(n, Default::default())],
+            ..Default::default()
         }
     }
 
     /// Number of members.
     pub fn len(&self) -> usize {
-        self.members.len()
+        self.len
     }
 
     /// True when there are no members.
     pub fn is_empty(&self) -> bool {
-        self.members.is_empty()
+        self.len == 0
     }
 
     /// True when `m` is a member.
     pub fn contains(&self, m: &[u8]) -> bool {
-        self.members.contains(m)
+        self.parts
+            .get(self.grouping.part_of(m))
+            .is_some_and(|p| p.contains(m))
     }
 
     /// Adds `m`; true when it is new.
     pub fn insert(&mut self, m: &[u8]) -> bool {
-        if self.members.contains(m) {
+        if self.contains(m) {
             return false;
         }
-        self.members.insert(m.to_vec())
+        self.insert_owned(m.to_vec())
     }
 
     /// Adds the owned `m`; true when it is new.
     pub fn insert_owned(&mut self, m: Vec<u8>) -> bool {
-        self.members.insert(m)
+        if self.parts.is_empty() {
+            self.parts.push(Members::default());
+        }
+        let p = self.grouping.part_of(&m);
+        let b = member_bytes(&m);
+        if !self.parts[p].insert(m) {
+            return false;
+        }
+        self.grouping.changed(p, b);
+        self.len += 1;
+        true
     }
 
     /// Removes `m`; true when it was a member.
     pub fn remove(&mut self, m: &[u8]) -> bool {
-        self.members.swap_remove(m)
+        let p = self.grouping.part_of(m);
+        if !self.parts.get_mut(p).is_some_and(|s| s.swap_remove(m)) {
+            return false;
+        }
+        self.grouping.changed(p, -member_bytes(m));
+        self.len -= 1;
+        true
     }
 
-    /// The member at position `i` (0 ≤ i < len) of the iteration order.
+    /// Keeps only the members for which `keep` is true.
+    pub fn retain(&mut self, mut keep: impl FnMut(&[u8]) -> bool) {
+        for (p, s) in self.parts.iter_mut().enumerate() {
+            let before = s.len();
+            let mut freed = 0isize;
+            s.retain(|m| {
+                let k = keep(m);
+                if !k {
+                    freed += member_bytes(m);
+                }
+                k
+            });
+            if s.len() != before {
+                self.len -= before - s.len();
+                self.grouping.changed(p, -freed);
+            }
+        }
+    }
+
+    /// The members in iteration order.
+    pub fn iter(&self) -> impl Iterator<Item = &[u8]> {
+        self.parts.iter().flat_map(|p| p.iter().map(|m| &m[..]))
+    }
+
+    /// The part and position within it of position `i` of the iteration order.
+    fn locate(&self, mut i: usize) -> (usize, usize) {
+        for (p, s) in self.parts.iter().enumerate() {
+            if i < s.len() {
+                return (p, i);
+            }
+            i -= s.len();
+        }
+        panic!("set position out of range");
+    }
+
+    /// The member at position `i` (0 ≤ i < len) of the iteration order (O(parts)).
     pub fn get_index(&self, i: usize) -> &[u8] {
-        &self.members[i]
+        let (p, j) = self.locate(i);
+        &self.parts[p][j]
     }
 
     /// A uniformly random member (None when empty).
     pub fn random(&self, rng: &mut impl Rng) -> Option<&[u8]> {
-        if self.members.is_empty() {
+        if self.len == 0 {
             return None;
         }
-        Some(self.get_index(rng.random_range(0..self.members.len())))
+        Some(self.get_index(rng.random_range(0..self.len)))
     }
 
     /// Removes and returns a uniformly random member (None when empty).
     pub fn pop_random(&mut self, rng: &mut impl Rng) -> Option<Vec<u8>> {
-        if self.members.is_empty() {
+        if self.len == 0 {
             return None;
         }
-        let i = rng.random_range(0..self.members.len());
-        self.members.swap_remove_index(i)
+        let (p, j) = self.locate(rng.random_range(0..self.len));
+        let m = self.parts[p].swap_remove_index(j)?;
+        self.grouping.changed(p, -member_bytes(&m));
+        self.len -= 1;
+        Some(m)
     }
 
     /// The members in the order Redis would iterate them: increasing numeric order while
     /// the set is intset-encoded, the set's own order otherwise.
     pub fn ordered(&self) -> Vec<&[u8]> {
-        let mut out: Vec<&[u8]> = self.members.iter().map(|m| &m[..]).collect();
+        let mut out: Vec<&[u8]> = self.iter().collect();
         if !self.big {
             sort_numeric(&mut out);
         }
@@ -126,42 +208,137 @@ impl Set {
 
     /// Approximate RAM bytes.
     pub fn ram_bytes(&self) -> usize {
-        64 + self
-            .members
-            .iter()
-            .map(|m| m.capacity() + 40)
-            .sum::<usize>()
+        64 + self.parts.len() * 64 + self.iter().map(|m| m.len() + 48).sum::<usize>()
     }
 
-    /// Appends the record value.
-    pub fn encode(&self, out: &mut Vec<u8>) {
-        out.push(if self.big { FLAG_BIG } else { 0 });
-        put_varint(out, self.members.len() as u64);
-        for m in &self.members {
+    fn encode_part<'a>(out: &mut Vec<u8>, flags: u8, n: usize, items: impl Iterator<Item = &'a [u8]>) {
+        out.push(flags);
+        put_varint(out, n as u64);
+        for m in items {
             put_bytes(out, m);
         }
     }
 
-    /// Decodes a record value.
-    pub fn decode(bytes: &[u8]) -> Result<Set, DecodeError> {
-        let mut r = Reader::new(bytes);
-        let big = r.byte()? & FLAG_BIG != 0;
+    /// Appends the record value: the whole set while compact, the root once grouped.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        let big = if self.big { FLAG_BIG } else { 0 };
+        if self.grouping.is_grouped() {
+            out.push(big | super::FLAG_GROUPED);
+            out.push(self.grouping.bits());
+        } else {
+            Self::encode_part(out, big, self.len, self.iter());
+        }
+    }
+
+    /// Appends the record value of group `g` (grouped only).
+    pub fn encode_group(&self, g: u64, out: &mut Vec<u8>) {
+        let s = &self.parts[g as usize];
+        Self::encode_part(out, 0, s.len(), s.iter().map(|m| &m[..]));
+    }
+
+    fn decode_part(
+        r: &mut Reader<'_>,
+        bits: u8,
+        part: Option<usize>,
+        into: &mut [Members],
+    ) -> Result<(usize, usize), DecodeError> {
         let n = r.count(1)?;
-        let mut members = IndexSet::with_capacity_and_hasher(n, Default::default());
+        let mut bytes = 0;
         for _ in 0..n {
-            if !members.insert(r.bytes()?.to_vec()) {
+            let m = r.bytes()?;
+            let p = part_of_bits(bits, m);
+            if part.is_some_and(|want| want != p) {
+                return Err(DecodeError("set member in the wrong group".into()));
+            }
+            bytes += member_bytes(m) as usize;
+            if !into[p].insert(m.to_vec()) {
                 return Err(DecodeError("duplicate set member".into()));
             }
         }
         r.finish()?;
-        Ok(Set { members, big })
+        Ok((n, bytes))
+    }
+
+    /// Decodes a compact record value.
+    pub fn decode(bytes: &[u8]) -> Result<Set, DecodeError> {
+        let mut r = Reader::new(bytes);
+        let big = r.byte()? & FLAG_BIG != 0;
+        let mut parts = vec![Members::default()];
+        let (len, b) = Self::decode_part(&mut r, 0, None, &mut parts)?;
+        Ok(Set {
+            parts,
+            big,
+            grouping: Grouping::stored(false, 0, vec![b]),
+            len,
+        })
+    }
+
+    /// Decodes a grouped set: its root record value and its groups (id, value) in id order.
+    pub fn decode_grouped(root: &[u8], groups: &[(u64, &[u8])]) -> Result<Set, DecodeError> {
+        let mut r = Reader::new(root);
+        let flags = r.byte()?;
+        if flags != FLAG_BIG | super::FLAG_GROUPED {
+            return Err(DecodeError(format!("unknown grouped set flags {flags:#x}")));
+        }
+        let bits = r.byte()?;
+        r.finish()?;
+        let ids: Vec<u64> = groups.iter().map(|(g, _)| *g).collect();
+        super::groups::check_hashed_groups(bits, &ids)?;
+        let mut parts = vec![Members::default(); 1 << bits];
+        let (mut len, mut sizes) = (0, Vec::with_capacity(parts.len()));
+        for (g, v) in groups {
+            let mut r = Reader::new(v);
+            if r.byte()? != 0 {
+                return Err(DecodeError("unknown set group flags".into()));
+            }
+            let (n, b) = Self::decode_part(&mut r, bits, Some(*g as usize), &mut parts)?;
+            len += n;
+            sizes.push(b);
+        }
+        Ok(Set {
+            parts,
+            big: true,
+            grouping: Grouping::stored(true, bits, sizes),
+            len,
+        })
+    }
+
+    /// Re-plans the layout for groups of about `group_bytes`.
+    pub fn plan_layout(&mut self, group_bytes: usize) {
+        let (grouped, bits) = match self.grouping.plan(group_bytes, self.big) {
+            None => (false, 0),
+            Some(b) => (true, b),
+        };
+        if grouped == self.grouping.is_grouped() && bits == self.grouping.bits() {
+            return;
+        }
+        let mut parts = vec![Members::default(); 1 << bits];
+        let mut sizes = vec![0usize; parts.len()];
+        for s in std::mem::take(&mut self.parts) {
+            for m in s {
+                let p = part_of_bits(bits, &m);
+                sizes[p] += member_bytes(&m) as usize;
+                parts[p].insert(m);
+            }
+        }
+        self.parts = parts;
+        self.grouping.relayout(grouped, bits, sizes);
+    }
+
+    /// The layout's state.
+    pub fn grouping(&self) -> &Grouping {
+        &self.grouping
+    }
+
+    /// What to write since the last call.
+    pub fn take_changes(&mut self) -> Changes {
+        self.grouping.take_changes()
     }
 
     /// Sets the sticky big flag when the set no longer fits Redis's intset limits.
     pub fn note_encoding(&mut self, t: &Thresholds) {
         if !self.big
-            && (self.members.len() > t.set_max_intset_entries
-                || self.members.iter().any(|m| !is_intset_member(m)))
+            && (self.len > t.set_max_intset_entries || !self.iter().all(is_intset_member))
         {
             self.big = true;
         }
@@ -200,7 +377,7 @@ mod tests {
         let mut s = set_of(&["b", "", "a", "12", "\u{0}bin"]);
         let back = round_trip(&s);
         assert_eq!(back, s);
-        let order: Vec<&[u8]> = back.members.iter().map(|m| &m[..]).collect();
+        let order: Vec<&[u8]> = back.iter().collect();
         assert_eq!(order, vec![&b"b"[..], b"", b"a", b"12", b"\0bin"]);
         s.big = true;
         assert!(round_trip(&s).big);
@@ -266,7 +443,7 @@ mod tests {
         s.note_encoding(&t);
         assert_eq!(s.encoding_name(), "hashtable");
         // Removing members does not convert back.
-        s.members.clear();
+        s.retain(|_| false);
         s.insert(b"1");
         s.note_encoding(&t);
         assert_eq!(s.encoding_name(), "hashtable");

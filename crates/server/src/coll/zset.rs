@@ -22,8 +22,17 @@
 use std::collections::BTreeSet;
 
 use super::codec::{put_bytes, put_f64, put_varint, Reader};
+use super::groups::{part_of_bits, Changes, Grouping};
 use super::{DecodeError, Thresholds, FLAG_BIG};
 use hashbrown::HashMap;
+
+type Scores = HashMap<Vec<u8>, f64, foldhash::fast::RandomState>;
+
+/// Encoded bytes of one member and its score.
+#[inline]
+fn member_bytes(m: &[u8]) -> isize {
+    (m.len() + 9) as isize
+}
 
 /// A score with the total order Redis uses (scores are never NaN; -0.0 equals 0.0).
 #[derive(Clone, Copy, Debug)]
@@ -162,12 +171,13 @@ impl LexRange {
 /// A sorted set.
 #[derive(Clone, Debug, Default)]
 pub struct Zset {
-    /// member → score.
-    pub scores: HashMap<Vec<u8>, f64, foldhash::fast::RandomState>,
+    /// member → score, by part (one while compact, 2^bits by member hash once grouped).
+    parts: Vec<Scores>,
     /// (score, member), in order.
-    pub order: BTreeSet<(Score, Vec<u8>)>,
+    order: BTreeSet<(Score, Vec<u8>)>,
     /// Outgrown the listpack encoding once (see [`FLAG_BIG`]).
     pub big: bool,
+    grouping: Grouping,
 }
 
 impl PartialEq for Zset {
@@ -179,35 +189,44 @@ impl PartialEq for Zset {
 impl Zset {
     /// Number of members.
     pub fn len(&self) -> usize {
-        self.scores.len()
+        self.order.len()
     }
 
     /// True when there are no members.
     pub fn is_empty(&self) -> bool {
-        self.scores.is_empty()
+        self.order.is_empty()
     }
 
     /// The score of `m`.
     pub fn score(&self, m: &[u8]) -> Option<f64> {
-        self.scores.get(m).copied()
+        self.parts
+            .get(self.grouping.part_of(m))
+            .and_then(|p| p.get(m))
+            .copied()
     }
 
     /// Sets `m`'s score (never NaN); true when `m` is new.
     pub fn insert(&mut self, m: &[u8], score: f64) -> bool {
         debug_assert!(!score.is_nan());
-        match self.scores.get_mut(m) {
+        if self.parts.is_empty() {
+            self.parts.push(Scores::default());
+        }
+        let p = self.grouping.part_of(m);
+        match self.parts[p].get_mut(m) {
             Some(s) => {
                 if *s != score || s.to_bits() != score.to_bits() {
                     let removed = self.order.remove(&(Score(*s), m.to_vec()));
                     debug_assert!(removed);
                     *s = score;
                     self.order.insert((Score(score), m.to_vec()));
+                    self.grouping.changed(p, 0);
                 }
                 false
             }
             None => {
-                self.scores.insert(m.to_vec(), score);
+                self.parts[p].insert(m.to_vec(), score);
                 self.order.insert((Score(score), m.to_vec()));
+                self.grouping.changed(p, member_bytes(m));
                 true
             }
         }
@@ -215,10 +234,12 @@ impl Zset {
 
     /// Removes `m`; true when it was a member.
     pub fn remove(&mut self, m: &[u8]) -> bool {
-        match self.scores.remove(m) {
+        let p = self.grouping.part_of(m);
+        match self.parts.get_mut(p).and_then(|s| s.remove(m)) {
             Some(s) => {
                 let removed = self.order.remove(&(Score(s), m.to_vec()));
                 debug_assert!(removed);
+                self.grouping.changed(p, -member_bytes(m));
                 true
             }
             None => false,
@@ -359,22 +380,32 @@ impl Zset {
         } else {
             self.order.pop_first()?
         };
-        self.scores.remove(&m);
+        let p = self.grouping.part_of(&m);
+        self.parts[p].remove(&m);
+        self.grouping.changed(p, -member_bytes(&m));
         Some((m, s.0))
     }
 
     /// Approximate RAM bytes.
     pub fn ram_bytes(&self) -> usize {
-        64 + self
-            .scores
-            .keys()
-            .map(|m| 2 * m.capacity() + 96)
-            .sum::<usize>()
+        64 + self.parts.len() * 64
+            + self
+                .order
+                .iter()
+                .map(|(_, m)| 2 * m.capacity() + 96)
+                .sum::<usize>()
     }
 
-    /// Appends the record value (members in order, each with its score).
+    /// Appends the record value: the whole zset (members in order, each with its score)
+    /// while compact, the root once grouped.
     pub fn encode(&self, out: &mut Vec<u8>) {
-        out.push(if self.big { FLAG_BIG } else { 0 });
+        let big = if self.big { FLAG_BIG } else { 0 };
+        if self.grouping.is_grouped() {
+            out.push(big | super::FLAG_GROUPED);
+            out.push(self.grouping.bits());
+            return;
+        }
+        out.push(big);
         put_varint(out, self.order.len() as u64);
         for (s, m) in &self.order {
             put_bytes(out, m);
@@ -382,35 +413,120 @@ impl Zset {
         }
     }
 
-    /// Decodes a record value.
-    pub fn decode(bytes: &[u8]) -> Result<Zset, DecodeError> {
-        let mut r = Reader::new(bytes);
-        let big = r.byte()? & FLAG_BIG != 0;
+    /// Appends the record value of group `g` (grouped only): its members, each with its
+    /// score, in no particular order.
+    pub fn encode_group(&self, g: u64, out: &mut Vec<u8>) {
+        let p = &self.parts[g as usize];
+        out.push(0);
+        put_varint(out, p.len() as u64);
+        for (m, s) in p {
+            put_bytes(out, m);
+            put_f64(out, *s);
+        }
+    }
+
+    fn decode_part(&mut self, r: &mut Reader<'_>, part: Option<usize>) -> Result<usize, DecodeError> {
         let n = r.count(9)?;
-        let mut z = Zset {
-            big,
-            ..Default::default()
-        };
-        z.scores.reserve(n);
+        let mut bytes = 0;
         for _ in 0..n {
             let m = r.bytes()?;
             let s = r.f64()?;
-            if s.is_nan() || !z.insert(m, s) {
+            if part.is_some_and(|want| want != self.grouping.part_of(m)) {
+                return Err(DecodeError("zset member in the wrong group".into()));
+            }
+            if s.is_nan() || !self.insert(m, s) {
                 return Err(DecodeError("bad or duplicate zset member".into()));
             }
+            bytes += member_bytes(m) as usize;
         }
         r.finish()?;
+        Ok(bytes)
+    }
+
+    /// Decodes a compact record value.
+    pub fn decode(bytes: &[u8]) -> Result<Zset, DecodeError> {
+        let mut r = Reader::new(bytes);
+        let big = r.byte()? & FLAG_BIG != 0;
+        let mut z = Zset {
+            big,
+            parts: vec![Scores::default()],
+            ..Default::default()
+        };
+        let b = z.decode_part(&mut r, None)?;
+        z.grouping = Grouping::stored(false, 0, vec![b]);
         Ok(z)
+    }
+
+    /// Decodes a grouped zset: its root record value and its groups (id, value) in id
+    /// order.
+    pub fn decode_grouped(root: &[u8], groups: &[(u64, &[u8])]) -> Result<Zset, DecodeError> {
+        let mut r = Reader::new(root);
+        let flags = r.byte()?;
+        if flags != FLAG_BIG | super::FLAG_GROUPED {
+            return Err(DecodeError(format!("unknown grouped zset flags {flags:#x}")));
+        }
+        let bits = r.byte()?;
+        r.finish()?;
+        let ids: Vec<u64> = groups.iter().map(|(g, _)| *g).collect();
+        super::groups::check_hashed_groups(bits, &ids)?;
+        let mut z = Zset {
+            big: true,
+            parts: vec![Scores::default(); 1 << bits],
+            grouping: Grouping::stored(true, bits, vec![0; 1 << bits]),
+            ..Default::default()
+        };
+        let mut sizes = Vec::with_capacity(z.parts.len());
+        for (g, v) in groups {
+            let mut r = Reader::new(v);
+            if r.byte()? != 0 {
+                return Err(DecodeError("unknown zset group flags".into()));
+            }
+            sizes.push(z.decode_part(&mut r, Some(*g as usize))?);
+        }
+        z.grouping = Grouping::stored(true, bits, sizes);
+        Ok(z)
+    }
+
+    /// Re-plans the layout for groups of about `group_bytes`.
+    pub fn plan_layout(&mut self, group_bytes: usize) {
+        let (grouped, bits) = match self.grouping.plan(group_bytes, self.big) {
+            None => (false, 0),
+            Some(b) => (true, b),
+        };
+        if grouped == self.grouping.is_grouped() && bits == self.grouping.bits() {
+            return;
+        }
+        let mut parts = vec![Scores::default(); 1 << bits];
+        let mut sizes = vec![0usize; parts.len()];
+        for p in std::mem::take(&mut self.parts) {
+            for (m, s) in p {
+                let i = part_of_bits(bits, &m);
+                sizes[i] += member_bytes(&m) as usize;
+                parts[i].insert(m, s);
+            }
+        }
+        self.parts = parts;
+        self.grouping.relayout(grouped, bits, sizes);
+    }
+
+    /// The layout's state.
+    pub fn grouping(&self) -> &Grouping {
+        &self.grouping
+    }
+
+    /// What to write since the last call.
+    pub fn take_changes(&mut self) -> Changes {
+        self.grouping.take_changes()
     }
 
     /// Sets the sticky big flag when the zset no longer fits Redis's listpack limits.
     pub fn note_encoding(&mut self, t: &Thresholds) {
         if !self.big
-            && (self.scores.len() > t.zset_max_listpack_entries
+            && (self.order.len() > t.zset_max_listpack_entries
                 || self
-                    .scores
-                    .keys()
-                    .any(|m| m.len() > t.zset_max_listpack_value))
+                    .order
+                    .iter()
+                    .any(|(_, m)| m.len() > t.zset_max_listpack_value))
         {
             self.big = true;
         }
@@ -467,7 +583,7 @@ mod tests {
         assert_eq!(z.pop(false), Some((b"b".to_vec(), 2.0)));
         assert_eq!(z.pop(true), Some((b"d".to_vec(), f64::INFINITY)));
         assert_eq!(z.len(), 1);
-        assert_eq!(z.scores.len(), z.order.len());
+        assert_eq!(z.parts.iter().map(|p| p.len()).sum::<usize>(), z.order.len());
     }
 
     #[test]

@@ -214,7 +214,7 @@ pub fn lset(x: &mut Exec, a: &[&[u8]]) {
     let Some(i) = l.position(index) else {
         return x.reply.error("ERR index out of range");
     };
-    l.items[i] = a[3].to_vec();
+    l.set(i, a[3].to_vec());
     if put_list(x, key, l) {
         x.reply.ok();
     }
@@ -237,7 +237,7 @@ pub fn lrange(x: &mut Exec, a: &[&[u8]]) {
                 None => x.reply.array(0),
                 Some((s, e)) => {
                     x.reply.array(e - s + 1);
-                    for v in l.items.range(s..=e) {
+                    for v in l.items().range(s..=e) {
                         x.reply.bulk(v);
                     }
                 }
@@ -289,7 +289,7 @@ pub fn linsert(x: &mut Exec, a: &[&[u8]]) {
         Ok(None) => return x.reply.int(0),
         Err(e) => return coll_error(x.reply, e),
         Ok(Some(c)) => {
-            if !c.as_list().items.iter().any(|e| e[..] == *a[3]) {
+            if !c.as_list().items().iter().any(|e| e[..] == *a[3]) {
                 return x.reply.int(-1);
             }
         }
@@ -314,7 +314,7 @@ pub fn lrem(x: &mut Exec, a: &[&[u8]]) {
         Ok(None) => return x.reply.int(0),
         Err(e) => return coll_error(x.reply, e),
         Ok(Some(c)) => {
-            if !c.as_list().items.iter().any(|e| e[..] == *a[3]) {
+            if !c.as_list().items().iter().any(|e| e[..] == *a[3]) {
                 return x.reply.int(0);
             }
         }

@@ -221,7 +221,7 @@ fn spop_count(x: &mut Exec, a: &[&[u8]]) {
         if !put(x, a[1], Set::default()) {
             return;
         }
-        let mut all: Vec<&[u8]> = s.members.iter().map(|m| &m[..]).collect();
+        let mut all: Vec<&[u8]> = s.iter().collect();
         order_result(x, &mut all);
         return reply_set(x, &all);
     }
@@ -475,7 +475,7 @@ fn union_diff(x: &mut Exec, keys: &[&[u8]], dest: Option<&[u8]>, diff: bool) {
         for (k, _) in keys.iter().zip(&sizes).filter(|(_, n)| n.is_some()) {
             match x.ks.coll(x.db, k, VALUE_TYPE_SET, x.now_ms) {
                 Ok(Some(c)) => {
-                    for m in &c.as_set().members {
+                    for m in c.as_set().iter() {
                         result.insert(m);
                     }
                 }
@@ -499,7 +499,7 @@ fn union_diff(x: &mut Exec, keys: &[&[u8]], dest: Option<&[u8]>, diff: bool) {
                     result.insert(m);
                 }
                 big = copies_first
-                    && !fits_intset(first.len(), first.members.iter().map(|m| &m[..]), &t);
+                    && !fits_intset(first.len(), first.iter(), &t);
             }
             Ok(None) => {}
             Err(e) => return coll_error(x.reply, e),
@@ -511,7 +511,7 @@ fn union_diff(x: &mut Exec, keys: &[&[u8]], dest: Option<&[u8]>, diff: bool) {
             match x.ks.coll(x.db, k, VALUE_TYPE_SET, x.now_ms) {
                 Ok(Some(c)) => {
                     let other = c.as_set();
-                    result.members.retain(|m| !other.contains(m));
+                    result.retain(|m| !other.contains(m));
                 }
                 Ok(None) => {}
                 Err(e) => return coll_error(x.reply, e),
@@ -520,7 +520,7 @@ fn union_diff(x: &mut Exec, keys: &[&[u8]], dest: Option<&[u8]>, diff: bool) {
     }
     match dest {
         None => {
-            let mut refs: Vec<&[u8]> = result.members.iter().map(|m| &m[..]).collect();
+            let mut refs: Vec<&[u8]> = result.iter().collect();
             if !big {
                 order_result(x, &mut refs);
             }
@@ -594,7 +594,7 @@ pub fn sscan(x: &mut Exec, a: &[&[u8]]) {
         i += 2;
     }
     let (next, items) = if s.big {
-        scan_by_hash(s.members.iter().map(|m| &m[..]), |m| *m, cursor, count)
+        scan_by_hash(s.iter(), |m| *m, cursor, count)
     } else {
         (0, s.ordered())
     };

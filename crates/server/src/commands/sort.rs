@@ -191,10 +191,10 @@ fn load(coll: Option<&Coll>, o: &Opts) -> Loaded {
                     (0..=first)
                         .rev()
                         .take(take)
-                        .map(|i| l.items[i].clone())
+                        .map(|i| l.items()[i].clone())
                         .collect()
                 } else {
-                    l.items
+                    l.items()
                         .iter()
                         .skip(start as usize)
                         .take(take)
@@ -208,7 +208,7 @@ fn load(coll: Option<&Coll>, o: &Opts) -> Loaded {
                 Vec::new()
             }
         }
-        Coll::List(l) => l.items.iter().cloned().collect(),
+        Coll::List(l) => l.items().iter().cloned().collect(),
         Coll::Set(s) => s.ordered().into_iter().map(|m| m.to_vec()).collect(),
         Coll::Zset(z) if dontsort => {
             let skip = start.max(0) as usize;
@@ -721,9 +721,8 @@ async fn run(c: &mut Conn, txn: &Txn, o: Opts) -> bool {
     let failed = txn
         .run(wd, move |s| {
             let done = if n > 0 {
-                let list = List {
-                    items: out.into_iter().map(Option::unwrap_or_default).collect(),
-                };
+                let list =
+                    List::from_items(out.into_iter().map(Option::unwrap_or_default).collect());
                 let mut encoded = Vec::new();
                 Coll::List(list).encode(&mut encoded);
                 let value = Value::Coll {

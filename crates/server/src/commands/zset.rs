@@ -1175,7 +1175,7 @@ fn src_score(c: &Coll, m: &[u8]) -> Option<f64> {
 fn src_items(c: &Coll) -> Vec<(Vec<u8>, f64)> {
     match c {
         Coll::Zset(z) => z.iter().map(|(m, s)| (m.to_vec(), s)).collect(),
-        Coll::Set(s) => s.members.iter().map(|m| (m.clone(), 1.0)).collect(),
+        Coll::Set(s) => s.iter().map(|m| (m.to_vec(), 1.0)).collect(),
         _ => Vec::new(),
     }
 }
@@ -1339,7 +1339,7 @@ fn zsetop_generic(
                 };
                 match c {
                     Coll::Zset(z) => z.iter().for_each(|(m, s)| add(m, s)),
-                    Coll::Set(s) => s.members.iter().for_each(|m| add(m, 1.0)),
+                    Coll::Set(s) => s.iter().for_each(|m| add(m, 1.0)),
                     _ => {}
                 }
             }
