@@ -582,12 +582,15 @@ async fn write_inner(shared: &Arc<Shared>, worker: usize) -> Result<Written, Str
     let mut sent_bytes = 0u64;
     let started = Instant::now();
     let mut last_progress = Instant::now();
-    for db in 0..databases {
+    // Every database's keys, then every database's group records (whose database numbers
+    // carry `GROUP_DB_BIT`, as their record keys do).
+    let group = crate::keyspace::groups::GROUP_DB_BIT;
+    for db in (0..databases).chain((0..databases).map(|d| d | group)) {
         let mut pos = 0u64;
         loop {
             let next = {
                 let s = shard.borrow();
-                if db >= s.keyspace.databases() {
+                if crate::keyspace::groups::split_db(db).0 >= s.keyspace.databases() {
                     break;
                 }
                 s.keyspace.scan_all(db, pos, ENTRIES_PER_STEP, |e| {

@@ -401,7 +401,7 @@ pub static PARAMS: &[Param] = &[
     p(
         "collection-group-bytes",
         Kind::Memory {
-            min: 256,
+            min: 64,
             max: 1 << 20,
         },
         "8192",

@@ -409,6 +409,17 @@ impl Item {
     }
 }
 
+/// The worker owning a record of `key` in record-key database `db`: a group record goes
+/// to the owner of its collection's key.
+fn owner_of(db: usize, key: &[u8], workers: usize) -> usize {
+    use crate::keyspace::groups;
+    match groups::split_db(db) {
+        (_, true) => groups::split_group_key(key)
+            .map_or(0, |(k, _)| crate::slot::owner(k, workers)),
+        (_, false) => crate::slot::owner(key, workers),
+    }
+}
+
 /// Turns one delivered record into (owning worker, database, key, item), noting its route.
 /// `None`: nothing to apply (unreadable key, database beyond the configured count).
 fn classify<'a>(
@@ -440,9 +451,9 @@ fn classify<'a>(
                 String::from_utf8_lossy(key).escape_debug(),
                 d.location.device, d.location.block, d.location.offset_bytes
             );
-            let w = crate::slot::owner(key, workers);
+            let w = owner_of(db, key, workers);
             routing.note(d.location.block_id(), Some(w));
-            if db >= databases {
+            if crate::keyspace::groups::split_db(db).0 >= databases {
                 return None;
             }
             return Some((w, db, key, Item::Damaged(d.location), u64::MAX));
@@ -452,9 +463,9 @@ fn classify<'a>(
         routing.note(r.location.block_id(), None);
         return None;
     };
-    let w = crate::slot::owner(key, workers);
+    let w = owner_of(db, key, workers);
     routing.note(r.location.block_id(), Some(w));
-    if db >= databases {
+    if crate::keyspace::groups::split_db(db).0 >= databases {
         *beyond_databases += 1;
         return None;
     }
@@ -730,7 +741,7 @@ async fn open_checkpointed(
                     }
                     let (mut entries, mut lost) = (0u64, 0u64);
                     crate::checkpoint::for_each_entry(file, |e| {
-                        if e.db >= databases {
+                        if crate::keyspace::groups::split_db(e.db).0 >= databases {
                             return;
                         }
                         entries += 1;

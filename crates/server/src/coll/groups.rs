@@ -244,7 +244,7 @@ mod tests {
         g.changed(3, 40_000);
         assert_eq!(g.plan(8192, true), Some(3), "average above 1.5 × target");
         assert_eq!(g.take_changes().groups, vec![3]);
-        g.relayout(true, 2, vec![1000; 4]);
+        g.relayout(true, 2, vec![1500; 4]);
         assert_eq!(g.plan(8192, true), Some(1), "average under a quarter");
         g.relayout(true, 1, vec![1000; 2]);
         assert_eq!(g.plan(8192, true), None, "under half a group: compact again");

@@ -153,11 +153,8 @@ impl Hash {
 
     /// Approximate RAM bytes.
     pub fn ram_bytes(&self) -> usize {
-        64 + self.parts.len() * 64
-            + self
-                .iter()
-                .map(|(f, v)| f.len() + v.len() + 72)
-                .sum::<usize>()
+        // O(1): from the encoded-size estimate (the cache asks at every write).
+        64 + self.parts.len() * 64 + self.grouping.total_bytes() + self.len * 72
     }
 
     fn encode_part<'a>(out: &mut Vec<u8>, flags: u8, n: usize, items: impl Iterator<Item = (&'a [u8], &'a [u8])>) {

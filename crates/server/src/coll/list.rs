@@ -415,7 +415,8 @@ impl List {
 
     /// Approximate RAM bytes.
     pub fn ram_bytes(&self) -> usize {
-        64 + self.items.iter().map(|v| v.capacity() + 24).sum::<usize>()
+        // O(1): from the encoded-size estimate (the cache asks at every write).
+        64 + self.bytes + self.items.len() * 24
     }
 
     fn encode_items<'a>(out: &mut Vec<u8>, n: usize, items: impl Iterator<Item = &'a Vec<u8>>) {

@@ -287,6 +287,9 @@ pub enum Cut {
     },
 }
 
+/// `collection-group-bytes` of the model tests: lists and sets past 128 bytes are grouped.
+const GROUP_BYTES: &str = "64";
+
 /// True when `MODEL_TRACE` asks for a trace of the commands and crashes.
 fn tracing() -> bool {
     std::env::var_os("MODEL_TRACE").is_some()
@@ -301,6 +304,11 @@ fn check<M: Model>(cmds: &[Vec<Vec<u8>>], cut: Cut) {
         .expect("runtime")
         .block_on(async move {
             let config = Config::defaults();
+            // Tiny groups, so that collections of a few members already take the grouped
+            // form and convert both ways (the bigger compact ones too).
+            config
+                .set("collection-group-bytes", GROUP_BYTES, true)
+                .expect("config");
             let dev = RamDevice::new(DEVICE_BYTES, SECTOR);
             let control: RamControl = dev.control();
             let (mut ks, log) = open(dev).await;

@@ -208,7 +208,8 @@ impl Set {
 
     /// Approximate RAM bytes.
     pub fn ram_bytes(&self) -> usize {
-        64 + self.parts.len() * 64 + self.iter().map(|m| m.len() + 48).sum::<usize>()
+        // O(1): from the encoded-size estimate (the cache asks at every write).
+        64 + self.parts.len() * 64 + self.grouping.total_bytes() + self.len * 48
     }
 
     fn encode_part<'a>(out: &mut Vec<u8>, flags: u8, n: usize, items: impl Iterator<Item = &'a [u8]>) {

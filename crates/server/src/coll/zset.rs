@@ -388,12 +388,8 @@ impl Zset {
 
     /// Approximate RAM bytes.
     pub fn ram_bytes(&self) -> usize {
-        64 + self.parts.len() * 64
-            + self
-                .order
-                .iter()
-                .map(|(_, m)| 2 * m.capacity() + 96)
-                .sum::<usize>()
+        // O(1): from the encoded-size estimate (the cache asks at every write).
+        64 + self.parts.len() * 64 + 2 * self.grouping.total_bytes() + self.order.len() * 96
     }
 
     /// Appends the record value: the whole zset (members in order, each with its score)

@@ -17,19 +17,37 @@ use crate::coll::Coll;
 /// A cache key: packed location bits and the block's sequence.
 pub type CollKey = (u64, u64);
 
-/// RAM budget of one worker's decoded collections.
-pub const BUDGET_BYTES: usize = 128 << 20;
+/// RAM budget of one worker's decoded collections. The collection decoded or written last
+/// is never evicted, so one bigger than the budget still stays while it is in use.
+pub const BUDGET_BYTES: usize = 512 << 20;
 
 /// See the module documentation.
-#[derive(Default)]
 pub struct CollCache {
     map: HashMap<CollKey, (Coll, usize, u64), foldhash::fast::FixedState>,
     order: VecDeque<(CollKey, u64)>,
     bytes: usize,
     next: u64,
+    budget_bytes: usize,
+}
+
+impl Default for CollCache {
+    fn default() -> Self {
+        CollCache::with_budget(BUDGET_BYTES)
+    }
 }
 
 impl CollCache {
+    /// An empty cache holding up to about `budget_bytes`.
+    pub fn with_budget(budget_bytes: usize) -> Self {
+        CollCache {
+            map: HashMap::default(),
+            order: VecDeque::new(),
+            bytes: 0,
+            next: 0,
+            budget_bytes,
+        }
+    }
+
     /// True when the collection at `k` is here.
     pub fn contains(&self, k: CollKey) -> bool {
         self.map.contains_key(&k)
@@ -71,11 +89,16 @@ impl CollCache {
 
     /// Evicts the oldest collections past the budget.
     pub fn make_room(&mut self) {
-        while self.bytes > BUDGET_BYTES {
+        while self.bytes > self.budget_bytes {
             let Some((k, n)) = self.order.pop_front() else {
                 break;
             };
             if self.map.get(&k).is_some_and(|(_, _, m)| *m == n) {
+                if n + 1 == self.next {
+                    // The newest: kept (see [`BUDGET_BYTES`]).
+                    self.order.push_front((k, n));
+                    break;
+                }
                 self.remove(k);
             }
         }
@@ -102,21 +125,34 @@ mod tests {
 
     #[test]
     fn evicts_oldest_only_in_make_room() {
-        let mut c = CollCache::default();
-        let big = set_of(200_000);
+        let budget = 16 << 20;
+        let mut c = CollCache::with_budget(budget);
+        let big = set_of(20_000);
         let per = big.ram_bytes();
-        let fit = BUDGET_BYTES / per;
+        let fit = budget / per;
         for i in 0..fit as u64 + 3 {
             c.insert((i, 1), big.clone());
         }
-        assert!(c.bytes() > BUDGET_BYTES, "no eviction while inserting");
+        assert!(c.bytes() > budget, "no eviction while inserting");
         assert!(c.contains((0, 1)));
         c.make_room();
-        assert!(c.bytes() <= BUDGET_BYTES);
+        assert!(c.bytes() <= budget);
         assert!(!c.contains((0, 1)), "oldest went first");
         assert!(c.contains((fit as u64 + 2, 1)), "newest kept");
         let taken = c.take((fit as u64 + 2, 1)).unwrap();
         assert_eq!(taken, big);
         assert!(!c.contains((fit as u64 + 2, 1)));
+    }
+
+    #[test]
+    fn the_newest_collection_stays_even_over_budget() {
+        let mut c = CollCache::with_budget(1 << 10);
+        c.insert((1, 1), set_of(1000));
+        c.insert((2, 1), set_of(1000));
+        c.make_room();
+        assert!(!c.contains((1, 1)));
+        assert!(c.contains((2, 1)), "the one in use is kept");
+        c.make_room();
+        assert!(c.contains((2, 1)));
     }
 }

@@ -35,15 +35,19 @@ impl Keyspace {
         value: &[u8],
         now_ms: i64,
     ) -> Result<Relocation, StoreError> {
-        let Some((db, key)) = split_record_key(record_key) else {
+        let Some((raw_db, key)) = split_record_key(record_key) else {
             return Ok(Relocation::Obsolete);
         };
+        // A group record (see `groups`) is checked against the group table.
+        let (db, group) = super::groups::split_db(raw_db);
         if db >= self.dbs.len() {
             return Ok(Relocation::Obsolete);
         }
         let hash = hash_key(key);
         let from_packed = PackedLoc::pack(from);
-        let expire_at_ms = match self.dbs[db].table.get(hash, key) {
+        let d = &self.dbs[db];
+        let table = if group { &d.groups } else { &d.table };
+        let expire_at_ms = match table.get(hash, key) {
             Some(e) if e.loc() == from_packed && e.value_type() == value_type => {
                 if e.expired(now_ms) {
                     // Expiry writes its tombstone and releases the record.
@@ -71,10 +75,9 @@ impl Keyspace {
         if to.offset_bytes == skerry_store::format::BLOCK_HEADER_BYTES as u32 {
             self.sync_if_backlogged();
         }
-        let e = self.dbs[db]
-            .table
-            .get_mut(hash, key)
-            .expect("entry checked above");
+        let d = &mut self.dbs[db];
+        let table = if group { &mut d.groups } else { &mut d.table };
+        let e = table.get_mut(hash, key).expect("entry checked above");
         e.set_loc(PackedLoc::pack(&to));
         self.log.release(*from);
         Ok(Relocation::Moved)

@@ -18,6 +18,7 @@ pub mod cache;
 mod colls;
 mod defrag;
 pub mod entry;
+pub mod groups;
 pub mod lent;
 mod seg_alloc;
 pub mod table;
@@ -157,6 +158,10 @@ pub struct Db {
     volatile: usize,
     /// Where active expiry continues (a scan position).
     expire_cursor: u64,
+    /// Index entries of the group records of grouped collections (see [`groups`]).
+    groups: SegTable<Entry>,
+    /// The group ids of each grouped collection, ascending (see [`groups`]).
+    dirs: hashbrown::HashMap<Vec<u8>, Vec<u64>, foldhash::fast::FixedState>,
 }
 
 /// Counters kept by the keyspace.
@@ -285,6 +290,8 @@ pub struct Keyspace {
     cmd_multi: bool,
     /// WATCHed keys: the flags of the connections watching them, set by any change.
     cas: hashbrown::HashMap<(usize, Vec<u8>), Vec<std::sync::Arc<std::sync::atomic::AtomicBool>>>,
+    /// `collection-group-bytes`, as last passed to [`Keyspace::put_coll`].
+    group_bytes: usize,
 }
 
 /// Full blocks' staging images waiting for their sync beyond this start a sync at once
@@ -361,17 +368,26 @@ impl RecoveredIndex {
     }
 
     /// A value record of `key` at `loc` (replaces an older one).
+    ///
+    /// `db` is the record key's database number: with [`groups::GROUP_DB_BIT`] set, the
+    /// record is a group record and goes to the database's group table.
     pub fn value(&mut self, db: usize, key: &[u8], loc: &Location, value_type: u8, at_ms: i64) {
-        let e = Entry::new(key, PackedLoc::pack(loc), value_type, at_ms);
+        let (db, group) = groups::split_db(db);
+        let e = Entry::new(key, PackedLoc::pack(loc), value_type, if group { 0 } else { at_ms });
         self.heap_key_bytes += e.heap_bytes();
-        if let Some(old) = self.dbs[db].table.insert(e) {
+        let d = &mut self.dbs[db];
+        let table = if group { &mut d.groups } else { &mut d.table };
+        if let Some(old) = table.insert(e) {
             self.heap_key_bytes -= old.heap_bytes();
         }
     }
 
-    /// A tombstone of `key`.
+    /// A tombstone of `key` (`db` as for [`RecoveredIndex::value`]).
     pub fn tombstone(&mut self, db: usize, key: &[u8]) {
-        if let Some(old) = self.dbs[db].table.remove(hash_key(key), key) {
+        let (db, group) = groups::split_db(db);
+        let d = &mut self.dbs[db];
+        let table = if group { &mut d.groups } else { &mut d.table };
+        if let Some(old) = table.remove(hash_key(key), key) {
             self.heap_key_bytes -= old.heap_bytes();
         }
     }
@@ -400,6 +416,7 @@ impl RecoveredIndex {
                 }
                 live(&e.loc().unpack());
             });
+            d.groups.for_each(|e| live(&e.loc().unpack()));
             kept += d.table.len();
         }
         self.heap_key_bytes -= freed_heap;
@@ -443,14 +460,17 @@ impl Keyspace {
             cmd_records: 0,
             cmd_multi: false,
             cas: Default::default(),
+            group_bytes: crate::coll::groups::DEFAULT_GROUP_BYTES,
         };
         // Keys that expired while the server was down: a tombstone each, so an older
-        // version can never come back once their records' blocks are reclaimed.
+        // version can never come back once their records' blocks are reclaimed (the
+        // groups of a grouped one go with it, see [`Keyspace::load_groups`]).
         for (db, key, loc) in expired {
             if ks.append_tombstone(db, &key, true) {
                 ks.log.release(loc.unpack());
             }
         }
+        ks.load_groups();
         ks.wrote = false;
         ks
     }
@@ -480,7 +500,11 @@ impl Keyspace {
     pub fn index_bytes(&self) -> usize {
         self.dbs
             .iter()
-            .map(|d| d.table.allocation_bytes())
+            .map(|d| {
+                d.table.allocation_bytes()
+                    + d.groups.allocation_bytes()
+                    + d.dirs.values().map(|v| v.capacity() * 8 + 48).sum::<usize>()
+            })
             .sum::<usize>()
             + self.heap_key_bytes
     }
@@ -751,6 +775,13 @@ impl Keyspace {
                     out.push(l);
                 }
             }
+            // A grouped collection not decoded yet needs its groups too.
+            if self.is_grouped_key(db, key) {
+                let k = self.buf_key(loc);
+                if !self.colls.contains(k) {
+                    self.missing_groups(db, key, mark, &mut out);
+                }
+            }
         }
         out
     }
@@ -805,7 +836,15 @@ impl Keyspace {
     /// when even the tombstone cannot be written, the record is kept on the device (it is
     /// expired there too).
     fn remove_expired(&mut self, db: usize, hash: u64, key: &[u8]) {
+        let grouped = self.is_grouped_key(db, key);
+        let opened = grouped && self.several_records();
         let logged = self.append_tombstone(db, key, true);
+        if grouped && logged {
+            self.drop_groups(db, key, true);
+        }
+        if opened {
+            self.end_command();
+        }
         let d = &mut self.dbs[db];
         if let Some(e) = d.table.remove(hash, key) {
             d.volatile -= 1;
@@ -904,9 +943,13 @@ impl Keyspace {
         let (loc, expire_at_ms) = self.live_loc(db, hash, key, now_ms)?;
         let value_type = self.value_type_at(db, hash, key);
         if value_type != VALUE_TYPE_STRING {
+            if self.is_grouped_key(db, key) {
+                // The whole collection as one value (the caller made its groups resident).
+                self.decode_coll(db, key, value_type, now_ms).ok()??;
+            }
             if let Some(c) = self.colls.get(self.buf_key(loc)) {
                 let mut encoded = Vec::new();
-                c.encode(&mut encoded);
+                c.encode_compact(&mut encoded);
                 return Some(Got {
                     value: Value::Coll {
                         value_type,
@@ -973,9 +1016,36 @@ impl Keyspace {
             .is_some()
     }
 
-    /// Stores `value` (a record value of `value_type`) under `key`; the new record's
-    /// location, None when the write was refused (the error is kept; nothing changed).
+    /// Stores `value` (a record value of `value_type`, not a grouped root) under `key`,
+    /// removing the groups of a grouped collection it replaces; the new record's location,
+    /// None when the write was refused (the error is kept).
     fn put_record(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        value_type: u8,
+        value: &[u8],
+        expiry: Expiry,
+        now_ms: i64,
+    ) -> Option<PackedLoc> {
+        if !self.is_grouped_key(db, key) {
+            return self.put_record_keep(db, key, value_type, value, expiry, now_ms);
+        }
+        let opened = self.several_records();
+        let loc = self.put_record_keep(db, key, value_type, value, expiry, now_ms);
+        if loc.is_some() {
+            self.drop_groups(db, key, false);
+        }
+        if opened {
+            self.end_command();
+        }
+        loc.filter(|_| self.error.is_none())
+    }
+
+    /// Stores `value` (a record value of `value_type`) under `key`, leaving group records
+    /// alone; the new record's location, None when the write was refused (the error is
+    /// kept; nothing changed).
+    fn put_record_keep(
         &mut self,
         db: usize,
         key: &[u8],
@@ -1064,6 +1134,19 @@ impl Keyspace {
             return true;
         }
         let (value_type, bytes) = value.record();
+        if value_type != VALUE_TYPE_STRING
+            && (bytes.len() > 2 * self.group_bytes || self.is_grouped_key(db, key))
+        {
+            // Big enough to be grouped (or replacing a grouped one): through the
+            // collection writer, which picks the layout.
+            return match Coll::decode(value_type, bytes) {
+                Ok(c) => self.store_coll(db, key, c, expiry, now_ms),
+                Err(e) => {
+                    self.fail(e.to_string());
+                    false
+                }
+            };
+        }
         self.put_record(db, key, value_type, bytes, expiry, now_ms)
             .is_some()
     }
@@ -1087,19 +1170,30 @@ impl Keyspace {
         if self.expire_if_due(db, hash, key, now_ms) {
             return false;
         }
-        if self.dbs[db].table.get(hash, key).is_none() || !self.append_tombstone(db, key, false) {
+        if self.dbs[db].table.get(hash, key).is_none() {
             return false;
         }
-        let d = &mut self.dbs[db];
-        let e = d.table.remove(hash, key).expect("present");
-        if e.expire_at_ms() != 0 {
-            d.volatile -= 1;
+        let grouped = self.is_grouped_key(db, key);
+        let opened = grouped && self.several_records();
+        let logged = self.append_tombstone(db, key, false);
+        if logged {
+            let d = &mut self.dbs[db];
+            let e = d.table.remove(hash, key).expect("present");
+            if e.expire_at_ms() != 0 {
+                d.volatile -= 1;
+            }
+            self.heap_key_bytes -= e.heap_bytes();
+            self.forget_decoded(&e);
+            self.log.release(e.loc().unpack());
+            self.touch(db, key);
+            if grouped {
+                self.drop_groups(db, key, false);
+            }
         }
-        self.heap_key_bytes -= e.heap_bytes();
-        self.forget_decoded(&e);
-        self.log.release(e.loc().unpack());
-        self.touch(db, key);
-        true
+        if opened {
+            self.end_command();
+        }
+        logged
     }
 
     /// Writes the live value and expiry of `key` (in `db`) under `dst` in `dst_db`, for
@@ -1132,6 +1226,36 @@ impl Keyspace {
     /// Sets or clears the expiry of an existing key (rewriting its record, so its value
     /// must be resident); false when the key does not exist or the write was refused.
     pub fn set_expiry(&mut self, db: usize, key: &[u8], expire_at_ms: i64, now_ms: i64) -> bool {
+        if self.lent_for(db, key).is_none() && self.is_grouped_key(db, key) {
+            // Only the root carries the expiry: rewrite it alone.
+            let hash = hash_key(key);
+            let Some((loc, _)) = self.live_loc(db, hash, key, now_ms) else {
+                return false;
+            };
+            let value_type = self.value_type_at(db, hash, key);
+            let decoded = self.colls.take(self.buf_key(loc));
+            let root = match &decoded {
+                Some(c) => {
+                    let mut v = Vec::new();
+                    c.encode(&mut v);
+                    Rc::new(v)
+                }
+                None => match self.resident_value(loc) {
+                    Some(v) => v,
+                    None => return false,
+                },
+            };
+            let Some(new) =
+                self.put_record_keep(db, key, value_type, &root, Expiry::At(expire_at_ms), now_ms)
+            else {
+                return false;
+            };
+            if let Some(c) = decoded {
+                let k = self.buf_key(new);
+                self.colls.insert(k, c);
+            }
+            return true;
+        }
         let Some(Got { value, .. }) = self.peek(db, key, now_ms) else {
             return false;
         };
@@ -1186,7 +1310,12 @@ impl Keyspace {
         self.dbs[db].table.for_each(|e| keys.push(e.key().to_vec()));
         let n = keys.len();
         for k in keys {
+            // The root first: a crash in between leaves groups without a root, which the
+            // next start removes (never a root without its groups).
             if !self.append_tombstone(db, &k, false) {
+                return n - self.dbs[db].table.len();
+            }
+            if self.is_grouped_key(db, &k) && !self.drop_groups(db, &k, false) {
                 return n - self.dbs[db].table.len();
             }
             let d = &mut self.dbs[db];
@@ -1304,12 +1433,24 @@ impl Keyspace {
         let Some(bytes) = self.resident_value(loc) else {
             return Err(CollError::Failed);
         };
-        match Coll::decode(value_type, &bytes) {
+        let decoded = if crate::coll::is_grouped_root(&bytes) {
+            match self.decode_grouped(db, key, value_type, &bytes) {
+                Ok(c) => Ok(c),
+                Err((_, e)) if self.error.is_some() => {
+                    tracing::error!("grouped collection of a key in db {db}: {e}");
+                    return Err(CollError::Failed);
+                }
+                Err((gloc, e)) => Err((gloc.unwrap_or(loc), e)),
+            }
+        } else {
+            Coll::decode(value_type, &bytes).map_err(|e| (loc, e.to_string()))
+        };
+        match decoded {
             Ok(c) => {
                 self.colls.insert(k, c);
                 Ok(Some(k))
             }
-            Err(e) => {
+            Err((loc, e)) => {
                 let l = loc.unpack();
                 tracing::error!(
                     "collection record of a key in db {db} at {l:?} does not decode: {e}"
@@ -1417,15 +1558,8 @@ impl Keyspace {
             l.set(db, key, Some(lent::LentData::Coll(coll)), Expiry::Keep);
             return true;
         }
-        let mut bytes = Vec::new();
-        coll.encode(&mut bytes);
-        let Some(loc) = self.put_record(db, key, coll.value_type(), &bytes, Expiry::Keep, now_ms)
-        else {
-            return false;
-        };
-        let k = self.buf_key(loc);
-        self.colls.insert(k, coll);
-        true
+        self.group_bytes = thresholds.group_bytes;
+        self.store_coll(db, key, coll, Expiry::Keep, now_ms)
     }
 
     /// OBJECT ENCODING's answer for a live key (its value must be resident).
@@ -1603,7 +1737,10 @@ impl Keyspace {
         count: usize,
         f: impl FnMut(&Entry),
     ) -> Option<u64> {
-        self.dbs[db].table.scan(position, count, f)
+        match groups::split_db(db) {
+            (db, false) => self.dbs[db].table.scan(position, count, f),
+            (db, true) => self.dbs[db].groups.scan(position, count, f),
+        }
     }
 }
 
