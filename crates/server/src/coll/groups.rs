@@ -32,6 +32,8 @@ pub struct Changes {
     pub root: bool,
     /// The groups (by id) whose members changed, ascending.
     pub groups: Vec<u64>,
+    /// The set of group ids may have changed (groups added or removed).
+    pub layout: bool,
 }
 
 /// The partitioning state of a hashed collection (hash, set, sorted set).
@@ -46,8 +48,10 @@ pub struct Grouping {
     bytes: Vec<usize>,
     /// Parts changed since the last [`Grouping::take_changes`].
     dirty: Vec<bool>,
-    /// Number of true entries in `dirty`.
-    dirty_count: usize,
+    /// The parts marked in `dirty`, in marking order.
+    dirty_list: Vec<u32>,
+    /// Sum of `bytes`.
+    total: usize,
     /// The root must be written again (a new collection, a new layout, new flags).
     root_dirty: bool,
 }
@@ -66,7 +70,8 @@ impl Grouping {
             grouped: false,
             bytes: vec![0],
             dirty: vec![false],
-            dirty_count: 0,
+            dirty_list: Vec::new(),
+            total: 0,
             root_dirty: true,
         }
     }
@@ -78,8 +83,9 @@ impl Grouping {
             bits,
             grouped,
             dirty: vec![false; bytes.len()],
+            total: bytes.iter().sum(),
             bytes,
-            dirty_count: 0,
+            dirty_list: Vec::new(),
             root_dirty: false,
         }
     }
@@ -109,10 +115,12 @@ impl Grouping {
     #[inline]
     pub fn changed(&mut self, p: usize, delta: isize) {
         let b = &mut self.bytes[p];
+        let old = *b;
         *b = b.saturating_add_signed(delta);
+        self.total = self.total - old + *b;
         if !self.dirty[p] {
             self.dirty[p] = true;
-            self.dirty_count += 1;
+            self.dirty_list.push(p as u32);
         }
     }
 
@@ -123,7 +131,7 @@ impl Grouping {
 
     /// Estimated encoded bytes of the whole collection.
     pub fn total_bytes(&self) -> usize {
-        self.bytes.iter().sum()
+        self.total
     }
 
     /// The layout the collection should have now, given its size: `Some(bits)` grouped
@@ -165,25 +173,26 @@ impl Grouping {
         self.grouped = grouped;
         self.bits = bits;
         self.dirty = vec![true; bytes.len()];
-        self.dirty_count = bytes.len();
+        self.dirty_list = (0..bytes.len() as u32).collect();
+        self.total = bytes.iter().sum();
         self.bytes = bytes;
         self.root_dirty = true;
     }
 
     /// What changed since the last call, clearing the marks.
     pub fn take_changes(&mut self) -> Changes {
-        let mut groups = Vec::with_capacity(self.dirty_count);
-        if self.dirty_count > 0 {
-            for (i, d) in self.dirty.iter_mut().enumerate() {
-                if std::mem::take(d) {
-                    groups.push(i as u64);
-                }
-            }
+        let mut groups: Vec<u64> = Vec::with_capacity(self.dirty_list.len());
+        for p in self.dirty_list.drain(..) {
+            self.dirty[p as usize] = false;
+            groups.push(u64::from(p));
         }
-        self.dirty_count = 0;
+        groups.sort_unstable();
+        let root = std::mem::take(&mut self.root_dirty);
         Changes {
-            root: std::mem::take(&mut self.root_dirty),
+            root,
             groups,
+            // The ids change only with the layout, which also changes the root.
+            layout: root,
         }
     }
 

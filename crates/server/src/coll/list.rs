@@ -78,6 +78,8 @@ pub struct List {
     root_dirty: bool,
     /// The layout must be planned again (a page id ran out of room).
     repage: bool,
+    /// Pages were added or removed since the last [`List::take_changes`].
+    layout: bool,
 }
 
 impl PartialEq for List {
@@ -104,6 +106,7 @@ impl List {
             pages: None,
             root_dirty: true,
             repage: false,
+            layout: true,
         }
     }
 
@@ -162,6 +165,7 @@ impl List {
                     End::Head => pg.pages.push_front(new),
                     End::Tail => pg.pages.push_back(new),
                 }
+                self.layout = true;
                 if self.repage {
                     // Ids collide until the re-paging at the write: keep one page.
                     let total: usize = pg.pages.iter().map(|p| p.len).sum();
@@ -198,6 +202,7 @@ impl List {
             pg.touch(p, 0, b);
             if pg.pages[p].len == 0 && pg.pages.len() > 1 {
                 pg.pages.remove(p);
+                self.layout = true;
             }
         }
         Some(v)
@@ -338,6 +343,7 @@ impl List {
         page.len = first;
         page.bytes = first_bytes;
         pg.pages.insert(p + 1, second);
+        self.layout = true;
     }
 
     /// Removes elements equal to `v`: the first `count` from the head (count > 0), the
@@ -377,8 +383,9 @@ impl List {
                 }
                 start += page.len + n;
             }
-            if pg.pages.iter().any(|p| p.len > 0) {
+            if pg.pages.iter().any(|p| p.len > 0) && pg.pages.iter().any(|p| p.len == 0) {
                 pg.pages.retain(|p| p.len > 0);
+                self.layout = true;
             }
         }
         let mut i = 0;
@@ -477,6 +484,7 @@ impl List {
             pages: None,
             root_dirty: false,
             repage: false,
+            layout: false,
         })
     }
 
@@ -510,6 +518,7 @@ impl List {
             }),
             root_dirty: false,
             repage: false,
+            layout: false,
         })
     }
 
@@ -524,6 +533,7 @@ impl List {
             Some(_) if self.bytes < g / 2 => {
                 self.pages = None;
                 self.root_dirty = true;
+                self.layout = true;
             }
             Some(pg) => {
                 pg.page_bytes = g;
@@ -567,6 +577,7 @@ impl List {
             page_bytes: g,
         });
         self.root_dirty = true;
+        self.layout = true;
     }
 
     /// True when stored as pages.
@@ -594,6 +605,7 @@ impl List {
         Changes {
             root: std::mem::take(&mut self.root_dirty),
             groups,
+            layout: std::mem::take(&mut self.layout),
         }
     }
 }

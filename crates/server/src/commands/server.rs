@@ -539,6 +539,7 @@ pub(crate) struct StorageInfo {
     pub(crate) index_bytes: usize,
     pub(crate) read_buffer_bytes: usize,
     pub(crate) decoded_coll_bytes: usize,
+    pub(crate) group_records: usize,
     pub(crate) store: skerry_store::StoreStats,
     pub(crate) durability: skerry_store::Durability,
     /// Device read, write and fdatasync latencies of the worker's writer.
@@ -555,6 +556,7 @@ impl StorageInfo {
             index_bytes: ks.index_bytes(),
             read_buffer_bytes: ks.read_buffer_bytes(),
             decoded_coll_bytes: ks.decoded_coll_bytes(),
+            group_records: (0..ks.databases()).map(|db| ks.group_records(db)).sum(),
             store: log.store().stats(),
             durability: log.durability(),
             io: log.io_latency(),
@@ -880,6 +882,12 @@ pub(crate) fn storage_figures(shared: &crate::worker::Shared, w: &[WorkerInfo]) 
             Gauge,
             "Bytes of RAM held by decoded collections (the decoded-collection cache).",
             sum(&|s| s.decoded_coll_bytes as u64),
+        ),
+        num(
+            "collection_group_records",
+            Gauge,
+            "Group records of grouped (big) collections.",
+            sum(&|s| s.group_records as u64),
         ),
         num(
             "index_bytes",

@@ -227,13 +227,23 @@ impl Keyspace {
             return true;
         }
         let changes = coll.take_changes();
-        let new_ids = coll.group_ids();
-        let old_ids = self.dbs[db].dirs.get(key).cloned().unwrap_or_default();
-        let gone: Vec<u64> = old_ids
-            .iter()
-            .copied()
-            .filter(|g| new_ids.binary_search(g).is_err())
-            .collect();
+        // Groups that are gone: only when the set of ids may have changed (or the key was
+        // stored otherwise before), so a plain change costs nothing per group.
+        let gone: Vec<u64> = if changes.layout || !had_groups || !coll.is_grouped() {
+            let new_ids = coll.group_ids();
+            self.dbs[db]
+                .dirs
+                .get(key)
+                .map(|old| {
+                    old.iter()
+                        .copied()
+                        .filter(|g| new_ids.binary_search(g).is_err())
+                        .collect()
+                })
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
         let hash = hash_key(key);
         let root_loc = self.dbs[db]
             .table

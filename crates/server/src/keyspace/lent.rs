@@ -47,7 +47,7 @@ impl LentValue {
             LentData::Str(v) => Value::Str(v.clone()),
             LentData::Coll(c) => {
                 let mut encoded = Vec::new();
-                c.encode(&mut encoded);
+                c.encode_compact(&mut encoded);
                 Value::Coll {
                     value_type: c.value_type(),
                     encoded,
