@@ -414,8 +414,9 @@ impl Item {
 fn owner_of(db: usize, key: &[u8], workers: usize) -> usize {
     use crate::keyspace::groups;
     match groups::split_db(db) {
-        (_, true) => groups::split_group_key(key)
-            .map_or(0, |(k, _)| crate::slot::owner(k, workers)),
+        (_, true) => {
+            groups::split_group_key(key).map_or(0, |(k, _)| crate::slot::owner(k, workers))
+        }
         (_, false) => crate::slot::owner(key, workers),
     }
 }

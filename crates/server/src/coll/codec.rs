@@ -108,6 +108,11 @@ impl<'a> Reader<'a> {
         )))
     }
 
+    /// Bytes read so far.
+    pub fn pos(&self) -> usize {
+        self.pos
+    }
+
     /// Ok when every byte was read.
     pub fn finish(&self) -> Result<(), DecodeError> {
         if self.pos == self.bytes.len() {
@@ -115,5 +120,78 @@ impl<'a> Reader<'a> {
         } else {
             Err(self.err("trailing bytes"))
         }
+    }
+}
+
+/// Reads the LEB128 number at `b[*pos..]`, advancing `pos` (None when malformed).
+#[inline]
+fn varint_at(b: &[u8], pos: &mut usize) -> Option<usize> {
+    let mut n: u64 = 0;
+    for i in 0..10 {
+        let byte = *b.get(*pos)?;
+        *pos += 1;
+        n |= u64::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            return usize::try_from(n).ok();
+        }
+    }
+    None
+}
+
+/// In `blob`, a run of entries each made of `parts` length-prefixed byte strings (a set
+/// member: 1; a hash field and its value: 2), the byte range of the entry whose first
+/// string is `key`, and the range of its last string (with its length prefix).
+pub fn find_entry(
+    blob: &[u8],
+    parts: usize,
+    key: &[u8],
+) -> Option<(std::ops::Range<usize>, std::ops::Range<usize>)> {
+    let mut pos = 0;
+    while pos < blob.len() {
+        let start = pos;
+        let n = varint_at(blob, &mut pos)?;
+        let first = blob.get(pos..pos + n)?;
+        pos += n;
+        let mut last = start..pos;
+        for _ in 1..parts {
+            let s = pos;
+            let n = varint_at(blob, &mut pos)?;
+            pos += n;
+            last = s..pos;
+        }
+        if first == key {
+            return Some((start..pos, last));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_are_found_in_a_run() {
+        let mut blob = Vec::new();
+        for (f, v) in [
+            ("a", "1"),
+            ("bb", ""),
+            ("", "xyz"),
+            ("long", &"v".repeat(300)[..]),
+        ] {
+            put_bytes(&mut blob, f.as_bytes());
+            put_bytes(&mut blob, v.as_bytes());
+        }
+        let (entry, value) = find_entry(&blob, 2, b"bb").unwrap();
+        assert_eq!(&blob[entry.clone()], b"\x02bb\x00");
+        assert_eq!(value, entry.end - 1..entry.end);
+        let (entry, value) = find_entry(&blob, 2, b"").unwrap();
+        assert_eq!(&blob[value], b"\x03xyz");
+        assert_eq!(entry.start, 8);
+        let (_, value) = find_entry(&blob, 2, b"long").unwrap();
+        assert_eq!(value.len(), 302);
+        assert!(find_entry(&blob, 2, b"1").is_none(), "values are not keys");
+        assert!(find_entry(&blob, 2, b"zz").is_none());
+        assert!(find_entry(&blob[..blob.len() - 1], 2, b"zz").is_none());
     }
 }

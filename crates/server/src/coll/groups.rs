@@ -124,6 +124,11 @@ impl Grouping {
         }
     }
 
+    /// Estimated encoded bytes of part `p`.
+    pub fn part_bytes(&self, p: usize) -> usize {
+        self.bytes[p]
+    }
+
     /// Marks the root as changed (flags).
     pub fn root_changed(&mut self) {
         self.root_dirty = true;
@@ -220,7 +225,9 @@ pub fn part_of_bits(bits: u8, m: &[u8]) -> usize {
 /// for it: exactly 0..2^bits.
 pub fn check_hashed_groups(bits: u8, ids: &[u64]) -> Result<(), super::DecodeError> {
     if bits > MAX_BITS {
-        return Err(super::DecodeError(format!("group bits {bits} out of range")));
+        return Err(super::DecodeError(format!(
+            "group bits {bits} out of range"
+        )));
     }
     let n = 1u64 << bits;
     if ids.len() as u64 != n || ids.iter().enumerate().any(|(i, &g)| g != i as u64) {
@@ -256,7 +263,11 @@ mod tests {
         g.relayout(true, 2, vec![1500; 4]);
         assert_eq!(g.plan(8192, true), Some(1), "average under a quarter");
         g.relayout(true, 1, vec![1000; 2]);
-        assert_eq!(g.plan(8192, true), None, "under half a group: compact again");
+        assert_eq!(
+            g.plan(8192, true),
+            None,
+            "under half a group: compact again"
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@
 //! field closes its gap), which HGETALL, HKEYS, HVALS and HSCAN reply in. Once big, the
 //! order is arbitrary, as in Redis's hashtable.
 
-use super::codec::{put_bytes, put_varint, Reader};
+use super::codec::{find_entry, put_bytes, put_varint, Reader};
 use super::groups::{part_of_bits, Changes, Grouping};
 use super::{DecodeError, Thresholds, FLAG_BIG};
 use indexmap::IndexMap;
@@ -43,6 +43,11 @@ pub struct Hash {
     written: Option<usize>,
     /// Number of fields.
     len: usize,
+    /// While grouped: each part's fields and values as its group record holds them
+    /// (length-prefixed field, value, ...), kept in step with `parts` by every change, so
+    /// that writing a group copies one buffer instead of visiting every field of the part
+    /// (which, in a big hash, costs a cache miss per field). None: built at the next write.
+    shadow: Vec<Option<Vec<u8>>>,
 }
 
 impl PartialEq for Hash {
@@ -99,12 +104,26 @@ impl Hash {
                 v.clear();
                 v.extend_from_slice(value);
                 self.grouping.changed(p, delta);
+                if let Some(Some(b)) = self.shadow.get_mut(p) {
+                    match find_entry(b, 2, field) {
+                        Some((_, old)) => {
+                            let mut new = Vec::with_capacity(value.len() + 2);
+                            put_bytes(&mut new, value);
+                            b.splice(old, new);
+                        }
+                        None => self.shadow[p] = None,
+                    }
+                }
                 false
             }
             None => {
                 self.parts[p].insert(field.to_vec(), value.to_vec());
                 self.grouping.changed(p, entry_bytes(field, value));
                 self.len += 1;
+                if let Some(Some(b)) = self.shadow.get_mut(p) {
+                    put_bytes(b, field);
+                    put_bytes(b, value);
+                }
                 true
             }
         }
@@ -126,6 +145,14 @@ impl Hash {
             Some((f, v)) => {
                 self.grouping.changed(p, -entry_bytes(&f, &v));
                 self.len -= 1;
+                if let Some(Some(b)) = self.shadow.get_mut(p) {
+                    match find_entry(b, 2, &f) {
+                        Some((entry, _)) => {
+                            b.drain(entry);
+                        }
+                        None => self.shadow[p] = None,
+                    }
+                }
                 true
             }
             None => false,
@@ -153,11 +180,22 @@ impl Hash {
 
     /// Approximate RAM bytes.
     pub fn ram_bytes(&self) -> usize {
-        // O(1): from the encoded-size estimate (the cache asks at every write).
-        64 + self.parts.len() * 64 + self.grouping.total_bytes() + self.len * 72
+        // O(1): from the encoded-size estimate (the cache asks at every write); the
+        // shadow of a grouped hash holds about the encoded size again.
+        let shadow = if self.grouping.is_grouped() {
+            self.grouping.total_bytes()
+        } else {
+            0
+        };
+        64 + self.parts.len() * 64 + self.grouping.total_bytes() + shadow + self.len * 72
     }
 
-    fn encode_part<'a>(out: &mut Vec<u8>, flags: u8, n: usize, items: impl Iterator<Item = (&'a [u8], &'a [u8])>) {
+    fn encode_part<'a>(
+        out: &mut Vec<u8>,
+        flags: u8,
+        n: usize,
+        items: impl Iterator<Item = (&'a [u8], &'a [u8])>,
+    ) {
         out.push(flags);
         put_varint(out, n as u64);
         for (f, v) in items {
@@ -180,10 +218,45 @@ impl Hash {
     /// Appends the record value of group `g` (grouped only).
     pub fn encode_group(&self, g: u64, out: &mut Vec<u8>) {
         let m = &self.parts[g as usize];
-        Self::encode_part(out, 0, m.len(), m.iter().map(|(f, v)| (&f[..], &v[..])));
+        match self.shadow.get(g as usize) {
+            Some(Some(b)) => {
+                out.push(0);
+                put_varint(out, m.len() as u64);
+                out.extend_from_slice(b);
+                #[cfg(debug_assertions)]
+                self.check_shadow(g as usize);
+            }
+            _ => Self::encode_part(out, 0, m.len(), m.iter().map(|(f, v)| (&f[..], &v[..]))),
+        }
     }
 
-    fn decode_part(r: &mut Reader<'_>, bits: u8, part: Option<usize>, into: &mut [Map]) -> Result<(usize, usize), DecodeError> {
+    /// Debug builds: the shadow of part `p` holds exactly the part's fields and values.
+    #[cfg(debug_assertions)]
+    fn check_shadow(&self, p: usize) {
+        let Some(Some(b)) = self.shadow.get(p) else {
+            return;
+        };
+        let mut r = Reader::new(b);
+        let mut n = 0;
+        while r.pos() < b.len() {
+            let f = r.bytes().expect("shadow field");
+            let v = r.bytes().expect("shadow value");
+            assert_eq!(
+                self.parts[p].get(f).map(|x| &x[..]),
+                Some(v),
+                "shadow of part {p}"
+            );
+            n += 1;
+        }
+        assert_eq!(n, self.parts[p].len(), "shadow of part {p}");
+    }
+
+    fn decode_part(
+        r: &mut Reader<'_>,
+        bits: u8,
+        part: Option<usize>,
+        into: &mut [Map],
+    ) -> Result<(usize, usize), DecodeError> {
         let n = r.count(2)?;
         let mut bytes = 0usize;
         for _ in 0..n {
@@ -217,6 +290,7 @@ impl Hash {
             grouping: Grouping::stored(false, 0, vec![b]),
             written: None,
             len,
+            shadow: Vec::new(),
         })
     }
 
@@ -226,7 +300,9 @@ impl Hash {
         let mut r = Reader::new(root);
         let flags = r.byte()?;
         if flags != FLAG_BIG | super::FLAG_GROUPED {
-            return Err(DecodeError(format!("unknown grouped hash flags {flags:#x}")));
+            return Err(DecodeError(format!(
+                "unknown grouped hash flags {flags:#x}"
+            )));
         }
         let bits = r.byte()?;
         r.finish()?;
@@ -235,11 +311,16 @@ impl Hash {
         let mut parts = vec![Map::default(); 1 << bits];
         let mut sizes = Vec::with_capacity(parts.len());
         let mut len = 0;
+        let mut shadow = Vec::with_capacity(parts.len());
         for (g, v) in groups {
             let mut r = Reader::new(v);
             if r.byte()? != 0 {
                 return Err(DecodeError("unknown hash group flags".into()));
             }
+            let mut at = Reader::new(v);
+            at.byte()?;
+            at.varint()?;
+            shadow.push(Some(v[at.pos()..].to_vec()));
             let (n, b) = Self::decode_part(&mut r, bits, Some(*g as usize), &mut parts)?;
             len += n;
             sizes.push(b);
@@ -250,6 +331,7 @@ impl Hash {
             grouping: Grouping::stored(true, bits, sizes),
             written: None,
             len,
+            shadow,
         })
     }
 
@@ -273,6 +355,11 @@ impl Hash {
                 parts[p].insert(f, v);
             }
         }
+        self.shadow = if grouped {
+            vec![None; parts.len()]
+        } else {
+            Vec::new()
+        };
         self.parts = parts;
         self.grouping.relayout(grouped, bits, sizes);
     }
@@ -282,9 +369,23 @@ impl Hash {
         &self.grouping
     }
 
-    /// What to write since the last call.
+    /// What to write since the last call (building the shadows of the groups to write).
     pub fn take_changes(&mut self) -> Changes {
-        self.grouping.take_changes()
+        let c = self.grouping.take_changes();
+        if self.grouping.is_grouped() {
+            for &g in &c.groups {
+                let g = g as usize;
+                if self.shadow[g].is_none() {
+                    let mut b = Vec::with_capacity(self.grouping.part_bytes(g));
+                    for (f, v) in &self.parts[g] {
+                        put_bytes(&mut b, f);
+                        put_bytes(&mut b, v);
+                    }
+                    self.shadow[g] = Some(b);
+                }
+            }
+        }
+        c
     }
 
     /// Sets the sticky big flag when a write since the last call took the hash past Redis's
@@ -294,8 +395,7 @@ impl Hash {
     pub fn note_encoding(&mut self, t: &Thresholds) {
         if let Some(longest) = self.written.take() {
             if !self.big
-                && (self.len > t.hash_max_listpack_entries
-                    || longest > t.hash_max_listpack_value)
+                && (self.len > t.hash_max_listpack_entries || longest > t.hash_max_listpack_value)
             {
                 self.big = true;
                 self.grouping.root_changed();

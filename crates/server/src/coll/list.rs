@@ -458,7 +458,10 @@ impl List {
         panic!("no page {id}");
     }
 
-    fn decode_items(bytes: &[u8], into: &mut VecDeque<Vec<u8>>) -> Result<(usize, usize), DecodeError> {
+    fn decode_items(
+        bytes: &[u8],
+        into: &mut VecDeque<Vec<u8>>,
+    ) -> Result<(usize, usize), DecodeError> {
         let mut r = Reader::new(bytes);
         if r.byte()? != 0 {
             return Err(DecodeError("unknown list flags".into()));

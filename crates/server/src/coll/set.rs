@@ -15,7 +15,7 @@
 //! the set outgrew that (sticky: Redis never converts back). An intset-encoded set iterates
 //! in increasing numeric order, as Redis's intset does ([`Set::ordered`]).
 
-use super::codec::{put_bytes, put_varint, Reader};
+use super::codec::{find_entry, put_bytes, put_varint, Reader};
 use super::groups::{part_of_bits, Changes, Grouping};
 use super::{DecodeError, Thresholds, FLAG_BIG};
 use indexmap::IndexSet;
@@ -39,6 +39,9 @@ pub struct Set {
     pub big: bool,
     grouping: Grouping,
     len: usize,
+    /// While grouped: each part's members as its group record holds them, kept in step
+    /// with `parts` (see the hash's shadow). None: built at the next write.
+    shadow: Vec<Option<Vec<u8>>>,
 }
 
 impl PartialEq for Set {
@@ -116,6 +119,11 @@ impl Set {
         }
         let p = self.grouping.part_of(&m);
         let b = member_bytes(&m);
+        if let Some(Some(sh)) = self.shadow.get_mut(p) {
+            if !self.parts[p].contains(&m) {
+                put_bytes(sh, &m);
+            }
+        }
         if !self.parts[p].insert(m) {
             return false;
         }
@@ -132,7 +140,19 @@ impl Set {
         }
         self.grouping.changed(p, -member_bytes(m));
         self.len -= 1;
+        self.shadow_remove(p, m);
         true
+    }
+
+    fn shadow_remove(&mut self, p: usize, m: &[u8]) {
+        if let Some(Some(sh)) = self.shadow.get_mut(p) {
+            match find_entry(sh, 1, m) {
+                Some((entry, _)) => {
+                    sh.drain(entry);
+                }
+                None => self.shadow[p] = None,
+            }
+        }
     }
 
     /// Keeps only the members for which `keep` is true.
@@ -150,6 +170,9 @@ impl Set {
             if s.len() != before {
                 self.len -= before - s.len();
                 self.grouping.changed(p, -freed);
+                if let Some(sh) = self.shadow.get_mut(p) {
+                    *sh = None;
+                }
             }
         }
     }
@@ -193,6 +216,7 @@ impl Set {
         let m = self.parts[p].swap_remove_index(j)?;
         self.grouping.changed(p, -member_bytes(&m));
         self.len -= 1;
+        self.shadow_remove(p, &m);
         Some(m)
     }
 
@@ -209,10 +233,20 @@ impl Set {
     /// Approximate RAM bytes.
     pub fn ram_bytes(&self) -> usize {
         // O(1): from the encoded-size estimate (the cache asks at every write).
-        64 + self.parts.len() * 64 + self.grouping.total_bytes() + self.len * 48
+        let shadow = if self.grouping.is_grouped() {
+            self.grouping.total_bytes()
+        } else {
+            0
+        };
+        64 + self.parts.len() * 64 + self.grouping.total_bytes() + shadow + self.len * 48
     }
 
-    fn encode_part<'a>(out: &mut Vec<u8>, flags: u8, n: usize, items: impl Iterator<Item = &'a [u8]>) {
+    fn encode_part<'a>(
+        out: &mut Vec<u8>,
+        flags: u8,
+        n: usize,
+        items: impl Iterator<Item = &'a [u8]>,
+    ) {
         out.push(flags);
         put_varint(out, n as u64);
         for m in items {
@@ -234,7 +268,27 @@ impl Set {
     /// Appends the record value of group `g` (grouped only).
     pub fn encode_group(&self, g: u64, out: &mut Vec<u8>) {
         let s = &self.parts[g as usize];
-        Self::encode_part(out, 0, s.len(), s.iter().map(|m| &m[..]));
+        match self.shadow.get(g as usize) {
+            Some(Some(sh)) => {
+                out.push(0);
+                put_varint(out, s.len() as u64);
+                out.extend_from_slice(sh);
+                #[cfg(debug_assertions)]
+                {
+                    let mut r = Reader::new(sh);
+                    let mut n = 0;
+                    while r.pos() < sh.len() {
+                        assert!(
+                            s.contains(r.bytes().expect("shadow member")),
+                            "shadow of {g}"
+                        );
+                        n += 1;
+                    }
+                    assert_eq!(n, s.len(), "shadow of part {g}");
+                }
+            }
+            _ => Self::encode_part(out, 0, s.len(), s.iter().map(|m| &m[..])),
+        }
     }
 
     fn decode_part(
@@ -271,6 +325,7 @@ impl Set {
             big,
             grouping: Grouping::stored(false, 0, vec![b]),
             len,
+            shadow: Vec::new(),
         })
     }
 
@@ -287,11 +342,16 @@ impl Set {
         super::groups::check_hashed_groups(bits, &ids)?;
         let mut parts = vec![Members::default(); 1 << bits];
         let (mut len, mut sizes) = (0, Vec::with_capacity(parts.len()));
+        let mut shadow = Vec::with_capacity(parts.len());
         for (g, v) in groups {
             let mut r = Reader::new(v);
             if r.byte()? != 0 {
                 return Err(DecodeError("unknown set group flags".into()));
             }
+            let mut at = Reader::new(v);
+            at.byte()?;
+            at.varint()?;
+            shadow.push(Some(v[at.pos()..].to_vec()));
             let (n, b) = Self::decode_part(&mut r, bits, Some(*g as usize), &mut parts)?;
             len += n;
             sizes.push(b);
@@ -301,6 +361,7 @@ impl Set {
             big: true,
             grouping: Grouping::stored(true, bits, sizes),
             len,
+            shadow,
         })
     }
 
@@ -322,6 +383,11 @@ impl Set {
                 parts[p].insert(m);
             }
         }
+        self.shadow = if grouped {
+            vec![None; parts.len()]
+        } else {
+            Vec::new()
+        };
         self.parts = parts;
         self.grouping.relayout(grouped, bits, sizes);
     }
@@ -331,15 +397,27 @@ impl Set {
         &self.grouping
     }
 
-    /// What to write since the last call.
+    /// What to write since the last call (building the shadows of the groups to write).
     pub fn take_changes(&mut self) -> Changes {
-        self.grouping.take_changes()
+        let c = self.grouping.take_changes();
+        if self.grouping.is_grouped() {
+            for &g in &c.groups {
+                let g = g as usize;
+                if self.shadow[g].is_none() {
+                    let mut b = Vec::with_capacity(self.grouping.part_bytes(g));
+                    for m in &self.parts[g] {
+                        put_bytes(&mut b, m);
+                    }
+                    self.shadow[g] = Some(b);
+                }
+            }
+        }
+        c
     }
 
     /// Sets the sticky big flag when the set no longer fits Redis's intset limits.
     pub fn note_encoding(&mut self, t: &Thresholds) {
-        if !self.big
-            && (self.len > t.set_max_intset_entries || !self.iter().all(is_intset_member))
+        if !self.big && (self.len > t.set_max_intset_entries || !self.iter().all(is_intset_member))
         {
             self.big = true;
         }

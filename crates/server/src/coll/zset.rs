@@ -421,7 +421,11 @@ impl Zset {
         }
     }
 
-    fn decode_part(&mut self, r: &mut Reader<'_>, part: Option<usize>) -> Result<usize, DecodeError> {
+    fn decode_part(
+        &mut self,
+        r: &mut Reader<'_>,
+        part: Option<usize>,
+    ) -> Result<usize, DecodeError> {
         let n = r.count(9)?;
         let mut bytes = 0;
         for _ in 0..n {
@@ -459,7 +463,9 @@ impl Zset {
         let mut r = Reader::new(root);
         let flags = r.byte()?;
         if flags != FLAG_BIG | super::FLAG_GROUPED {
-            return Err(DecodeError(format!("unknown grouped zset flags {flags:#x}")));
+            return Err(DecodeError(format!(
+                "unknown grouped zset flags {flags:#x}"
+            )));
         }
         let bits = r.byte()?;
         r.finish()?;
@@ -579,7 +585,10 @@ mod tests {
         assert_eq!(z.pop(false), Some((b"b".to_vec(), 2.0)));
         assert_eq!(z.pop(true), Some((b"d".to_vec(), f64::INFINITY)));
         assert_eq!(z.len(), 1);
-        assert_eq!(z.parts.iter().map(|p| p.len()).sum::<usize>(), z.order.len());
+        assert_eq!(
+            z.parts.iter().map(|p| p.len()).sum::<usize>(),
+            z.order.len()
+        );
     }
 
     #[test]

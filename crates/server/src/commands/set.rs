@@ -498,8 +498,7 @@ fn union_diff(x: &mut Exec, keys: &[&[u8]], dest: Option<&[u8]>, diff: bool) {
                 for m in first.ordered() {
                     result.insert(m);
                 }
-                big = copies_first
-                    && !fits_intset(first.len(), first.iter(), &t);
+                big = copies_first && !fits_intset(first.len(), first.iter(), &t);
             }
             Ok(None) => {}
             Err(e) => return coll_error(x.reply, e),

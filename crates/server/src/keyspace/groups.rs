@@ -103,11 +103,8 @@ impl Keyspace {
             };
             values.push(v);
         }
-        let groups: Vec<(u64, &[u8])> = ids
-            .iter()
-            .zip(&values)
-            .map(|(g, v)| (*g, &v[..]))
-            .collect();
+        let groups: Vec<(u64, &[u8])> =
+            ids.iter().zip(&values).map(|(g, v)| (*g, &v[..])).collect();
         Coll::decode_grouped(value_type, root, &groups).map_err(|e| (None, e.to_string()))
     }
 
@@ -290,7 +287,7 @@ impl Keyspace {
         now_ms: i64,
     ) -> Option<PackedLoc> {
         let value_type = coll.value_type();
-        let mut buf = Vec::new();
+        let mut buf = Vec::with_capacity(2 * self.group_bytes + 64);
         for &gid in groups {
             buf.clear();
             coll.encode_group(gid, &mut buf);
@@ -330,7 +327,10 @@ impl Keyspace {
             });
             let mut orphans: Vec<(Vec<u8>, u64)> = Vec::new();
             for (k, g, vt) in found {
-                let root_type = self.dbs[db].table.get(hash_key(&k), &k).map(|e| e.value_type());
+                let root_type = self.dbs[db]
+                    .table
+                    .get(hash_key(&k), &k)
+                    .map(|e| e.value_type());
                 // A damaged group record (recovered as a string) stays with its root, so
                 // that reading the collection reports the damage.
                 let belongs = root_type.is_some()
@@ -384,7 +384,10 @@ mod tests {
         let gk = group_key(b"user:1", 42);
         assert_eq!(split_group_key(&gk), Some((&b"user:1"[..], 42)));
         assert_eq!(split_group_key(b"short"), None);
-        assert_eq!(split_group_key(&group_key(b"", u64::MAX)), Some((&b""[..], u64::MAX)));
+        assert_eq!(
+            split_group_key(&group_key(b"", u64::MAX)),
+            Some((&b""[..], u64::MAX))
+        );
         let rk = Keyspace::group_record_key(3, b"k", 7);
         let (raw, k) = super::super::split_record_key(&rk).unwrap();
         assert_eq!(split_db(raw), (3, true));

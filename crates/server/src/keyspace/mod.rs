@@ -373,7 +373,12 @@ impl RecoveredIndex {
     /// record is a group record and goes to the database's group table.
     pub fn value(&mut self, db: usize, key: &[u8], loc: &Location, value_type: u8, at_ms: i64) {
         let (db, group) = groups::split_db(db);
-        let e = Entry::new(key, PackedLoc::pack(loc), value_type, if group { 0 } else { at_ms });
+        let e = Entry::new(
+            key,
+            PackedLoc::pack(loc),
+            value_type,
+            if group { 0 } else { at_ms },
+        );
         self.heap_key_bytes += e.heap_bytes();
         let d = &mut self.dbs[db];
         let table = if group { &mut d.groups } else { &mut d.table };
@@ -503,7 +508,10 @@ impl Keyspace {
             .map(|d| {
                 d.table.allocation_bytes()
                     + d.groups.allocation_bytes()
-                    + d.dirs.values().map(|v| v.capacity() * 8 + 48).sum::<usize>()
+                    + d.dirs
+                        .values()
+                        .map(|v| v.capacity() * 8 + 48)
+                        .sum::<usize>()
             })
             .sum::<usize>()
             + self.heap_key_bytes
