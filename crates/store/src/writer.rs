@@ -201,7 +201,18 @@ pub struct Writer {
     io_done: Notify,
     /// Device I/O latencies (never borrowed across an await).
     io_latency: RefCell<IoLatency>,
+    /// Buffers of finished device writes, for the next ones: a write copies the staged
+    /// bytes into a buffer of its own, and a fresh one of that size (mapped memory) would
+    /// cost a page fault per page and an unmap at every write.
+    write_bufs: RefCell<Vec<AlignedBuf>>,
 }
+
+/// Write buffers kept for reuse (see `Writer::write_bufs`).
+const WRITE_BUFS_KEPT: usize = 8;
+
+/// Smallest capacity of a write buffer: capacities are powers of two from here, so that
+/// buffers fit later writes of other sizes.
+const WRITE_BUF_MIN_BYTES: usize = 64 << 10;
 
 impl std::fmt::Debug for Writer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -261,6 +272,7 @@ impl Writer {
             io_busy: Cell::new(false),
             io_done: Notify::default(),
             io_latency: RefCell::new(IoLatency::default()),
+            write_bufs: RefCell::new(Vec::new()),
         }
     }
 
@@ -997,9 +1009,10 @@ impl Writer {
                 writes_sealed_header,
             } = job;
             let len_bytes = buf.len_bytes() as u64;
-            let BufResult(res, _) = self.devices[usize::from(device)]
+            let BufResult(res, buf) = self.devices[usize::from(device)]
                 .write_at(buf, offset_bytes)
                 .await;
+            self.give_write_buf(buf);
             let ended = quanta::Instant::now();
             self.io_latency
                 .borrow_mut()
@@ -1033,6 +1046,33 @@ impl Writer {
         Ok(covered)
     }
 
+    /// An empty buffer of at least `len_bytes` aligned to `align_bytes`, reused when one
+    /// is kept.
+    fn write_buf(&self, len_bytes: usize, align_bytes: usize) -> AlignedBuf {
+        let cap = len_bytes
+            .next_power_of_two()
+            .max(WRITE_BUF_MIN_BYTES)
+            .max(align_bytes);
+        let mut kept = self.write_bufs.borrow_mut();
+        if let Some(i) = kept
+            .iter()
+            .position(|b| b.capacity_bytes() == cap && b.align_bytes() >= align_bytes)
+        {
+            let mut b = kept.swap_remove(i);
+            b.clear();
+            return b;
+        }
+        AlignedBuf::new(cap, align_bytes)
+    }
+
+    /// Keeps the buffer of a finished write for [`Writer::write_buf`].
+    fn give_write_buf(&self, buf: AlignedBuf) {
+        let mut kept = self.write_bufs.borrow_mut();
+        if buf.capacity_bytes() >= WRITE_BUF_MIN_BYTES && kept.len() < WRITE_BUFS_KEPT {
+            kept.push(buf);
+        }
+    }
+
     fn plan_writes(&self) -> (Vec<WriteJob>, u64) {
         let st = self.state.borrow();
         let mut jobs = Vec::new();
@@ -1045,7 +1085,7 @@ impl Writer {
                 let start = b.flushed_bytes / align * align;
                 let end = b.used_bytes.next_multiple_of(align);
                 debug_assert!(end <= b.buf.len_bytes());
-                let mut buf = AlignedBuf::new(end - start, align);
+                let mut buf = self.write_buf(end - start, align);
                 buf.extend_from_slice(&b.buf[start..end]);
                 header_written = start == 0;
                 jobs.push(WriteJob {

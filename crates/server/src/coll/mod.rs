@@ -18,6 +18,8 @@ pub mod set;
 pub mod zset;
 
 #[cfg(test)]
+mod groups_tests;
+#[cfg(test)]
 mod model_tests;
 
 use std::sync::atomic::{AtomicI64, Ordering};

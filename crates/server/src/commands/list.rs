@@ -142,7 +142,8 @@ fn pop(x: &mut Exec, a: &[&[u8]], end: End) {
         };
     };
     if count == Some(0) {
-        // Nothing popped: the taken list is dropped, which changes nothing.
+        // Nothing popped.
+        x.ks.keep_coll(x.db, key, Coll::List(l));
         return x.reply.array(0);
     }
     match count {
@@ -208,11 +209,13 @@ pub fn lset(x: &mut Exec, a: &[&[u8]]) {
     let Some(mut l) = l else {
         return x.reply.error("ERR no such key");
     };
-    let Some(index) = index else {
-        return x.reply.error(NOT_INT);
-    };
-    let Some(i) = l.position(index) else {
-        return x.reply.error("ERR index out of range");
+    let Some(i) = index.and_then(|index| l.position(index)) else {
+        x.ks.keep_coll(x.db, key, Coll::List(l));
+        return x.reply.error(if index.is_none() {
+            NOT_INT
+        } else {
+            "ERR index out of range"
+        });
     };
     l.set(i, a[3].to_vec());
     if put_list(x, key, l) {
@@ -427,8 +430,8 @@ fn move_element(x: &mut Exec, src: &[u8], dst: &[u8], from: End, to: End) -> Mov
     let d = match x.ks.take_coll(x.db, dst, VALUE_TYPE_LIST, x.now_ms) {
         Ok(d) => d.map(Coll::into_list),
         Err(e) => {
-            // The source goes back unchanged (dropping a taken collection changes
-            // nothing).
+            // The source goes back unchanged.
+            x.ks.keep_coll(x.db, src, Coll::List(s));
             coll_error(x.reply, e);
             return Moved::Done;
         }

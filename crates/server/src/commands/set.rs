@@ -31,6 +31,12 @@ fn put(x: &mut Exec, key: &[u8], s: Set) -> bool {
     x.ks.put_coll(x.db, key, Coll::Set(s), &t, x.now_ms)
 }
 
+/// Hands back a set taken with [`take`] that the command left unchanged (see
+/// `Keyspace::keep_coll`).
+fn keep(x: &mut Exec, key: &[u8], s: Set) {
+    x.ks.keep_coll(x.db, key, Coll::Set(s));
+}
+
 /// [`put`] after members were only removed: Redis never converts a set then (an intset
 /// stays one even when `set-max-intset-entries` was lowered below its size meanwhile).
 fn put_removed(x: &mut Exec, key: &[u8], s: Set) -> bool {
@@ -80,7 +86,9 @@ pub fn sadd(x: &mut Exec, a: &[&[u8]]) {
     for m in &a[2..] {
         added += i64::from(s.insert(m));
     }
-    if added > 0 && !put(x, a[1], s) {
+    if added == 0 {
+        keep(x, a[1], s);
+    } else if !put(x, a[1], s) {
         return;
     }
     x.reply.int(added);
@@ -97,7 +105,9 @@ pub fn srem(x: &mut Exec, a: &[&[u8]]) {
     for m in &a[2..] {
         removed += i64::from(s.remove(m));
     }
-    if removed > 0 && !put_removed(x, a[1], s) {
+    if removed == 0 {
+        keep(x, a[1], s);
+    } else if !put_removed(x, a[1], s) {
         return;
     }
     x.reply.int(removed);
@@ -159,17 +169,26 @@ pub fn smove(x: &mut Exec, a: &[&[u8]]) {
         Err(()) => return,
     };
     if src_key == dst_key {
-        return x.reply.int(i64::from(src.contains(member)));
+        x.reply.int(i64::from(src.contains(member)));
+        return keep(x, src_key, src);
     }
-    let Ok(dst) = take(x, dst_key) else { return };
+    let Ok(dst) = take(x, dst_key) else {
+        return keep(x, src_key, src);
+    };
     if !src.remove(member) {
+        keep(x, src_key, src);
+        if let Some(d) = dst {
+            keep(x, dst_key, d);
+        }
         return x.reply.int(0);
     }
     if !put_removed(x, src_key, src) {
         return;
     }
     let mut dst = dst.unwrap_or_default();
-    if dst.insert(member) && !put(x, dst_key, dst) {
+    if !dst.insert(member) {
+        keep(x, dst_key, dst);
+    } else if !put(x, dst_key, dst) {
         return;
     }
     x.reply.int(1);
@@ -213,6 +232,7 @@ fn spop_count(x: &mut Exec, a: &[&[u8]]) {
         Err(()) => return,
     };
     if count == 0 {
+        keep(x, a[1], s);
         return x.reply.set(0);
     }
     let size = s.len();

@@ -79,6 +79,15 @@ impl Keyspace {
         let table = if group { &mut d.groups } else { &mut d.table };
         let e = table.get_mut(hash, key).expect("entry checked above");
         e.set_loc(PackedLoc::pack(&to));
+        if !group && value_type != skerry_store::format::VALUE_TYPE_STRING {
+            // The decoded collection is cached under its record's location: it moves too
+            // (a big grouped one would otherwise be read and decoded whole again).
+            let old = self.buf_key(from_packed);
+            if let Some(c) = self.colls.take(old) {
+                let new = self.buf_key(PackedLoc::pack(&to));
+                self.colls.insert(new, c);
+            }
+        }
         self.log.release(*from);
         Ok(Relocation::Moved)
     }

@@ -1442,6 +1442,10 @@ impl Keyspace {
             return Err(CollError::Failed);
         };
         let decoded = if crate::coll::is_grouped_root(&bytes) {
+            tracing::debug!(
+                "decoding a grouped collection of db {db} ({} groups)",
+                self.dbs[db].dirs.get(key).map_or(0, Vec::len)
+            );
             match self.decode_grouped(db, key, value_type, &bytes) {
                 Ok(c) => Ok(c),
                 Err((_, e)) if self.error.is_some() => {
@@ -1544,6 +1548,22 @@ impl Keyspace {
         Ok(self
             .decode_coll(db, key, value_type, now_ms)?
             .and_then(|k| self.colls.take(k)))
+    }
+
+    /// Hands back a collection taken with [`Keyspace::take_coll`] that the command did not
+    /// change (a no-op: SADD of present members, SREM of absent ones), so that it stays
+    /// decoded; dropping it would cost a decode at the next use (of every group, for a
+    /// grouped one). It must be unchanged: nothing is written.
+    pub fn keep_coll(&mut self, db: usize, key: &[u8], coll: Coll) {
+        if self.lent_for(db, key).is_some() {
+            return;
+        }
+        if let Some(e) = self.dbs[db].table.get(hash_key(key), key) {
+            if e.value_type() == coll.value_type() {
+                let k = self.buf_key(e.loc());
+                self.colls.insert(k, coll);
+            }
+        }
     }
 
     /// Stores `coll` as the new version of `key` (keeping the key's TTL; a new key has
