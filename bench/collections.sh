@@ -11,16 +11,16 @@
 #
 # Part 2 (one collection of SMALL vs BIG members): for each of HSET, ZADD, LPUSH, SADD, a
 # fresh Skerry holds one collection filled to SIZE members (variadic commands of FILL_BATCH
-# members), then DURATION s of single-member writes to it (HSET/ZADD overwrite random
-# existing members, ZADD with INCR so that the score changes; SADD adds random new members;
-# LPUSH pushes, so those two grow). Reports ops/s, ops per server
-# CPU-second and device bytes written per operation (INFO storage deltas) for SIZE=SMALL and
-# SIZE=BIG, and the BIG/SMALL rate ratio. Targets (issue 5): ratio >= 0.80 and <= 16 KiB
-# device bytes per operation at BIG=1000000. A fill that the server refuses (for example a
-# collection larger than one record while only the compact form exists) is reported as such.
+# members), then REPEATS runs of DURATION s of single-member writes to it (HSET/ZADD
+# overwrite random existing members, ZADD with INCR so that the score changes; SADD adds
+# random new members; LPUSH pushes, so those two grow). Reports the median ops/s, ops per
+# server CPU-second and device bytes written per operation (INFO storage deltas) for
+# SIZE=SMALL and SIZE=BIG, and the BIG/SMALL ratio of the median rates. Targets (issue 5):
+# ratio >= 0.80 and <= 16 KiB device bytes per operation at BIG=1000000. A fill that the
+# server refuses is reported as such.
 #
 # Environment (defaults): KEYS=1000000 REPEATS=3 DURATION=15 SMALL=1000 BIG=1000000
-# FILL_BATCH=1000 CONNS=50 (part 2 connections) SERVER_CPU=0 CLIENT_CPU=1 PARTS="1 2"
+# FILL_BATCH=20000 CONNS=50 (part 2 connections) SERVER_CPU=0 CLIENT_CPU=1 PARTS="1 2"
 # SKERRY_BIN BENCH_BIN REDIS_BIN=redis-server SKIP_REDIS=0 DATA_DIR=bench/tmp/collections
 # (removed at exit unless KEEP_DATA=1) OUT=bench/results/<date>-collections.
 set -euo pipefail
@@ -33,7 +33,7 @@ REPEATS=${REPEATS:-3}
 DURATION=${DURATION:-15}
 SMALL=${SMALL:-1000}
 BIG=${BIG:-1000000}
-FILL_BATCH=${FILL_BATCH:-1000}
+FILL_BATCH=${FILL_BATCH:-20000}
 CONNS=${CONNS:-50}
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
@@ -233,7 +233,7 @@ part2() {
     {
         echo "## Part 2: writes to one collection, $SMALL vs $BIG members, $CONNS connections, $DURATION s"
         echo
-        echo "| command | members | ops/s | ops per server CPU-s | device bytes per op | note |"
+        echo "| command | members | median ops/s | ops per server CPU-s | device bytes per op | note |"
         echo "|---|---:|---:|---:|---:|---|"
     } >>"$SUMMARY"
     local type size tmpl res ops cpu errors w0 w1 bpo
@@ -254,22 +254,29 @@ part2() {
                 LPUSH) tmpl="LPUSH big __data__" ;;
                 SADD) tmpl="SADD big n__key__" ;;
             esac
-            w0=$(info_field storage storage_device_written_bytes)
             # HSET/ZADD overwrite random existing members (the size stays); SADD adds random
             # new members out of a billion and LPUSH pushes (both grow by the ops made).
-            local range=$size
+            local range=$size rep opsl="" cpsl="" bpol="" errs=0
             [[ $type == SADD ]] && range=1000000000
-            res=$(bench_run "p2-$type-$size" -t 1 -c "$CONNS" --key-pattern uniform -n "$range" \
-                -d 32 --command "$tmpl" --test-time "$DURATION")
-            w1=$(info_field storage storage_device_written_bytes)
-            local total
-            read -r ops cpu errors total <<<"$res"
-            bpo=$(calc "($total > 0) ? ($w1 - $w0) / $total : 0")
+            for ((rep = 1; rep <= REPEATS; rep++)); do
+                w0=$(info_field storage storage_device_written_bytes)
+                res=$(bench_run "p2-$type-$size-$rep" -t 1 -c "$CONNS" --key-pattern uniform \
+                    -n "$range" -d 32 --command "$tmpl" --test-time "$DURATION")
+                w1=$(info_field storage storage_device_written_bytes)
+                local total
+                read -r ops cpu errors total <<<"$res"
+                bpo=$(calc "($total > 0) ? ($w1 - $w0) / $total : 0")
+                log "part 2 $type $size run $rep: $ops ops/s, $bpo device bytes/op, errors $errors"
+                opsl+="$ops"$'\n'
+                cpsl+="$(calc "($cpu > 0) ? $total / $cpu : 0")"$'\n'
+                bpol+="$bpo"$'\n'
+                errs=$((errs + errors))
+            done
+            ops=$(printf '%s' "$opsl" | median)
             RATE[$type-$size]=$ops
-            log "part 2 $type $size: $ops ops/s, $bpo device bytes/op, errors $errors"
             printf '| %s | %s | %.0f | %.0f | %.0f | %s |\n' "$type" "$size" "$ops" \
-                "$(calc "($cpu > 0) ? $total / $cpu : 0")" "$bpo" \
-                "$([[ $errors == 0 ]] && echo ok || echo "$errors error replies")" >>"$SUMMARY"
+                "$(printf '%s' "$cpsl" | median)" "$(printf '%s' "$bpol" | median)" \
+                "$([[ $errs == 0 ]] && echo "ok ($REPEATS runs: $(printf '%s' "$opsl" | awk '{ printf "%s%.0f", (NR > 1 ? " " : ""), $1 }'))" || echo "$errs error replies")" >>"$SUMMARY"
             stop_server
         done
     done
