@@ -261,7 +261,7 @@ part2() {
             for ((rep = 1; rep <= REPEATS; rep++)); do
                 w0=$(info_field storage storage_device_written_bytes)
                 res=$(bench_run "p2-$type-$size-$rep" -t 1 -c "$CONNS" --key-pattern uniform \
-                    -n "$range" -d 32 --command "$tmpl" --test-time "$DURATION")
+                    -n "$range" -d 32 --seed "$rep" --command "$tmpl" --test-time "$DURATION")
                 w1=$(info_field storage storage_device_written_bytes)
                 local total
                 read -r ops cpu errors total <<<"$res"

@@ -166,6 +166,25 @@ pub fn find_entry(
     None
 }
 
+/// In `blob`, a run of (length-prefixed member, 8-byte score) entries, the byte range of
+/// the entry of `member`.
+pub fn find_scored(blob: &[u8], member: &[u8]) -> Option<std::ops::Range<usize>> {
+    let mut pos = 0;
+    while pos < blob.len() {
+        let start = pos;
+        let n = varint_at(blob, &mut pos)?;
+        let m = blob.get(pos..pos + n)?;
+        pos += n + 8;
+        if pos > blob.len() {
+            return None;
+        }
+        if m == member {
+            return Some(start..pos);
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,5 +212,19 @@ mod tests {
         assert!(find_entry(&blob, 2, b"1").is_none(), "values are not keys");
         assert!(find_entry(&blob, 2, b"zz").is_none());
         assert!(find_entry(&blob[..blob.len() - 1], 2, b"zz").is_none());
+    }
+
+    #[test]
+    fn scored_entries_are_found() {
+        let mut blob = Vec::new();
+        for (m, s) in [("a", 1.0), ("", -2.5), ("ccc", 3.0)] {
+            put_bytes(&mut blob, m.as_bytes());
+            put_f64(&mut blob, s);
+        }
+        assert_eq!(find_scored(&blob, b"a"), Some(0..10));
+        assert_eq!(find_scored(&blob, b""), Some(10..19));
+        assert_eq!(find_scored(&blob, b"ccc"), Some(19..31));
+        assert_eq!(find_scored(&blob, b"b"), None);
+        assert_eq!(find_scored(&blob[..30], b"ccc"), None);
     }
 }

@@ -21,7 +21,7 @@
 
 use std::collections::BTreeSet;
 
-use super::codec::{put_bytes, put_f64, put_varint, Reader};
+use super::codec::{find_scored, put_bytes, put_f64, put_varint, Reader};
 use super::groups::{part_of_bits, Changes, Grouping};
 use super::{DecodeError, Thresholds, FLAG_BIG};
 use hashbrown::HashMap;
@@ -178,6 +178,9 @@ pub struct Zset {
     /// Outgrown the listpack encoding once (see [`FLAG_BIG`]).
     pub big: bool,
     grouping: Grouping,
+    /// While grouped: each part's members and scores as its group record holds them, kept
+    /// in step with `parts` (see the hash's shadow). None: built at the next write.
+    shadow: Vec<Option<Vec<u8>>>,
 }
 
 impl PartialEq for Zset {
@@ -220,6 +223,14 @@ impl Zset {
                     *s = score;
                     self.order.insert((Score(score), m.to_vec()));
                     self.grouping.changed(p, 0);
+                    if let Some(Some(b)) = self.shadow.get_mut(p) {
+                        match find_scored(b, m) {
+                            Some(e) => {
+                                b[e.end - 8..e.end].copy_from_slice(&score.to_bits().to_le_bytes())
+                            }
+                            None => self.shadow[p] = None,
+                        }
+                    }
                 }
                 false
             }
@@ -227,6 +238,10 @@ impl Zset {
                 self.parts[p].insert(m.to_vec(), score);
                 self.order.insert((Score(score), m.to_vec()));
                 self.grouping.changed(p, member_bytes(m));
+                if let Some(Some(b)) = self.shadow.get_mut(p) {
+                    put_bytes(b, m);
+                    put_f64(b, score);
+                }
                 true
             }
         }
@@ -240,6 +255,7 @@ impl Zset {
                 let removed = self.order.remove(&(Score(s), m.to_vec()));
                 debug_assert!(removed);
                 self.grouping.changed(p, -member_bytes(m));
+                self.shadow_remove(p, m);
                 true
             }
             None => false,
@@ -383,13 +399,34 @@ impl Zset {
         let p = self.grouping.part_of(&m);
         self.parts[p].remove(&m);
         self.grouping.changed(p, -member_bytes(&m));
+        self.shadow_remove(p, &m);
         Some((m, s.0))
+    }
+
+    fn shadow_remove(&mut self, p: usize, m: &[u8]) {
+        if let Some(Some(b)) = self.shadow.get_mut(p) {
+            match find_scored(b, m) {
+                Some(e) => {
+                    b.drain(e);
+                }
+                None => self.shadow[p] = None,
+            }
+        }
     }
 
     /// Approximate RAM bytes.
     pub fn ram_bytes(&self) -> usize {
-        // O(1): from the encoded-size estimate (the cache asks at every write).
-        64 + self.parts.len() * 64 + 2 * self.grouping.total_bytes() + self.order.len() * 96
+        // O(1): from the encoded-size estimate (the cache asks at every write), plus the
+        // shadow of a grouped zset.
+        let shadow = if self.grouping.is_grouped() {
+            self.grouping.total_bytes()
+        } else {
+            0
+        };
+        64 + self.parts.len() * 64
+            + 2 * self.grouping.total_bytes()
+            + shadow
+            + self.order.len() * 96
     }
 
     /// Appends the record value: the whole zset (members in order, each with its score)
@@ -415,6 +452,26 @@ impl Zset {
         let p = &self.parts[g as usize];
         out.push(0);
         put_varint(out, p.len() as u64);
+        if let Some(Some(b)) = self.shadow.get(g as usize) {
+            out.extend_from_slice(b);
+            #[cfg(debug_assertions)]
+            {
+                let mut r = Reader::new(b);
+                let mut n = 0;
+                while r.pos() < b.len() {
+                    let m = r.bytes().expect("shadow member");
+                    let s = r.f64().expect("shadow score");
+                    assert_eq!(
+                        p.get(m).map(|x| x.to_bits()),
+                        Some(s.to_bits()),
+                        "shadow of {g}"
+                    );
+                    n += 1;
+                }
+                assert_eq!(n, p.len(), "shadow of part {g}");
+            }
+            return;
+        }
         for (m, s) in p {
             put_bytes(out, m);
             put_f64(out, *s);
@@ -478,14 +535,20 @@ impl Zset {
             ..Default::default()
         };
         let mut sizes = Vec::with_capacity(z.parts.len());
+        let mut shadow = Vec::with_capacity(z.parts.len());
         for (g, v) in groups {
             let mut r = Reader::new(v);
             if r.byte()? != 0 {
                 return Err(DecodeError("unknown zset group flags".into()));
             }
+            let mut at = Reader::new(v);
+            at.byte()?;
+            at.varint()?;
+            shadow.push(Some(v[at.pos()..].to_vec()));
             sizes.push(z.decode_part(&mut r, Some(*g as usize))?);
         }
         z.grouping = Grouping::stored(true, bits, sizes);
+        z.shadow = shadow;
         Ok(z)
     }
 
@@ -507,6 +570,11 @@ impl Zset {
                 parts[i].insert(m, s);
             }
         }
+        self.shadow = if grouped {
+            vec![None; parts.len()]
+        } else {
+            Vec::new()
+        };
         self.parts = parts;
         self.grouping.relayout(grouped, bits, sizes);
     }
@@ -516,9 +584,23 @@ impl Zset {
         &self.grouping
     }
 
-    /// What to write since the last call.
+    /// What to write since the last call (building the shadows of the groups to write).
     pub fn take_changes(&mut self) -> Changes {
-        self.grouping.take_changes()
+        let c = self.grouping.take_changes();
+        if self.grouping.is_grouped() {
+            for &g in &c.groups {
+                let g = g as usize;
+                if self.shadow[g].is_none() {
+                    let mut b = Vec::with_capacity(self.grouping.part_bytes(g));
+                    for (m, s) in &self.parts[g] {
+                        put_bytes(&mut b, m);
+                        put_f64(&mut b, *s);
+                    }
+                    self.shadow[g] = Some(b);
+                }
+            }
+        }
+        c
     }
 
     /// Sets the sticky big flag when the zset no longer fits Redis's listpack limits.
