@@ -177,7 +177,6 @@ fn blocking_commands_with_keys_on_two_workers_serve_at_once() {
 }
 
 #[test]
-#[ignore = "known gap (docs/decisions/0008): a blocking command whose keys span workers cannot wait"]
 fn blocking_commands_with_keys_on_two_workers_wait() {
     let s = Server::start(&["--threads", "2"]);
     let (k0, k1) = (key_on("two", 0), key_on("two", 1));
@@ -188,10 +187,43 @@ fn blocking_commands_with_keys_on_two_workers_wait() {
     p.cmd(&["RPUSH", &k0, "x"]);
     assert_eq!(a.read_value(), bulk("x"));
     assert_eq!(p.cmd(&["RPOP", &k1]), bulk("x"));
+    wait_blocked(&mut p, 0);
     send(&mut a, &["BLPOP", &k0, &k1, "0"]);
     wait_blocked(&mut p, 1);
     p.cmd(&["RPUSH", &k1, "y"]);
     assert_eq!(a.read_value(), bulks(&[&k1, "y"]));
+    // A zset on either worker.
+    send(&mut a, &["BZPOPMIN", &k1, &k0, "0"]);
+    wait_blocked(&mut p, 1);
+    p.cmd(&["ZADD", &k0, "5", "m"]);
+    assert_eq!(a.read_value(), bulks(&[&k0, "m", "5"]));
+    // Woken, but another client took the element first: it keeps waiting.
+    send(&mut a, &["BLPOP", &k0, &k1, "0"]);
+    wait_blocked(&mut p, 1);
+    let mut t = s.raw();
+    let pushed = p.cmd_raw(&["MULTI"]);
+    assert_eq!(pushed, b"+OK\r\n");
+    p.cmd(&["RPUSH", &k0, "gone"]);
+    p.cmd(&["LPOP", &k0]);
+    p.cmd(&["EXEC"]);
+    no_reply(&mut a, 200, "nothing left after the transaction");
+    t.cmd(&["RPUSH", &k1, "z"]);
+    assert_eq!(a.read_value(), bulks(&[&k1, "z"]));
+    // Time-out and CLIENT UNBLOCK.
+    assert_eq!(a.cmd(&["BLPOP", &k0, &k1, "0.2"]), Value::NullArray);
+    let id = a.cmd(&["CLIENT", "ID"]).int().to_string();
+    send(&mut a, &["BRPOP", &k0, &k1, "0"]);
+    wait_blocked(&mut p, 1);
+    assert_eq!(p.cmd(&["CLIENT", "UNBLOCK", &id, "ERROR"]), int(1));
+    assert_eq!(
+        a.read_value(),
+        err("UNBLOCKED client unblocked via CLIENT UNBLOCK")
+    );
+    wait_blocked(&mut p, 0);
+    // No wake-up is left behind: a later push stays in the list.
+    p.cmd(&["RPUSH", &k1, "stays"]);
+    assert_eq!(p.cmd(&["LLEN", &k1]), int(1));
+    assert_eq!(a.cmd(&["PING"]), simple("PONG"));
 }
 
 #[test]

@@ -92,6 +92,9 @@ pub struct Waiter {
     /// The client's socket, checked before serving: an element is never handed to a
     /// client that has closed its connection.
     fd: std::os::fd::RawFd,
+    /// A wake-up of a command whose keys live on several workers (see [`Waiter::wake_up`]):
+    /// not served here; the connection is told (an empty message) and runs it again.
+    wake_up: bool,
 }
 
 impl Waiter {
@@ -129,7 +132,28 @@ impl Waiter {
             tx,
             state,
             fd,
+            wake_up: false,
         }
+    }
+
+    /// A wake-up for blocking command `idx` whose keys live on several workers: registered
+    /// on each owner for the keys it holds (while the connection holds them all, so no
+    /// write falls in between), it sends an empty message on `tx` when one of them gets a
+    /// value of the type the command waits for, and is then gone from that owner. The
+    /// connection then runs the command again across the workers and, finding nothing
+    /// still, registers again. Not counted in `blocked_clients` (the connection counts
+    /// itself once).
+    pub fn wake_up(
+        db: usize,
+        idx: usize,
+        keys: Vec<Vec<u8>>,
+        tx: flume::Sender<Vec<u8>>,
+        state: Arc<WaitState>,
+        fd: std::os::fd::RawFd,
+    ) -> Waiter {
+        let mut w = Waiter::new(db, idx, &[], keys, Proto::Resp2, tx, state, fd);
+        w.wake_up = true;
+        w
     }
 
     fn argv(&self) -> Vec<&[u8]> {
@@ -170,9 +194,11 @@ pub fn register(s: &mut Shard, w: Waiter) {
     if !w.state.cas(PENDING, WAITING) {
         return;
     }
-    s.shared
-        .blocked_clients
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    if !w.wake_up {
+        s.shared
+            .blocked_clients
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
     let r = &mut s.blocking;
     let id = r.next_id;
     r.next_id += 1;
@@ -251,6 +277,16 @@ fn serve_key(s: &mut Shard, db: usize, key: &[u8]) {
             Some(m) if m.value_type == w.wants => {}
             // Gone, or another type: the waiters keep waiting (Redis 7.0).
             _ => return,
+        }
+        if w.wake_up {
+            // Its connection runs the command again itself (the next waiters may be
+            // served meanwhile: arrival order holds among one worker's waiters only).
+            let woken = w.state.cas(WAITING, DONE);
+            let w = forget(s, id).expect("registered");
+            if woken {
+                let _ = w.tx.send(Vec::new());
+            }
+            continue;
         }
         // The socket stays open while the state says WAITING (the connection cancels before
         // it closes), so this peek looks at the right socket.

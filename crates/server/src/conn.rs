@@ -705,11 +705,147 @@ impl Conn {
             .map(|p| slot::owner(argv[p], workers))
             .collect();
         owners.push(self.worker);
-        let txn = crate::worker::Txn::begin(&self.shared, self.worker, owners).await;
-        let (out, wrote) = self.cross_in_txn(&txn, idx, argv, false).await;
-        drop(txn);
+        let timeout = COMMANDS[idx]
+            .has_flag("blocking")
+            .then(|| crate::blocking::timeout_of(COMMANDS[idx].name, argv))
+            .flatten();
+        let started = Instant::now();
+        let mut counted = false;
+        let out = loop {
+            let txn = crate::worker::Txn::begin(&self.shared, self.worker, owners.clone()).await;
+            let (out, wrote, wait) = self.cross_in_txn(&txn, idx, argv, false).await;
+            if !wait {
+                drop(txn);
+                self.sync_multi_worker_writes(wrote).await;
+                break out;
+            }
+            // A blocking command that found nothing: a wake-up on each owner of its keys,
+            // registered while they are all still held, then wait for one.
+            let (tx, rx) = flume::unbounded::<Vec<u8>>();
+            let regs = self.register_wake_ups(&txn, idx, argv, tx).await;
+            drop(txn);
+            if !counted {
+                counted = true;
+                // Replies of the commands before it leave now: the client may wait long.
+                self.ack_local_writes().await;
+                if !self.reply.buf.is_empty() {
+                    if let Some(out) = &self.outbox {
+                        out.push(&mut self.reply.buf);
+                    }
+                }
+                self.shared
+                    .blocked_clients
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            let ended = self.wait_wake_up(&rx, timeout, started).await;
+            for (w, state) in regs {
+                if state.cancel() == Some(true) {
+                    let job: crate::worker::Job = Box::new(crate::blocking::drop_cancelled);
+                    if w == self.worker {
+                        job(&mut local_shard().borrow_mut());
+                    } else {
+                        let _ =
+                            self.shared.inboxes[w].send(crate::worker::Envelope { txn: 0, job });
+                    }
+                }
+            }
+            if let Some(reply) = ended {
+                break reply;
+            }
+        };
+        if counted {
+            self.shared
+                .blocked_clients
+                .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        }
         self.reply.buf.extend_from_slice(&out);
-        self.sync_multi_worker_writes(wrote).await;
+    }
+
+    /// Registers a wake-up of blocking command `idx` on each owner of its keys, inside
+    /// `txn` (see `blocking::Waiter::wake_up`); their states, by worker.
+    async fn register_wake_ups(
+        &mut self,
+        txn: &crate::worker::Txn,
+        idx: usize,
+        argv: &[&[u8]],
+        tx: flume::Sender<Vec<u8>>,
+    ) -> Vec<(usize, Arc<crate::blocking::WaitState>)> {
+        let workers = self.shared.workers;
+        let (db, fd) = (self.db, self.info.fd);
+        let mut by_owner: Vec<(usize, Vec<Vec<u8>>)> = Vec::new();
+        for p in COMMANDS[idx].key_positions(argv) {
+            let k = argv[p].to_vec();
+            let w = slot::owner(&k, workers);
+            match by_owner.iter_mut().find(|(o, _)| *o == w) {
+                Some((_, ks)) if !ks.contains(&k) => ks.push(k),
+                Some(_) => {}
+                None => by_owner.push((w, vec![k])),
+            }
+        }
+        let mut regs = Vec::with_capacity(by_owner.len());
+        for (w, keys) in by_owner {
+            let state = Arc::new(crate::blocking::WaitState::default());
+            let (st, tx) = (state.clone(), tx.clone());
+            txn.run(w, move |s| {
+                let waiter = crate::blocking::Waiter::wake_up(db, idx, keys, tx, st, fd);
+                crate::blocking::register(s, waiter);
+            })
+            .await;
+            regs.push((w, state));
+        }
+        regs
+    }
+
+    /// Waits for a wake-up on `rx` (None: run the command again), or answers the time-out,
+    /// CLIENT UNBLOCK or a disconnect (Some(reply); empty when the client is gone), for a
+    /// blocking command waiting on several workers since `started`.
+    async fn wait_wake_up(
+        &mut self,
+        rx: &flume::Receiver<Vec<u8>>,
+        timeout: Option<(u64, crate::commands::TimeoutReply)>,
+        started: Instant,
+    ) -> Option<Vec<u8>> {
+        let proto = self.reply.proto;
+        let limit = match timeout {
+            Some((ms, _)) if ms > 0 => Some(Duration::from_millis(ms)),
+            _ => None,
+        };
+        self.info.in_blocking.set(true);
+        let out = loop {
+            let tick = Duration::from_millis(100);
+            let wait_for = match limit {
+                Some(l) => l.saturating_sub(started.elapsed()).min(tick),
+                None => tick,
+            };
+            let woken = {
+                let recv = std::pin::pin!(rx.recv_async());
+                let sleep = std::pin::pin!(compio::time::sleep(wait_for));
+                matches!(first_of(recv, sleep).await, Either::Left(Ok(_)))
+            };
+            if woken {
+                break None;
+            }
+            let unblocked = self.info.unblock.get();
+            let timed_out = unblocked != 0 || limit.is_some_and(|l| started.elapsed() >= l);
+            if self.info.killed.get() || crate::blocking::peer_closed(self.info.fd) {
+                self.close_after_reply = true;
+                break Some(Vec::new());
+            }
+            if timed_out {
+                let mut r = Reply::new(proto);
+                if unblocked == 2 {
+                    r.error("UNBLOCKED client unblocked via CLIENT UNBLOCK");
+                } else {
+                    let on_timeout =
+                        timeout.map_or(crate::commands::TimeoutReply::NullArray, |t| t.1);
+                    crate::blocking::timeout_reply(&mut r, on_timeout);
+                }
+                break Some(r.buf);
+            }
+        };
+        self.info.in_blocking.set(false);
+        self.info.unblock.set(0);
+        out
     }
 
     /// Under `appendfsync always`, when a multi-worker command `wrote`, makes every
@@ -725,16 +861,16 @@ impl Conn {
     /// Runs keyed command `idx` with keys on several workers inside `txn`, which holds them
     /// all and this worker: the keys' values are lent to this worker's keyspace, the handler
     /// runs on them, and each changed key goes back to its owner, writes before deletions
-    /// (see `keyspace::lent`). Returns the reply and whether anything was written. A
-    /// blocking command that finds nothing answers as inside MULTI when `in_multi`, else
-    /// an error (it cannot wait on several workers yet).
+    /// (see `keyspace::lent`). Returns the reply, whether anything was written, and
+    /// whether a blocking command found nothing and must wait (outside MULTI; inside, it
+    /// answers as Redis does there).
     async fn cross_in_txn(
         &mut self,
         txn: &crate::worker::Txn,
         idx: usize,
         argv: &[&[u8]],
         in_multi: bool,
-    ) -> (Vec<u8>, bool) {
+    ) -> (Vec<u8>, bool, bool) {
         let spec = &COMMANDS[idx];
         let (db, now) = (self.db, self.now_ms);
         let workers = self.shared.workers;
@@ -742,7 +878,7 @@ impl Conn {
         let err = |msg: &str| {
             let mut r = Reply::new(proto);
             r.error(&format!("ERR {msg}"));
-            (r.buf, false)
+            (r.buf, false, false)
         };
         let mut keys: Vec<Vec<u8>> = Vec::new();
         for p in spec.key_positions(argv) {
@@ -797,12 +933,10 @@ impl Conn {
         if block.is_some() && in_multi {
             let mut r = Reply::new(proto);
             deny_blocking_reply(idx, &mut r);
-            return (r.buf, false);
+            return (r.buf, false, false);
         }
         if block.is_some() {
-            return err(
-                "a blocking command whose keys live on different workers cannot wait yet; put its keys in one hash slot with a hash tag, e.g. {user}a {user}b",
-            );
+            return (Vec::new(), false, true);
         }
         let mut changes = changes;
         // Writes first, deletions last: a write refused on one worker (a full device)
@@ -846,9 +980,9 @@ impl Conn {
             }
         }
         if let Some(e) = failure {
-            return (err(&e).0, true);
+            return (err(&e).0, true, false);
         }
-        (out, wrote)
+        (out, wrote, false)
     }
 
     /// EXEC: runs the queued commands of MULTI atomically. Every worker is held for the
@@ -935,7 +1069,7 @@ impl Conn {
                         }
                     }
                     None => {
-                        let (out, w) = self.cross_in_txn(&txn, idx, &argv, true).await;
+                        let (out, w, _) = self.cross_in_txn(&txn, idx, &argv, true).await;
                         wrote |= w;
                         self.reply.buf.extend_from_slice(&out);
                     }
