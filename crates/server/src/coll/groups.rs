@@ -68,8 +68,8 @@ impl Grouping {
         Grouping {
             bits: 0,
             grouped: false,
-            bytes: vec![0],
-            dirty: vec![false],
+            bytes: Vec::new(),
+            dirty: Vec::new(),
             dirty_list: Vec::new(),
             total: 0,
             root_dirty: true,
@@ -79,11 +79,15 @@ impl Grouping {
     /// The grouping of a collection decoded from the device (nothing dirty).
     pub fn stored(grouped: bool, bits: u8, bytes: Vec<usize>) -> Grouping {
         debug_assert_eq!(bytes.len(), 1 << bits);
+        let total = bytes.iter().sum();
+        // A compact collection keeps no per-part state (it is written whole): nothing
+        // allocated for the many small ones.
+        let bytes = if grouped { bytes } else { Vec::new() };
         Grouping {
             bits,
             grouped,
             dirty: vec![false; bytes.len()],
-            total: bytes.iter().sum(),
+            total,
             bytes,
             dirty_list: Vec::new(),
             root_dirty: false,
@@ -114,6 +118,10 @@ impl Grouping {
     /// Notes a change of about `delta` encoded bytes in part `p`.
     #[inline]
     pub fn changed(&mut self, p: usize, delta: isize) {
+        if !self.grouped {
+            self.total = self.total.saturating_add_signed(delta);
+            return;
+        }
         let b = &mut self.bytes[p];
         let old = *b;
         *b = b.saturating_add_signed(delta);
@@ -126,7 +134,11 @@ impl Grouping {
 
     /// Estimated encoded bytes of part `p`.
     pub fn part_bytes(&self, p: usize) -> usize {
-        self.bytes[p]
+        if self.grouped {
+            self.bytes[p]
+        } else {
+            self.total
+        }
     }
 
     /// Marks the root as changed (flags).
@@ -177,9 +189,10 @@ impl Grouping {
         debug_assert_eq!(bytes.len(), 1 << bits);
         self.grouped = grouped;
         self.bits = bits;
+        self.total = bytes.iter().sum();
+        let bytes = if grouped { bytes } else { Vec::new() };
         self.dirty = vec![true; bytes.len()];
         self.dirty_list = (0..bytes.len() as u32).collect();
-        self.total = bytes.iter().sum();
         self.bytes = bytes;
         self.root_dirty = true;
     }

@@ -19,11 +19,12 @@ pub type CollKey = (u64, u64);
 
 /// RAM budget of one worker's decoded collections. The collection decoded or written last
 /// is never evicted, so one bigger than the budget still stays while it is in use.
-pub const BUDGET_BYTES: usize = 512 << 20;
+pub const BUDGET_BYTES: usize = 128 << 20;
 
 /// See the module documentation.
 pub struct CollCache {
-    map: HashMap<CollKey, (Coll, usize, u64), foldhash::fast::FixedState>,
+    /// Boxed: a table of small collections grows (and moves) pointers, not collections.
+    map: HashMap<CollKey, (Box<Coll>, usize, u64), foldhash::fast::FixedState>,
     order: VecDeque<(CollKey, u64)>,
     bytes: usize,
     next: u64,
@@ -55,14 +56,14 @@ impl CollCache {
 
     /// The collection at `k`.
     pub fn get(&self, k: CollKey) -> Option<&Coll> {
-        self.map.get(&k).map(|(c, _, _)| c)
+        self.map.get(&k).map(|(c, _, _)| &**c)
     }
 
     /// Takes the collection at `k` out.
     pub fn take(&mut self, k: CollKey) -> Option<Coll> {
         let (c, bytes, _) = self.map.remove(&k)?;
         self.bytes -= bytes;
-        Some(c)
+        Some(*c)
     }
 
     /// Drops the collection at `k`, if here.
@@ -77,7 +78,7 @@ impl CollCache {
         self.bytes += bytes;
         let n = self.next;
         self.next += 1;
-        self.map.insert(k, (c, bytes, n));
+        self.map.insert(k, (Box::new(c), bytes, n));
         self.order.push_back((k, n));
         // Queue entries of keys taken or replaced since: drop them when they pile up.
         if self.order.len() > 2 * self.map.len() + 64 {
