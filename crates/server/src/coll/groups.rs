@@ -224,6 +224,94 @@ impl Grouping {
     }
 }
 
+/// While a hashed collection is grouped: each group's members encoded as its group record
+/// holds them (after the record's flags byte and count), kept in step with the decoded
+/// parts by every change, so that writing a group copies one buffer instead of visiting
+/// every member (which, in a big collection, costs a cache miss per member). Empty while
+/// compact; None for a group whose bytes are built at its next write.
+#[derive(Clone, Debug, Default)]
+pub struct Shadows(Vec<Option<Vec<u8>>>);
+
+impl Shadows {
+    /// The shadows of a new layout of `parts` parts: none yet (built at the writes).
+    pub fn for_layout(grouped: bool, parts: usize) -> Shadows {
+        Shadows(if grouped {
+            vec![None; parts]
+        } else {
+            Vec::new()
+        })
+    }
+
+    /// Empty, with room for `parts` stored groups (see [`Shadows::push_stored`]).
+    pub fn with_capacity(parts: usize) -> Shadows {
+        Shadows(Vec::with_capacity(parts))
+    }
+
+    /// Adds the shadow of the next group, from its record value as read from the device.
+    pub fn push_stored(&mut self, group_value: &[u8]) -> Result<(), super::DecodeError> {
+        let mut r = super::codec::Reader::new(group_value);
+        r.byte()?;
+        r.varint()?;
+        self.0.push(Some(group_value[r.pos()..].to_vec()));
+        Ok(())
+    }
+
+    /// Changes the shadow of part `p` with `f`, if it has one; `f` returning false (the
+    /// entry it looked for is not there) drops it, to be built again.
+    #[inline]
+    pub fn edit(&mut self, p: usize, f: impl FnOnce(&mut Vec<u8>) -> bool) {
+        if let Some(slot) = self.0.get_mut(p) {
+            if let Some(b) = slot {
+                if !f(b) {
+                    *slot = None;
+                }
+            }
+        }
+    }
+
+    /// Drops the shadow of part `p` (built again at its next write).
+    pub fn forget(&mut self, p: usize) {
+        if let Some(slot) = self.0.get_mut(p) {
+            *slot = None;
+        }
+    }
+
+    /// The shadow of part `p`, if built.
+    pub fn get(&self, p: usize) -> Option<&[u8]> {
+        self.0.get(p).and_then(|s| s.as_deref())
+    }
+
+    /// Builds the missing shadows of `groups` (while grouped): `build(p, out)` encodes part
+    /// `p`'s members, `bytes_of(p)` sizes the buffer.
+    pub fn fill(
+        &mut self,
+        groups: &[u64],
+        bytes_of: impl Fn(usize) -> usize,
+        mut build: impl FnMut(usize, &mut Vec<u8>),
+    ) {
+        for &g in groups {
+            let g = g as usize;
+            if let Some(slot @ None) = self.0.get_mut(g) {
+                let mut b = Vec::with_capacity(bytes_of(g));
+                build(g, &mut b);
+                *slot = Some(b);
+            }
+        }
+    }
+
+    /// Appends the record value of group `p` holding `count` members from its shadow;
+    /// false when it has none (the caller encodes the part).
+    pub fn write_group(&self, p: usize, count: usize, out: &mut Vec<u8>) -> bool {
+        let Some(b) = self.get(p) else {
+            return false;
+        };
+        out.push(0);
+        super::codec::put_varint(out, count as u64);
+        out.extend_from_slice(b);
+        true
+    }
+}
+
 /// The part member `m` belongs to among `1 << bits`.
 #[inline]
 pub fn part_of_bits(bits: u8, m: &[u8]) -> usize {

@@ -14,7 +14,7 @@
 //! order is arbitrary, as in Redis's hashtable.
 
 use super::codec::{find_entry, put_bytes, put_varint, Reader};
-use super::groups::{part_of_bits, Changes, Grouping};
+use super::groups::{part_of_bits, Changes, Grouping, Shadows};
 use super::{DecodeError, Thresholds, FLAG_BIG};
 use indexmap::IndexMap;
 
@@ -43,11 +43,8 @@ pub struct Hash {
     written: Option<usize>,
     /// Number of fields.
     len: usize,
-    /// While grouped: each part's fields and values as its group record holds them
-    /// (length-prefixed field, value, ...), kept in step with `parts` by every change, so
-    /// that writing a group copies one buffer instead of visiting every field of the part
-    /// (which, in a big hash, costs a cache miss per field). None: built at the next write.
-    shadow: Vec<Option<Vec<u8>>>,
+    /// While grouped: each part's fields and values as its group record holds them.
+    shadow: Shadows,
 }
 
 impl PartialEq for Hash {
@@ -104,26 +101,26 @@ impl Hash {
                 v.clear();
                 v.extend_from_slice(value);
                 self.grouping.changed(p, delta);
-                if let Some(Some(b)) = self.shadow.get_mut(p) {
-                    match find_entry(b, 2, field) {
-                        Some((_, old)) => {
-                            let mut new = Vec::with_capacity(value.len() + 2);
-                            put_bytes(&mut new, value);
-                            b.splice(old, new);
-                        }
-                        None => self.shadow[p] = None,
+                self.shadow.edit(p, |b| match find_entry(b, 2, field) {
+                    Some((_, old)) => {
+                        let mut new = Vec::with_capacity(value.len() + 2);
+                        put_bytes(&mut new, value);
+                        b.splice(old, new);
+                        true
                     }
-                }
+                    None => false,
+                });
                 false
             }
             None => {
                 self.parts[p].insert(field.to_vec(), value.to_vec());
                 self.grouping.changed(p, entry_bytes(field, value));
                 self.len += 1;
-                if let Some(Some(b)) = self.shadow.get_mut(p) {
+                self.shadow.edit(p, |b| {
                     put_bytes(b, field);
                     put_bytes(b, value);
-                }
+                    true
+                });
                 true
             }
         }
@@ -145,14 +142,11 @@ impl Hash {
             Some((f, v)) => {
                 self.grouping.changed(p, -entry_bytes(&f, &v));
                 self.len -= 1;
-                if let Some(Some(b)) = self.shadow.get_mut(p) {
-                    match find_entry(b, 2, &f) {
-                        Some((entry, _)) => {
-                            b.drain(entry);
-                        }
-                        None => self.shadow[p] = None,
-                    }
-                }
+                self.shadow.edit(p, |b| {
+                    find_entry(b, 2, &f)
+                        .map(|(entry, _)| b.drain(entry))
+                        .is_some()
+                });
                 true
             }
             None => false,
@@ -218,22 +212,18 @@ impl Hash {
     /// Appends the record value of group `g` (grouped only).
     pub fn encode_group(&self, g: u64, out: &mut Vec<u8>) {
         let m = &self.parts[g as usize];
-        match self.shadow.get(g as usize) {
-            Some(Some(b)) => {
-                out.push(0);
-                put_varint(out, m.len() as u64);
-                out.extend_from_slice(b);
-                #[cfg(debug_assertions)]
-                self.check_shadow(g as usize);
-            }
-            _ => Self::encode_part(out, 0, m.len(), m.iter().map(|(f, v)| (&f[..], &v[..]))),
+        if self.shadow.write_group(g as usize, m.len(), out) {
+            #[cfg(debug_assertions)]
+            self.check_shadow(g as usize);
+        } else {
+            Self::encode_part(out, 0, m.len(), m.iter().map(|(f, v)| (&f[..], &v[..])));
         }
     }
 
     /// Debug builds: the shadow of part `p` holds exactly the part's fields and values.
     #[cfg(debug_assertions)]
     fn check_shadow(&self, p: usize) {
-        let Some(Some(b)) = self.shadow.get(p) else {
+        let Some(b) = self.shadow.get(p) else {
             return;
         };
         let mut r = Reader::new(b);
@@ -290,7 +280,7 @@ impl Hash {
             grouping: Grouping::stored(false, 0, vec![b]),
             written: None,
             len,
-            shadow: Vec::new(),
+            shadow: Shadows::default(),
         })
     }
 
@@ -311,16 +301,13 @@ impl Hash {
         let mut parts = vec![Map::default(); 1 << bits];
         let mut sizes = Vec::with_capacity(parts.len());
         let mut len = 0;
-        let mut shadow = Vec::with_capacity(parts.len());
+        let mut shadow = Shadows::with_capacity(parts.len());
         for (g, v) in groups {
             let mut r = Reader::new(v);
             if r.byte()? != 0 {
                 return Err(DecodeError("unknown hash group flags".into()));
             }
-            let mut at = Reader::new(v);
-            at.byte()?;
-            at.varint()?;
-            shadow.push(Some(v[at.pos()..].to_vec()));
+            shadow.push_stored(v)?;
             let (n, b) = Self::decode_part(&mut r, bits, Some(*g as usize), &mut parts)?;
             len += n;
             sizes.push(b);
@@ -355,11 +342,7 @@ impl Hash {
                 parts[p].insert(f, v);
             }
         }
-        self.shadow = if grouped {
-            vec![None; parts.len()]
-        } else {
-            Vec::new()
-        };
+        self.shadow = Shadows::for_layout(grouped, parts.len());
         self.parts = parts;
         self.grouping.relayout(grouped, bits, sizes);
     }
@@ -372,19 +355,17 @@ impl Hash {
     /// What to write since the last call (building the shadows of the groups to write).
     pub fn take_changes(&mut self) -> Changes {
         let c = self.grouping.take_changes();
-        if self.grouping.is_grouped() {
-            for &g in &c.groups {
-                let g = g as usize;
-                if self.shadow[g].is_none() {
-                    let mut b = Vec::with_capacity(self.grouping.part_bytes(g));
-                    for (f, v) in &self.parts[g] {
-                        put_bytes(&mut b, f);
-                        put_bytes(&mut b, v);
-                    }
-                    self.shadow[g] = Some(b);
+        let (grouping, parts) = (&self.grouping, &self.parts);
+        self.shadow.fill(
+            &c.groups,
+            |g| grouping.part_bytes(g),
+            |g, b| {
+                for (f, v) in &parts[g] {
+                    put_bytes(b, f);
+                    put_bytes(b, v);
                 }
-            }
-        }
+            },
+        );
         c
     }
 

@@ -16,7 +16,7 @@
 //! in increasing numeric order, as Redis's intset does ([`Set::ordered`]).
 
 use super::codec::{find_entry, put_bytes, put_varint, Reader};
-use super::groups::{part_of_bits, Changes, Grouping};
+use super::groups::{part_of_bits, Changes, Grouping, Shadows};
 use super::{DecodeError, Thresholds, FLAG_BIG};
 use indexmap::IndexSet;
 use rand::Rng;
@@ -39,9 +39,8 @@ pub struct Set {
     pub big: bool,
     grouping: Grouping,
     len: usize,
-    /// While grouped: each part's members as its group record holds them, kept in step
-    /// with `parts` (see the hash's shadow). None: built at the next write.
-    shadow: Vec<Option<Vec<u8>>>,
+    /// While grouped: each part's members as its group record holds them.
+    shadow: Shadows,
 }
 
 impl PartialEq for Set {
@@ -119,14 +118,14 @@ impl Set {
         }
         let p = self.grouping.part_of(&m);
         let b = member_bytes(&m);
-        if let Some(Some(sh)) = self.shadow.get_mut(p) {
-            if !self.parts[p].contains(&m) {
-                put_bytes(sh, &m);
-            }
-        }
-        if !self.parts[p].insert(m) {
+        if self.parts[p].contains(&m) {
             return false;
         }
+        self.shadow.edit(p, |sh| {
+            put_bytes(sh, &m);
+            true
+        });
+        self.parts[p].insert(m);
         self.grouping.changed(p, b);
         self.len += 1;
         true
@@ -145,14 +144,9 @@ impl Set {
     }
 
     fn shadow_remove(&mut self, p: usize, m: &[u8]) {
-        if let Some(Some(sh)) = self.shadow.get_mut(p) {
-            match find_entry(sh, 1, m) {
-                Some((entry, _)) => {
-                    sh.drain(entry);
-                }
-                None => self.shadow[p] = None,
-            }
-        }
+        self.shadow.edit(p, |sh| {
+            find_entry(sh, 1, m).map(|(e, _)| sh.drain(e)).is_some()
+        });
     }
 
     /// Keeps only the members for which `keep` is true.
@@ -170,9 +164,7 @@ impl Set {
             if s.len() != before {
                 self.len -= before - s.len();
                 self.grouping.changed(p, -freed);
-                if let Some(sh) = self.shadow.get_mut(p) {
-                    *sh = None;
-                }
+                self.shadow.forget(p);
             }
         }
     }
@@ -269,10 +261,8 @@ impl Set {
     pub fn encode_group(&self, g: u64, out: &mut Vec<u8>) {
         let s = &self.parts[g as usize];
         match self.shadow.get(g as usize) {
-            Some(Some(sh)) => {
-                out.push(0);
-                put_varint(out, s.len() as u64);
-                out.extend_from_slice(sh);
+            Some(sh) => {
+                self.shadow.write_group(g as usize, s.len(), out);
                 #[cfg(debug_assertions)]
                 {
                     let mut r = Reader::new(sh);
@@ -325,7 +315,7 @@ impl Set {
             big,
             grouping: Grouping::stored(false, 0, vec![b]),
             len,
-            shadow: Vec::new(),
+            shadow: Shadows::default(),
         })
     }
 
@@ -342,16 +332,13 @@ impl Set {
         super::groups::check_hashed_groups(bits, &ids)?;
         let mut parts = vec![Members::default(); 1 << bits];
         let (mut len, mut sizes) = (0, Vec::with_capacity(parts.len()));
-        let mut shadow = Vec::with_capacity(parts.len());
+        let mut shadow = Shadows::with_capacity(parts.len());
         for (g, v) in groups {
             let mut r = Reader::new(v);
             if r.byte()? != 0 {
                 return Err(DecodeError("unknown set group flags".into()));
             }
-            let mut at = Reader::new(v);
-            at.byte()?;
-            at.varint()?;
-            shadow.push(Some(v[at.pos()..].to_vec()));
+            shadow.push_stored(v)?;
             let (n, b) = Self::decode_part(&mut r, bits, Some(*g as usize), &mut parts)?;
             len += n;
             sizes.push(b);
@@ -383,11 +370,7 @@ impl Set {
                 parts[p].insert(m);
             }
         }
-        self.shadow = if grouped {
-            vec![None; parts.len()]
-        } else {
-            Vec::new()
-        };
+        self.shadow = Shadows::for_layout(grouped, parts.len());
         self.parts = parts;
         self.grouping.relayout(grouped, bits, sizes);
     }
@@ -400,18 +383,16 @@ impl Set {
     /// What to write since the last call (building the shadows of the groups to write).
     pub fn take_changes(&mut self) -> Changes {
         let c = self.grouping.take_changes();
-        if self.grouping.is_grouped() {
-            for &g in &c.groups {
-                let g = g as usize;
-                if self.shadow[g].is_none() {
-                    let mut b = Vec::with_capacity(self.grouping.part_bytes(g));
-                    for m in &self.parts[g] {
-                        put_bytes(&mut b, m);
-                    }
-                    self.shadow[g] = Some(b);
+        let (grouping, parts) = (&self.grouping, &self.parts);
+        self.shadow.fill(
+            &c.groups,
+            |g| grouping.part_bytes(g),
+            |g, b| {
+                for m in &parts[g] {
+                    put_bytes(b, m);
                 }
-            }
-        }
+            },
+        );
         c
     }
 

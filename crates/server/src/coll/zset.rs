@@ -22,7 +22,7 @@
 use std::collections::BTreeSet;
 
 use super::codec::{find_scored, put_bytes, put_f64, put_varint, Reader};
-use super::groups::{part_of_bits, Changes, Grouping};
+use super::groups::{part_of_bits, Changes, Grouping, Shadows};
 use super::{DecodeError, Thresholds, FLAG_BIG};
 use hashbrown::HashMap;
 
@@ -178,9 +178,8 @@ pub struct Zset {
     /// Outgrown the listpack encoding once (see [`FLAG_BIG`]).
     pub big: bool,
     grouping: Grouping,
-    /// While grouped: each part's members and scores as its group record holds them, kept
-    /// in step with `parts` (see the hash's shadow). None: built at the next write.
-    shadow: Vec<Option<Vec<u8>>>,
+    /// While grouped: each part's members and scores as its group record holds them.
+    shadow: Shadows,
 }
 
 impl PartialEq for Zset {
@@ -223,14 +222,13 @@ impl Zset {
                     *s = score;
                     self.order.insert((Score(score), m.to_vec()));
                     self.grouping.changed(p, 0);
-                    if let Some(Some(b)) = self.shadow.get_mut(p) {
-                        match find_scored(b, m) {
-                            Some(e) => {
-                                b[e.end - 8..e.end].copy_from_slice(&score.to_bits().to_le_bytes())
-                            }
-                            None => self.shadow[p] = None,
+                    self.shadow.edit(p, |b| match find_scored(b, m) {
+                        Some(e) => {
+                            b[e.end - 8..e.end].copy_from_slice(&score.to_bits().to_le_bytes());
+                            true
                         }
-                    }
+                        None => false,
+                    });
                 }
                 false
             }
@@ -238,10 +236,11 @@ impl Zset {
                 self.parts[p].insert(m.to_vec(), score);
                 self.order.insert((Score(score), m.to_vec()));
                 self.grouping.changed(p, member_bytes(m));
-                if let Some(Some(b)) = self.shadow.get_mut(p) {
+                self.shadow.edit(p, |b| {
                     put_bytes(b, m);
                     put_f64(b, score);
-                }
+                    true
+                });
                 true
             }
         }
@@ -404,14 +403,8 @@ impl Zset {
     }
 
     fn shadow_remove(&mut self, p: usize, m: &[u8]) {
-        if let Some(Some(b)) = self.shadow.get_mut(p) {
-            match find_scored(b, m) {
-                Some(e) => {
-                    b.drain(e);
-                }
-                None => self.shadow[p] = None,
-            }
-        }
+        self.shadow
+            .edit(p, |b| find_scored(b, m).map(|e| b.drain(e)).is_some());
     }
 
     /// Approximate RAM bytes.
@@ -450,10 +443,8 @@ impl Zset {
     /// score, in no particular order.
     pub fn encode_group(&self, g: u64, out: &mut Vec<u8>) {
         let p = &self.parts[g as usize];
-        out.push(0);
-        put_varint(out, p.len() as u64);
-        if let Some(Some(b)) = self.shadow.get(g as usize) {
-            out.extend_from_slice(b);
+        if let Some(b) = self.shadow.get(g as usize) {
+            self.shadow.write_group(g as usize, p.len(), out);
             #[cfg(debug_assertions)]
             {
                 let mut r = Reader::new(b);
@@ -472,6 +463,8 @@ impl Zset {
             }
             return;
         }
+        out.push(0);
+        put_varint(out, p.len() as u64);
         for (m, s) in p {
             put_bytes(out, m);
             put_f64(out, *s);
@@ -535,16 +528,13 @@ impl Zset {
             ..Default::default()
         };
         let mut sizes = Vec::with_capacity(z.parts.len());
-        let mut shadow = Vec::with_capacity(z.parts.len());
+        let mut shadow = Shadows::with_capacity(z.parts.len());
         for (g, v) in groups {
             let mut r = Reader::new(v);
             if r.byte()? != 0 {
                 return Err(DecodeError("unknown zset group flags".into()));
             }
-            let mut at = Reader::new(v);
-            at.byte()?;
-            at.varint()?;
-            shadow.push(Some(v[at.pos()..].to_vec()));
+            shadow.push_stored(v)?;
             sizes.push(z.decode_part(&mut r, Some(*g as usize))?);
         }
         z.grouping = Grouping::stored(true, bits, sizes);
@@ -570,11 +560,7 @@ impl Zset {
                 parts[i].insert(m, s);
             }
         }
-        self.shadow = if grouped {
-            vec![None; parts.len()]
-        } else {
-            Vec::new()
-        };
+        self.shadow = Shadows::for_layout(grouped, parts.len());
         self.parts = parts;
         self.grouping.relayout(grouped, bits, sizes);
     }
@@ -587,19 +573,17 @@ impl Zset {
     /// What to write since the last call (building the shadows of the groups to write).
     pub fn take_changes(&mut self) -> Changes {
         let c = self.grouping.take_changes();
-        if self.grouping.is_grouped() {
-            for &g in &c.groups {
-                let g = g as usize;
-                if self.shadow[g].is_none() {
-                    let mut b = Vec::with_capacity(self.grouping.part_bytes(g));
-                    for (m, s) in &self.parts[g] {
-                        put_bytes(&mut b, m);
-                        put_f64(&mut b, *s);
-                    }
-                    self.shadow[g] = Some(b);
+        let (grouping, parts) = (&self.grouping, &self.parts);
+        self.shadow.fill(
+            &c.groups,
+            |g| grouping.part_bytes(g),
+            |g, b| {
+                for (m, s) in &parts[g] {
+                    put_bytes(b, m);
+                    put_f64(b, *s);
                 }
-            }
-        }
+            },
+        );
         c
     }
 
