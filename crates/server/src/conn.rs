@@ -194,6 +194,23 @@ pub fn exec_keyed(
     block
 }
 
+/// The reply of a blocking command whose wait ended without an element: CLIENT UNBLOCK
+/// ... ERROR (`unblocked` 2) or its time-out (time-out, or CLIENT UNBLOCK without ERROR).
+fn ended_wait_reply(
+    proto: Proto,
+    unblocked: u8,
+    timeout: Option<(u64, crate::commands::TimeoutReply)>,
+) -> Vec<u8> {
+    let mut r = Reply::new(proto);
+    if unblocked == 2 {
+        r.error("UNBLOCKED client unblocked via CLIENT UNBLOCK");
+    } else {
+        let on_timeout = timeout.map_or(crate::commands::TimeoutReply::NullArray, |t| t.1);
+        crate::blocking::timeout_reply(&mut r, on_timeout);
+    }
+    r.buf
+}
+
 /// The reply of blocking command `idx` when it may not wait (inside MULTI), as Redis 7.0
 /// answers under CLIENT_DENY_BLOCKING: a null bulk for BLMOVE and BRPOPLPUSH, a null array
 /// for the others (not the time-out reply, which is a null array for all of them).
@@ -740,13 +757,7 @@ impl Conn {
             let ended = self.wait_wake_up(&rx, timeout, started).await;
             for (w, state) in regs {
                 if state.cancel() == Some(true) {
-                    let job: crate::worker::Job = Box::new(crate::blocking::drop_cancelled);
-                    if w == self.worker {
-                        job(&mut local_shard().borrow_mut());
-                    } else {
-                        let _ =
-                            self.shared.inboxes[w].send(crate::worker::Envelope { txn: 0, job });
-                    }
+                    self.drop_cancelled_on(w);
                 }
             }
             if let Some(reply) = ended {
@@ -759,6 +770,16 @@ impl Conn {
                 .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
         }
         self.reply.buf.extend_from_slice(&out);
+    }
+
+    /// Has worker `w` drop the blocked-command registrations their connections cancelled.
+    fn drop_cancelled_on(&self, w: usize) {
+        let job: crate::worker::Job = Box::new(crate::blocking::drop_cancelled);
+        if w == self.worker {
+            job(&mut local_shard().borrow_mut());
+        } else {
+            let _ = self.shared.inboxes[w].send(crate::worker::Envelope { txn: 0, job });
+        }
     }
 
     /// Registers a wake-up of blocking command `idx` on each owner of its keys, inside
@@ -832,15 +853,7 @@ impl Conn {
                 break Some(Vec::new());
             }
             if timed_out {
-                let mut r = Reply::new(proto);
-                if unblocked == 2 {
-                    r.error("UNBLOCKED client unblocked via CLIENT UNBLOCK");
-                } else {
-                    let on_timeout =
-                        timeout.map_or(crate::commands::TimeoutReply::NullArray, |t| t.1);
-                    crate::blocking::timeout_reply(&mut r, on_timeout);
-                }
-                break Some(r.buf);
+                break Some(ended_wait_reply(proto, unblocked, timeout));
             }
         };
         self.info.in_blocking.set(false);
@@ -1200,27 +1213,13 @@ impl Conn {
                         self.shared
                             .blocked_clients
                             .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-                        let job: crate::worker::Job = Box::new(crate::blocking::drop_cancelled);
-                        if w == self.worker {
-                            job(&mut local_shard().borrow_mut());
-                        } else {
-                            let _ = self.shared.inboxes[w]
-                                .send(crate::worker::Envelope { txn: 0, job });
-                        }
+                        self.drop_cancelled_on(w);
                     }
                     if gone {
                         self.close_after_reply = true;
                         break Some(Vec::new());
                     }
-                    let mut r = Reply::new(proto);
-                    if unblocked == 2 {
-                        r.error("UNBLOCKED client unblocked via CLIENT UNBLOCK");
-                    } else {
-                        let on_timeout =
-                            timeout.map_or(crate::commands::TimeoutReply::NullArray, |t| t.1);
-                        crate::blocking::timeout_reply(&mut r, on_timeout);
-                    }
-                    break Some(r.buf);
+                    break Some(ended_wait_reply(proto, unblocked, timeout));
                 }
                 // Being served right now: the reply is coming.
                 None => continue,

@@ -108,13 +108,18 @@ impl Keyspace {
         Coll::decode_grouped(value_type, root, &groups).map_err(|e| (None, e.to_string()))
     }
 
-    /// Makes sure the records a command appends from here on are written as one
-    /// crash-atomic unit (JOIN flags and an end marker, see [`Keyspace::begin_command`]).
-    /// True when it opened a command of its own, which the caller ends.
-    pub(super) fn several_records(&mut self) -> bool {
+    /// Runs `f`, whose appends are one crash-atomic unit when `several` (JOIN flags and an
+    /// end marker, see [`Keyspace::begin_command`]): inside a command, that command's; at
+    /// top level, a command of its own around `f`.
+    pub(super) fn as_one_unit<R>(&mut self, several: bool, f: impl FnOnce(&mut Self) -> R) -> R {
+        if !several {
+            return f(self);
+        }
         if self.cmd_depth == 0 {
             self.begin_command(true);
-            return true;
+            let r = f(self);
+            self.end_command();
+            return r;
         }
         if !self.cmd_multi {
             if self.cmd_records == 0 {
@@ -126,7 +131,7 @@ impl Keyspace {
                 tracing::warn!("multi-record write inside a single-record command");
             }
         }
-        false
+        f(self)
     }
 
     /// Writes group `gid` of `key` with `value` (value type `value_type`).
@@ -257,11 +262,9 @@ impl Keyspace {
             &[]
         };
         let records = groups.len() + gone.len() + usize::from(write_root);
-        let opened = records > 1 && self.several_records();
-        let ok = self.store_coll_records(db, key, &coll, groups, &gone, write_root, expiry, now_ms);
-        if opened {
-            self.end_command();
-        }
+        let ok = self.as_one_unit(records > 1, |ks| {
+            ks.store_coll_records(db, key, &coll, groups, &gone, write_root, expiry, now_ms)
+        });
         match ok {
             Some(loc) => {
                 let k = self.buf_key(loc);

@@ -845,14 +845,13 @@ impl Keyspace {
     /// expired there too).
     fn remove_expired(&mut self, db: usize, hash: u64, key: &[u8]) {
         let grouped = self.is_grouped_key(db, key);
-        let opened = grouped && self.several_records();
-        let logged = self.append_tombstone(db, key, true);
-        if grouped && logged {
-            self.drop_groups(db, key, true);
-        }
-        if opened {
-            self.end_command();
-        }
+        let logged = self.as_one_unit(grouped, |ks| {
+            let logged = ks.append_tombstone(db, key, true);
+            if grouped && logged {
+                ks.drop_groups(db, key, true);
+            }
+            logged
+        });
         let d = &mut self.dbs[db];
         if let Some(e) = d.table.remove(hash, key) {
             d.volatile -= 1;
@@ -1039,14 +1038,13 @@ impl Keyspace {
         if !self.is_grouped_key(db, key) {
             return self.put_record_keep(db, key, value_type, value, expiry, now_ms);
         }
-        let opened = self.several_records();
-        let loc = self.put_record_keep(db, key, value_type, value, expiry, now_ms);
-        if loc.is_some() {
-            self.drop_groups(db, key, false);
-        }
-        if opened {
-            self.end_command();
-        }
+        let loc = self.as_one_unit(true, |ks| {
+            let loc = ks.put_record_keep(db, key, value_type, value, expiry, now_ms);
+            if loc.is_some() {
+                ks.drop_groups(db, key, false);
+            }
+            loc
+        });
         loc.filter(|_| self.error.is_none())
     }
 
@@ -1182,26 +1180,24 @@ impl Keyspace {
             return false;
         }
         let grouped = self.is_grouped_key(db, key);
-        let opened = grouped && self.several_records();
-        let logged = self.append_tombstone(db, key, false);
-        if logged {
-            let d = &mut self.dbs[db];
-            let e = d.table.remove(hash, key).expect("present");
-            if e.expire_at_ms() != 0 {
-                d.volatile -= 1;
+        self.as_one_unit(grouped, |ks| {
+            let logged = ks.append_tombstone(db, key, false);
+            if logged {
+                let d = &mut ks.dbs[db];
+                let e = d.table.remove(hash, key).expect("present");
+                if e.expire_at_ms() != 0 {
+                    d.volatile -= 1;
+                }
+                ks.heap_key_bytes -= e.heap_bytes();
+                ks.forget_decoded(&e);
+                ks.log.release(e.loc().unpack());
+                ks.touch(db, key);
+                if grouped {
+                    ks.drop_groups(db, key, false);
+                }
             }
-            self.heap_key_bytes -= e.heap_bytes();
-            self.forget_decoded(&e);
-            self.log.release(e.loc().unpack());
-            self.touch(db, key);
-            if grouped {
-                self.drop_groups(db, key, false);
-            }
-        }
-        if opened {
-            self.end_command();
-        }
-        logged
+            logged
+        })
     }
 
     /// Writes the live value and expiry of `key` (in `db`) under `dst` in `dst_db`, for
