@@ -261,13 +261,13 @@ impl Set {
     pub fn encode_group(&self, g: u64, out: &mut Vec<u8>) {
         let s = &self.parts[g as usize];
         match self.shadow.get(g as usize) {
-            Some(sh) => {
+            Some(_sh) => {
                 self.shadow.write_group(g as usize, s.len(), out);
                 #[cfg(debug_assertions)]
                 {
-                    let mut r = Reader::new(sh);
+                    let mut r = Reader::new(_sh);
                     let mut n = 0;
-                    while r.pos() < sh.len() {
+                    while r.pos() < _sh.len() {
                         assert!(
                             s.contains(r.bytes().expect("shadow member")),
                             "shadow of {g}"

@@ -443,13 +443,13 @@ impl Zset {
     /// score, in no particular order.
     pub fn encode_group(&self, g: u64, out: &mut Vec<u8>) {
         let p = &self.parts[g as usize];
-        if let Some(b) = self.shadow.get(g as usize) {
+        if let Some(_b) = self.shadow.get(g as usize) {
             self.shadow.write_group(g as usize, p.len(), out);
             #[cfg(debug_assertions)]
             {
-                let mut r = Reader::new(b);
+                let mut r = Reader::new(_b);
                 let mut n = 0;
-                while r.pos() < b.len() {
+                while r.pos() < _b.len() {
                     let m = r.bytes().expect("shadow member");
                     let s = r.f64().expect("shadow score");
                     assert_eq!(
