@@ -11,6 +11,7 @@ command -v redis-server >/dev/null || need_pkgs+=(redis-server)
 command -v redis-cli >/dev/null || need_pkgs+=(redis-tools)
 command -v tclsh >/dev/null || need_pkgs+=(tcl)
 command -v dpkg-source >/dev/null || need_pkgs+=(dpkg-dev)
+/usr/bin/python3 -c 'import matplotlib' 2>/dev/null || need_pkgs+=(python3-matplotlib) # bench/report.py
 if ((${#need_pkgs[@]})); then
     echo "== installing ${need_pkgs[*]}"
     export DEBIAN_FRONTEND=noninteractive
@@ -28,4 +29,11 @@ cargo test --workspace --locked
 echo "== Redis Tcl suite: units that must keep passing"
 cargo build --release --locked
 scripts/compat.sh --ci
+echo "== bench/report.py tests, and a bench/suite.sh smoke run (checks only, no figures)"
+/usr/bin/python3 -m unittest discover -s bench -p 'test_*.py'
+mkdir -p bench/tmp && smoke=$(mktemp -d "$PWD/bench/tmp/smoke.XXXXXX") # the data files need O_DIRECT: not on tmpfs
+OUT=$smoke/results DATA_DIR=$smoke/data DATASETS=20000 DURATION=1 REPEATS=1 CONNS_LIST="16 80" PIPELINES="1 4" \
+    FSYNC_N=20000 FSYNC_POLICIES="always no" HASH_KEYS=20000 WARMUP=1 SKIP_FIO=1 bench/suite.sh 2>"$smoke/log" ||
+    { tail -n 30 "$smoke/log"; exit 1; }
+rm -rf "$smoke"
 echo "== all tests passed"
