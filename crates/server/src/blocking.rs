@@ -54,9 +54,17 @@ impl WaitState {
             .is_ok()
     }
 
-    /// True when the command may still run (nobody cancelled it before registration).
-    pub fn may_run(&self) -> bool {
-        self.0.load(Ordering::SeqCst) == PENDING
+    /// The owner claims the command for its first run (PENDING -> SERVING); false when the
+    /// connection cancelled it first. The claim must come before the command runs: a
+    /// connection on another worker may time out at any moment, and a command that popped
+    /// an element for a connection that already answered the time-out would lose it.
+    pub fn claim_first_run(&self) -> bool {
+        self.cas(PENDING, SERVING)
+    }
+
+    /// The owner served the command: its reply is on the way (the connection waits for it).
+    pub fn served(&self) {
+        self.0.store(DONE, Ordering::SeqCst);
     }
 
     /// The connection gives up (time-out, disconnect, kill). `Some(registered)` when it
@@ -188,10 +196,11 @@ impl Registry {
     }
 }
 
-/// Registers `w` on `s` unless its connection cancelled meanwhile. Counts it in
+/// Registers `w` on `s` unless its connection cancelled meanwhile: a command claimed for
+/// its first run ([`WaitState::claim_first_run`]) or a wake-up still pending. Counts it in
 /// `blocked_clients`.
 pub fn register(s: &mut Shard, w: Waiter) {
-    if !w.state.cas(PENDING, WAITING) {
+    if !w.state.cas(SERVING, WAITING) && !w.state.cas(PENDING, WAITING) {
         return;
     }
     if !w.wake_up {
@@ -455,9 +464,28 @@ mod tests {
     #[test]
     fn cancel_and_serve_never_both_win() {
         let s = WaitState::default();
-        assert!(s.may_run());
         assert_eq!(s.cancel(), Some(false), "cancelled before registration");
-        assert!(!s.cas(PENDING, WAITING), "owner no longer registers it");
+        assert!(!s.claim_first_run(), "owner no longer runs it");
+        assert!(!s.cas(PENDING, WAITING), "nor registers it");
+
+        // The owner claims the first run before running it: a time-out in the middle of
+        // the run waits for its reply (the run may pop an element for it).
+        let s = WaitState::default();
+        assert!(s.claim_first_run());
+        assert_eq!(
+            s.cancel(),
+            None,
+            "connection must wait for the first run's outcome"
+        );
+        s.served();
+        assert_eq!(s.cancel(), None, "served: the reply is coming");
+        let s = WaitState::default();
+        assert!(s.claim_first_run());
+        assert!(
+            s.cas(SERVING, WAITING),
+            "first run found nothing: registered"
+        );
+        assert_eq!(s.cancel(), Some(true), "now a time-out wins");
 
         let s = WaitState::default();
         assert!(s.cas(PENDING, WAITING));

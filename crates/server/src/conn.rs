@@ -284,12 +284,18 @@ fn run_batch(s: &mut Shard, mut b: Batch) {
             };
             if missing.is_empty() {
                 if let Some((wait, _)) = &b.wait {
-                    if !wait.may_run() {
-                        // Its connection gave up while the values were read.
+                    if !wait.claim_first_run() {
+                        // Its connection gave up (timed out, unblocked, went away) first.
                         return;
                     }
                 }
-                if let Some(req) = exec_keyed(s, idx, db, b.now_ms, &mut b.reply, &argv) {
+                let asks_to_wait = exec_keyed(s, idx, db, b.now_ms, &mut b.reply, &argv);
+                if asks_to_wait.is_none() {
+                    if let Some((wait, _)) = &b.wait {
+                        wait.served();
+                    }
+                }
+                if let Some(req) = asks_to_wait {
                     match b.wait.take() {
                         Some((state, fd)) => {
                             let w = crate::blocking::Waiter::new(
