@@ -124,7 +124,8 @@ CLK_TCK=$(getconf CLK_TCK)
 if [[ ! -x $SKERRY_BIN || ! -x $BENCH_BIN ]]; then
     command -v cargo >/dev/null 2>&1 || die "cargo not found and $SKERRY_BIN or $BENCH_BIN missing"
     log "building skerry and skerry-bench (cargo build --release)"
-    (cd "$ROOT" && cargo build --release --bin skerry -p skerry -p skerry-bench >&2) || die "cargo build failed"
+    (cd "$ROOT" && cargo build --release -p skerry -p skerry-bench >&2) || die "cargo build failed"
+    [[ -x $SKERRY_BIN && -x $BENCH_BIN ]] || die "still missing after the build: $SKERRY_BIN or $BENCH_BIN"
 fi
 MEMCAP_BIN=${MEMCAP_BIN:-}
 for n in $DATASETS; do
@@ -365,17 +366,22 @@ for N in $DATASETS; do
         fact "$LABEL.$s.bytes_per_key" "$(calc "($rss1 - $rss0) / $N")"
         check_keys "$s" "$N" after_fill
         if [[ $s == skerry ]]; then
-            # Cold restart: kill -9 right after the fill, same command, same data.
+            # Cold restart: kill -9 right after the fill, same command, same data. It is
+            # ready when DBSIZE is back to what it was before the kill (N after a good fill).
+            before=$(rcli skerry dbsize)
             stop_server skerry KILL
             t0=$(now)
             start_server skerry skerry "$capped" --data-size "${gib}gb"
             t1=$(now)
-            until [[ $(rcli skerry dbsize) == "$N" ]]; do sleep 0.01; (($(calc "$(now) - $t0 > 600"))) && break; done
+            until [[ $(rcli skerry dbsize) == "$before" ]]; do
+                sleep 0.01
+                (($(calc "($(now) - $t0 > $START_TIMEOUT) ? 1 : 0"))) && { fail "$LABEL skerry: DBSIZE not back to $before after the restart"; break; }
+            done
             t2=$(now)
             fact "$LABEL.skerry.restart_ping_s" "$(calc "$t1 - $t0")"
             fact "$LABEL.skerry.restart_dbsize_s" "$(calc "$t2 - $t0")"
             fact "$LABEL.skerry.rss_after_restart_bytes" "$(rss_bytes "${PID[skerry]}")"
-            log "$LABEL skerry cold restart: PING after $(calc "$t1 - $t0") s, DBSIZE == $N after $(calc "$t2 - $t0") s"
+            log "$LABEL skerry cold restart: PING after $(calc "$t1 - $t0") s, DBSIZE == $before after $(calc "$t2 - $t0") s"
             check_keys skerry "$N" after_restart
         fi
     done
