@@ -322,6 +322,25 @@ run_point() {
         "${opc/nan/0}" "$(json_num "$raw" p99_9)" "$(json_num "$raw" misses)" "$(json_num "$raw" errors)")"
 }
 
+# sweep STEP TEST CONNS_LIST PIPELINES: every (connections, pipeline) point of TEST (get or
+# set) over keys 1..N, REPEATS times, the servers alternating point by point; every GET
+# must hit.
+sweep() {
+    local step=$1 test=$2 conns_list=$3 pipes=$4 c p r s ratio=1:0
+    local -a extra=()
+    [[ $test == get ]] && { ratio=0:1; extra=(--require-no-misses); }
+    for c in $conns_list; do
+        for p in $pipes; do
+            for ((r = 1; r <= REPEATS; r++)); do
+                for s in "${SERVERS[@]}"; do
+                    run_point "$s" "$step" "$test" "$c" "$p" "" "$r" "$N" --ratio "$ratio" \
+                        --test-time "$DURATION" "${extra[@]}"
+                done
+            done
+        done
+    done
+}
+
 # ---------------------------------------------------------------- per dataset
 FIRST=1
 for N in $DATASETS; do
@@ -388,32 +407,9 @@ for N in $DATASETS; do
     for s in "${SERVERS[@]}"; do
         run_point "$s" warmup get 128 1 "" 1 "$N" --ratio 0:1 --test-time "$WARMUP"
     done
-    for test in get set; do
-        ratio=$([[ $test == get ]] && echo 0:1 || echo 1:0)
-        extra=""; [[ $test == get ]] && extra=--require-no-misses
-        for c in $CONNS_LIST; do
-            for ((r = 1; r <= REPEATS; r++)); do
-                for s in "${SERVERS[@]}"; do
-                    # shellcheck disable=SC2086
-                    run_point "$s" conns "$test" "$c" 1 "" "$r" "$N" --ratio "$ratio" --test-time "$DURATION" $extra
-                done
-            done
-        done
-    done
+    for test in get set; do sweep conns "$test" "$CONNS_LIST" 1; done
     if [[ $FIRST == 1 && $SKIP_PIPELINE != 1 ]]; then
-        for test in get set; do
-            ratio=$([[ $test == get ]] && echo 0:1 || echo 1:0)
-            extra=""; [[ $test == get ]] && extra=--require-no-misses
-            for p in $PIPELINES; do
-                for ((r = 1; r <= REPEATS; r++)); do
-                    for s in "${SERVERS[@]}"; do
-                        # shellcheck disable=SC2086
-                        run_point "$s" pipeline "$test" "$PIPELINE_CONNS" "$p" "" "$r" "$N" --ratio "$ratio" \
-                            --test-time "$DURATION" $extra
-                    done
-                done
-            done
-        done
+        for test in get set; do sweep pipeline "$test" "$PIPELINE_CONNS" "$PIPELINES"; done
     fi
     for s in "${SERVERS[@]}"; do
         check_keys "$s" "$N" after_points
