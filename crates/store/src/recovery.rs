@@ -56,7 +56,7 @@ use crate::store::{block_state, io_err, BlockId, BlockMeta, DeviceInfo, Location
 use crate::AlignedBuf;
 
 /// Whole-block reads kept in flight while data blocks are delivered in order.
-pub const MAX_BLOCK_READS_IN_FLIGHT: usize = 4;
+pub const MAX_BLOCK_READS_IN_FLIGHT: usize = 8;
 
 /// Header reads kept in flight (4 KiB each).
 const HEADER_READS_IN_FLIGHT: usize = 32;

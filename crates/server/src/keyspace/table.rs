@@ -40,6 +40,11 @@ const LOAD_DEN: usize = 16;
 /// A segment that fills up is rebuilt for its live entries plus 1 / `GROWTH_DIV` more.
 const GROWTH_DIV: usize = 16;
 
+/// The growth step while a bulk load runs ([`SegTable::set_bulk_load`]): 1/2, so that an
+/// entry is moved about twice by growth instead of about sixteen times; the load's end
+/// fits every segment back to the 1/16 step.
+const BULK_GROWTH_DIV: usize = 2;
+
 /// Control byte of a never-used slot.
 const EMPTY: u8 = 0xFF;
 /// Control byte of a slot whose entry was removed while its group was full.
@@ -95,6 +100,20 @@ fn match_free(group: u128) -> u128 {
 #[inline]
 fn lowest(bits: u128) -> usize {
     (bits.trailing_zeros() / 8) as usize
+}
+
+/// A hint to bring the cache line holding `*p` into the CPU cache.
+#[inline]
+fn prefetch<U>(p: &U) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: a prefetch changes no program state and never faults; `p` is a live
+        // reference anyway.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>((p as *const U).cast::<i8>()) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 /// Slots needed so that `entries` fit under the load limit, rounded up to whole groups.
@@ -218,8 +237,8 @@ impl<T: Keyed> Segment<T> {
 
     /// Puts an entry known to be absent into the first free slot of its probe sequence,
     /// growing the segment first when it is at its load limit.
-    fn place(&mut self, hash: u64, entry: T) {
-        self.reserve_one();
+    fn place(&mut self, hash: u64, entry: T, growth_div: usize) {
+        self.reserve_one(growth_div);
         let groups = self.groups();
         let mut g = self.home(hash);
         loop {
@@ -272,8 +291,8 @@ impl<T: Keyed> Segment<T> {
         for e in entries {
             let h = e.hash();
             match &mut split {
-                Some((bit, with_bit)) if h & *bit != 0 => with_bit.place(h, e),
-                _ => into.place(h, e),
+                Some((bit, with_bit)) if h & *bit != 0 => with_bit.place(h, e, GROWTH_DIV),
+                _ => into.place(h, e, GROWTH_DIV),
             }
         }
     }
@@ -288,10 +307,10 @@ impl<T: Keyed> Segment<T> {
 
     /// Makes room for one more entry in an EMPTY slot (a rebuild when at the load limit).
     #[inline]
-    fn reserve_one(&mut self) {
+    fn reserve_one(&mut self, growth_div: usize) {
         if self.used >= self.max_used() {
             let grown =
-                (self.len + (self.len / GROWTH_DIV).max(GROUP)).min(SEGMENT_MAX.max(self.len + 1));
+                (self.len + (self.len / growth_div).max(GROUP)).min(SEGMENT_MAX.max(self.len + 1));
             self.rebuild(grown);
         }
     }
@@ -319,6 +338,8 @@ pub struct SegTable<T> {
     global_depth: u32,
     segments: Vec<Segment<T>>,
     len: usize,
+    /// Growth step divisor: [`GROWTH_DIV`], or [`BULK_GROWTH_DIV`] during a bulk load.
+    growth_div: usize,
 }
 
 impl<T: Keyed> Default for SegTable<T> {
@@ -344,7 +365,45 @@ impl<T: Keyed> SegTable<T> {
             global_depth: 0,
             segments: vec![Segment::with_groups(0, 1)],
             len: 0,
+            growth_div: GROWTH_DIV,
         }
+    }
+
+    /// Starts (`true`) or ends a bulk load. During one, a full segment grows by half
+    /// instead of by a sixteenth, which cuts the moves per inserted entry from about
+    /// sixteen to about two when the final size is not known up front (a recovery scan).
+    /// Ending it rebuilds every segment left with more than twice the normal slack, so
+    /// the table's memory afterwards is what normal growth would have left.
+    pub fn set_bulk_load(&mut self, on: bool) {
+        if on {
+            self.growth_div = BULK_GROWTH_DIV;
+            return;
+        }
+        self.growth_div = GROWTH_DIV;
+        for seg in &mut self.segments {
+            let fitted = seg.len + seg.len / GROWTH_DIV;
+            if seg.groups() > groups_for(fitted + seg.len / GROWTH_DIV) {
+                seg.rebuild(fitted);
+            }
+        }
+    }
+
+    /// Starts bringing the segment header that `hash` maps to into the CPU cache: the first
+    /// step of a pipelined insert ([`SegTable::prefetch_bucket`] is the second, once this
+    /// one has landed). Only a hint: correct whatever happens to the table in between.
+    #[inline]
+    pub fn prefetch_segment(&self, hash: u64) {
+        prefetch(&self.segments[self.segment_of(hash)]);
+    }
+
+    /// Starts bringing the control bytes of the home bucket of `hash` into the CPU cache,
+    /// for a lookup or an insert of that hash soon after (a load pipelines its inserts
+    /// this way, so that the memory latency of one overlaps the work of the others). Only
+    /// a hint: correct whatever happens to the table in between.
+    #[inline]
+    pub fn prefetch_bucket(&self, hash: u64) {
+        let seg = &self.segments[self.segment_of(hash)];
+        prefetch(&seg.buckets[seg.home(hash)].ctrl);
     }
 
     /// Number of entries.
@@ -410,7 +469,7 @@ impl<T: Keyed> SegTable<T> {
         if let Some(i) = seg.find(hash, entry.key()) {
             return Some(std::mem::replace(seg.slot_mut(i), entry));
         }
-        seg.place(hash, entry);
+        seg.place(hash, entry, self.growth_div);
         self.len += 1;
         if seg.len >= SEGMENT_MAX {
             self.split(s);
@@ -733,6 +792,46 @@ mod tests {
             }
         }
         assert!(worst < 1.25, "{worst:.3} slots per entry");
+    }
+
+    /// A bulk load (growth by half) ends with the memory normal growth leaves, every entry
+    /// findable, in random and in hash order.
+    #[test]
+    fn a_bulk_load_ends_as_compact_as_normal_growth() {
+        for sorted in [false, true] {
+            let mut keys: Vec<String> = (0..300_000u32).map(|i| format!("key:{i}")).collect();
+            if sorted {
+                keys.sort_by_key(|k| h(k));
+            }
+            let mut normal = SegTable::new();
+            let mut bulk = SegTable::new();
+            bulk.set_bulk_load(true);
+            for k in &keys {
+                normal.insert(e(k));
+                bulk.insert(e(k));
+            }
+            let during = bulk.allocation_bytes();
+            bulk.set_bulk_load(false);
+            let (n, b) = (normal.allocation_bytes(), bulk.allocation_bytes());
+            assert!(
+                during > b,
+                "sorted={sorted}: the end of the load fitted nothing"
+            );
+            assert!(
+                (b as f64) < n as f64 * 1.05,
+                "sorted={sorted}: bulk {b} bytes vs normal {n}"
+            );
+            assert_eq!(bulk.len(), keys.len());
+            for k in keys.iter().step_by(7) {
+                assert!(bulk.get(h(k), k.as_bytes()).is_some(), "{k} lost");
+            }
+            // After the load, growth is the normal step again.
+            for i in 0..50_000u32 {
+                bulk.insert(e(&format!("more:{i}")));
+            }
+            let slots: usize = bulk.segments.iter().map(|s| s.slot_count()).sum();
+            assert!((slots as f64 / bulk.len() as f64) < 1.25);
+        }
     }
 
     /// Removing and re-adding keys in a full segment leaves DELETED slots; the segment is
