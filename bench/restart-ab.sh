@@ -49,8 +49,16 @@ fi
 
 SERVER_PID=
 stop_server() {
-    pkill -9 -f -- "--port $PORT --threads 1 --dir $DATA_DIR" 2>/dev/null || true
+    local pattern="--port $PORT --threads 1 --dir $DATA_DIR" i
+    pkill -9 -f -- "$pattern" 2>/dev/null || true
     if [[ -n $SERVER_PID ]]; then wait "$SERVER_PID" 2>/dev/null || true; fi
+    # A killed server holds the data file's lock until the kernel has torn it down (its
+    # io_uring and memory), after it has left the process list: wait for the lock itself.
+    for ((i = 0; i < 300; i++)); do
+        [[ -f $DATA_DIR/skerry.data ]] || break
+        flock -n "$DATA_DIR/skerry.data" true 2>/dev/null && break
+        sleep 0.1
+    done
     SERVER_PID=
 }
 cleanup() {
