@@ -362,8 +362,8 @@ pub struct RecoveredIndex {
 /// about 3.5 MB, and spreads over a 10M-key index's ~1,700 segments ~40 per segment.
 const LOAD_BATCH: usize = 1 << 16;
 
-/// Applies to the table ahead of the one being applied: enough for a bucket's memory
-/// latency to overlap the work of the others.
+/// How far ahead of the record being applied its bucket is prefetched: enough for a
+/// bucket's memory latency to overlap the work of the records in between.
 const LOAD_PREFETCH: usize = 8;
 
 /// A record waiting in [`RecoveredIndex`]'s batch.
@@ -401,8 +401,8 @@ impl RecoveredIndex {
     /// Such a load (a checkpoint, written in the index's own order) is applied as it
     /// arrives, not in sorted batches: its records are already grouped by segment.
     pub fn reserve(&mut self, db: usize, entries: usize) {
-        self.dbs[db].table.reserve_empty(entries);
         self.flush();
+        self.dbs[db].table.reserve_empty(entries);
         self.in_order = true;
     }
 

@@ -389,14 +389,6 @@ impl<T: Keyed> SegTable<T> {
         }
     }
 
-    /// Starts bringing the segment header that `hash` maps to into the CPU cache: the first
-    /// step of a pipelined insert ([`SegTable::prefetch_bucket`] is the second, once this
-    /// one has landed). Only a hint: correct whatever happens to the table in between.
-    #[inline]
-    pub fn prefetch_segment(&self, hash: u64) {
-        prefetch(&self.segments[self.segment_of(hash)]);
-    }
-
     /// Starts bringing the control bytes of the home bucket of `hash` into the CPU cache,
     /// for a lookup or an insert of that hash soon after (a load pipelines its inserts
     /// this way, so that the memory latency of one overlaps the work of the others). Only
