@@ -15,7 +15,7 @@
 # SERVER_CPU=0 CLIENT_CPU=1 SKERRY_DATA_SIZE (N * (DATA_SIZE + 64) * 1.3 + 256 MiB)
 # BENCH_BIN=target/release/skerry-bench DATA_DIR=bench/tmp/restart-ab (removed at exit
 # unless KEEP_DATA=1; with KEEP_DATA=1 and a data file already there, the fill is skipped)
-# PORT=7611 OUT.
+# PORT (default: a free one) OUT.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -29,7 +29,7 @@ SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 BENCH_BIN=${BENCH_BIN:-$ROOT/target/release/skerry-bench}
 DATA_DIR=${DATA_DIR:-$ROOT/bench/tmp/restart-ab}
-PORT=${PORT:-7611}
+PORT=${PORT:-}
 OUT=${OUT:-}
 KEEP_DATA=${KEEP_DATA:-0}
 START_TIMEOUT=${START_TIMEOUT:-300}
@@ -38,8 +38,14 @@ SKERRY_DATA_SIZE=${SKERRY_DATA_SIZE:-$(((N * (DATA_SIZE + 64) * 13 / 10 + (256 <
 log() { printf '[restart-ab] %s\n' "$*" >&2; }
 die() { printf '[restart-ab] ERROR: %s\n' "$*" >&2; exit 2; }
 
+APT_UPDATED=0
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
 for b in "$A" "$B" "$BENCH_BIN"; do [[ -x $b ]] || die "not executable: $b"; done
-command -v redis-cli >/dev/null || die "redis-cli missing (apt-get install redis-tools)"
+need_cmd redis-cli redis-tools
+need_cmd flock util-linux
+need_cmd bc bc
+PORT=${PORT:-$(free_port)}
 MEMCAP=()
 if [[ -n $MEMCAP_MIB ]]; then
     m=$ROOT/../shared/tools/memcap
@@ -73,8 +79,8 @@ dbsize() { redis-cli -p "$PORT" dbsize 2>/dev/null || true; }
 # server's PID must reach stop_server).
 ELAPSED=
 start_timed() {
-    local t0 t1 deadline
-    t0=$(date +%s.%N)
+    local t0 deadline
+    t0=$(now)
     "${MEMCAP[@]}" taskset -c "$SERVER_CPU" "$1" --port "$PORT" --threads 1 --dir "$DATA_DIR" \
         --data-size "$SKERRY_DATA_SIZE" --checkpoint-interval-seconds 0 \
         >>"$DATA_DIR/server.log" 2>&1 &
@@ -85,8 +91,7 @@ start_timed() {
         kill -0 "$SERVER_PID" 2>/dev/null || die "server exited (see $DATA_DIR/server.log)"
         sleep 0.1
     done
-    t1=$(date +%s.%N)
-    ELAPSED=$(echo "$t1 - $t0" | bc)
+    ELAPSED=$(echo "$(now) - $t0" | bc)
 }
 
 rss_bytes() {
