@@ -496,11 +496,28 @@ log "server: $SERVER_DESC"
 log "tags: $TAGS"
 log "logs: $LOGDIR"
 
-declare -A ST PASS FAIL SKIP SECS NOTE
+declare -A ST PASS FAIL SKIP SECS NOTE RETRIED
+
+# unit_regressed UNIT TSV: true when UNIT's results in TSV fall below the baseline: fewer
+# passes than its min_passed, or a test of the baseline's -tests file not passing.
+unit_regressed() {
+    local u=$1 t=$2 minp btests
+    minp=$(awk -F'\t' -v u="$u" '$1 == u { print $2 }' "$BASELINE")
+    [[ -z $minp ]] && return 1
+    [[ $(awk -F'\t' '$2 == "ok"' "$t" | wc -l) -lt $minp ]] && return 0
+    btests=$(baseline_tests_file "$BASELINE")
+    [[ -f $btests ]] || return 1
+    awk -F'\t' -v u="$u" '
+        FNR == NR { if ($2 == "ok") got[$3]++; next }
+        $1 == u { need[$2]++ }
+        END { for (k in need) if (got[k] < need[k]) exit 0; exit 1 }' "$t" "$btests"
+}
 ALL_TESTS=$LOGDIR/all-tests.tsv
 : >"$ALL_TESTS"
 
 for unit in "${UNITS[@]}"; do
+  attempt=1
+  while :; do
     slug=${unit//\//_}
     raw=$LOGDIR/$slug.log
     srvlog=$LOGDIR/$slug.server.log
@@ -551,7 +568,6 @@ for unit in "${UNITS[@]}"; do
     how=$(stop_server)
 
     parse_log "$raw" "$unit" "$meta" >"$tsv"
-    cat "$tsv" >>"$ALL_TESTS"
     PASS[$unit]=$(awk -F'\t' '$2 == "ok"' "$tsv" | wc -l)
     FAIL[$unit]=$(awk -F'\t' '$2 == "err"' "$tsv" | wc -l)
     SKIP[$unit]=$(awk -F'\t' '$2 == "skip" || $2 == "ignore"' "$tsv" | wc -l)
@@ -581,6 +597,24 @@ for unit in "${UNITS[@]}"; do
     fi
     rm -rf "$dir"
     log "$unit: ${ST[$unit]}: ${PASS[$unit]} passed, ${FAIL[$unit]} failed, ${SKIP[$unit]} skipped (${SECS[$unit]}s)${NOTE[$unit]:+ - ${NOTE[$unit]}}"
+    # A unit below its baseline runs once more, on a fresh server: some tests race by
+    # design against a multi-threaded server (see tests/compat/README.md). The retry and
+    # the first run's failures are reported; a second failure fails the check.
+    if [[ $attempt == 1 && -n $BASELINE && $WRITE_BASELINE == 0 ]] && unit_regressed "$unit" "$tsv"; then
+        mv "$raw" "$LOGDIR/$slug.attempt1.log"
+        mv "$srvlog" "$LOGDIR/$slug.attempt1.server.log"
+        first_fails=$(awk -F'\t' '$2 == "err" { printf "%s%s", sep, $3; sep = "; " }' "$tsv")
+        RETRIED[$unit]="first run: ${ST[$unit]}, ${PASS[$unit]} passed${NOTE[$unit]:+ (${NOTE[$unit]})}${first_fails:+; failed: $first_fails}"
+        log "$unit: below its baseline; running it once more (RETRY)"
+        attempt=2
+        continue
+    fi
+    break
+  done
+  cat "$tsv" >>"$ALL_TESTS"
+  if [[ -n ${RETRIED[$unit]:-} ]]; then
+      NOTE[$unit]+="${NOTE[$unit]:+; }RETRIED, ${RETRIED[$unit]}"
+  fi
 done
 
 # ---------------------------------------------------------------- report

@@ -18,12 +18,20 @@
 //! a waiter it claimed, so an element is never popped for a client that has gone.
 
 use std::collections::VecDeque;
+use std::future::Future;
+use std::os::fd::RawFd;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+use compio::BufResult;
 
 use hashbrown::HashMap;
 use skerry_resp::Proto;
 
+use crate::client::ClientInfo;
 use crate::commands::{TimeoutReply, COMMANDS};
 use crate::reply::Reply;
 use crate::worker::Shard;
@@ -429,6 +437,104 @@ pub fn timeout_reply(reply: &mut Reply, on_timeout: TimeoutReply) {
     match on_timeout {
         TimeoutReply::NullArray => reply.null_array(),
         TimeoutReply::NullBulk => reply.null(),
+    }
+}
+
+/// How a blocked connection's wait for its reply ended ([`wait_for_reply`]).
+pub enum WaitEnd<T> {
+    /// The reply future finished first.
+    Reply(T),
+    /// The deadline passed, or CLIENT UNBLOCK asked the command to end
+    /// ([`ClientInfo::unblock`] says how).
+    TimedOut,
+    /// The client closed its connection or was killed: nobody is left to answer.
+    Gone,
+}
+
+/// The period at which a wait re-checks the socket when the kernel cannot report a hang-up
+/// (see [`Hangup`]).
+const HANGUP_POLL_FALLBACK: Duration = Duration::from_millis(100);
+
+/// Waits for `reply`, but no longer than `deadline`, a CLIENT UNBLOCK or KILL of `info`, or
+/// its client's hang-up, whichever comes first.
+///
+/// A close is noticed as it happens (an io_uring poll for `POLLRDHUP` on the socket), as
+/// Redis's event loop notices it, so INFO's `blocked_clients` and the key's waiters never
+/// count a client that has gone: a client that closes a blocked connection and at once
+/// blocks another one sees the count its own command makes.
+pub async fn wait_for_reply<F: Future>(
+    info: &ClientInfo,
+    reply: Pin<&mut F>,
+    deadline: Option<Instant>,
+) -> WaitEnd<F::Output> {
+    let mut reply = reply;
+    let mut hangup = Some(compio::runtime::submit(Hangup { fd: info.fd }));
+    let mut fallback: Option<Pin<Box<dyn Future<Output = ()>>>> = None;
+    let mut timer = deadline.map(|d| Box::pin(compio::time::sleep_until(d)));
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(v) = reply.as_mut().poll(cx) {
+            return Poll::Ready(WaitEnd::Reply(v));
+        }
+        if info.killed.get() {
+            return Poll::Ready(WaitEnd::Gone);
+        }
+        if info.unblock.get() != 0 {
+            return Poll::Ready(WaitEnd::TimedOut);
+        }
+        *info.blocked_waker.borrow_mut() = Some(cx.waker().clone());
+        if let Some(h) = hangup.as_mut() {
+            match Pin::new(h).poll(cx) {
+                // POLLRDHUP, or POLLHUP / POLLERR / POLLNVAL, which poll always reports.
+                Poll::Ready(BufResult(Ok(_), _)) => return Poll::Ready(WaitEnd::Gone),
+                Poll::Ready(BufResult(Err(e), _)) => {
+                    tracing::debug!("hang-up poll failed ({e}); checking the socket by time");
+                    hangup = None;
+                }
+                Poll::Pending => {}
+            }
+        }
+        if hangup.is_none() {
+            loop {
+                let tick = fallback
+                    .get_or_insert_with(|| Box::pin(compio::time::sleep(HANGUP_POLL_FALLBACK)));
+                if tick.as_mut().poll(cx).is_pending() {
+                    break;
+                }
+                fallback = None;
+                if peer_closed(info.fd) {
+                    return Poll::Ready(WaitEnd::Gone);
+                }
+            }
+        }
+        if let Some(t) = timer.as_mut() {
+            if t.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(WaitEnd::TimedOut);
+            }
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+/// An io_uring poll that completes when the peer of socket `fd` hangs up (`POLLRDHUP`) or
+/// the socket fails or is shut down (`POLLHUP`, `POLLERR`), but not when data arrives: a
+/// blocked client may pipeline further commands, which wait in the socket until its
+/// command ends. Dropping the wait cancels the poll.
+struct Hangup {
+    fd: RawFd,
+}
+
+// SAFETY: the entry names only the descriptor, no memory: the kernel takes its own reference
+// to the socket when the poll is armed, so the poll stays sound if the connection closes
+// the descriptor while it is in flight (the completion then carries an error or a hang-up).
+unsafe impl compio::driver::OpCode for Hangup {
+    type Control = ();
+
+    fn create_entry(&mut self, _: &mut Self::Control) -> compio::driver::OpEntry {
+        let mask = (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) as u32;
+        io_uring::opcode::PollAdd::new(io_uring::types::Fd(self.fd), mask)
+            .build()
+            .into()
     }
 }
 

@@ -4,6 +4,7 @@
 use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
+use std::task::Waker;
 use std::time::Instant;
 
 /// One connected client.
@@ -48,8 +49,12 @@ pub struct ClientInfo {
     pub blocked_in_command: Cell<bool>,
     /// True while the client waits in a blocking command (BLPOP, ...).
     pub in_blocking: Cell<bool>,
-    /// CLIENT UNBLOCK asked it to stop waiting: 1 as if timed out, 2 with an error.
+    /// CLIENT UNBLOCK asked it to stop waiting: 1 as if timed out, 2 with an error (set it
+    /// through [`ClientInfo::unblock_with`], which wakes the waiting connection).
     pub unblock: Cell<u8>,
+    /// The connection task waiting in a blocking command, woken by CLIENT KILL and CLIENT
+    /// UNBLOCK (see `crate::blocking::wait_for_reply`).
+    pub blocked_waker: RefCell<Option<Waker>>,
     /// Commands queued since MULTI; -1 outside MULTI (CLIENT LIST's `multi`).
     pub multi: Cell<i64>,
     /// Authenticated user (empty when not authenticated).
@@ -60,11 +65,25 @@ impl ClientInfo {
     /// Marks the client for closing and wakes its connection task by shutting the socket down.
     pub fn kill(&self) {
         self.killed.set(true);
+        self.wake_blocked();
         // SAFETY: shutdown(2) on a descriptor this client owns; if the descriptor was already
         // closed the call fails harmlessly with EBADF (descriptors are only closed by the
         // connection task after it removes this entry from the registry).
         unsafe {
             libc::shutdown(self.fd, libc::SHUT_RDWR);
+        }
+    }
+
+    /// CLIENT UNBLOCK: asks the client's blocking command to end now, `how` 1 as if it
+    /// timed out, 2 with an error.
+    pub fn unblock_with(&self, how: u8) {
+        self.unblock.set(how);
+        self.wake_blocked();
+    }
+
+    fn wake_blocked(&self) {
+        if let Some(w) = self.blocked_waker.borrow_mut().take() {
+            w.wake();
         }
     }
 

@@ -14,6 +14,7 @@ use compio::net::{TcpListener, TcpStream};
 use skerry_resp::{Limits, Parsed, Proto, RequestParser};
 use smallvec::SmallVec;
 
+use crate::blocking::WaitEnd;
 use crate::client::ClientInfo;
 use crate::commands::{self, AsyncCmd, CommandSpec, Exec, Handler, COMMANDS};
 use crate::reply::{errors, Reply};
@@ -127,29 +128,6 @@ pub struct Multi {
     pub queue: Vec<(usize, Vec<Vec<u8>>)>,
     /// A command was refused while queueing: EXEC answers EXECABORT.
     pub error: bool,
-}
-
-/// Which of two futures finished first.
-pub(crate) enum Either<A, B> {
-    Left(A),
-    Right(B),
-}
-
-/// Waits for the first of two futures (the other is dropped).
-pub(crate) async fn first_of<A: std::future::Future, B: std::future::Future>(
-    mut a: std::pin::Pin<&mut A>,
-    mut b: std::pin::Pin<&mut B>,
-) -> Either<A::Output, B::Output> {
-    std::future::poll_fn(|cx| {
-        if let std::task::Poll::Ready(v) = a.as_mut().poll(cx) {
-            return std::task::Poll::Ready(Either::Left(v));
-        }
-        if let std::task::Poll::Ready(v) = b.as_mut().poll(cx) {
-            return std::task::Poll::Ready(Either::Right(v));
-        }
-        std::task::Poll::Pending
-    })
-    .await
 }
 
 /// Executes a keyed command on the shard that owns its keys, recording statistics there.
@@ -737,15 +715,15 @@ impl Conn {
         let out = loop {
             let txn = crate::worker::Txn::begin(&self.shared, self.worker, owners.clone()).await;
             let (out, wrote, wait) = self.cross_in_txn(&txn, idx, argv, false).await;
-            if !wait {
+            let Some(wait_keys) = wait else {
                 drop(txn);
                 self.sync_multi_worker_writes(wrote).await;
                 break out;
-            }
+            };
             // A blocking command that found nothing: a wake-up on each owner of its keys,
             // registered while they are all still held, then wait for one.
             let (tx, rx) = flume::unbounded::<Vec<u8>>();
-            let regs = self.register_wake_ups(&txn, idx, argv, tx).await;
+            let regs = self.register_wake_ups(&txn, idx, wait_keys, tx).await;
             drop(txn);
             if !counted {
                 counted = true;
@@ -788,20 +766,19 @@ impl Conn {
         }
     }
 
-    /// Registers a wake-up of blocking command `idx` on each owner of its keys, inside
-    /// `txn` (see `blocking::Waiter::wake_up`); their states, by worker.
+    /// Registers a wake-up of blocking command `idx` on each owner of `keys`, the keys it
+    /// waits on, inside `txn` (see `blocking::Waiter::wake_up`); their states, by worker.
     async fn register_wake_ups(
         &mut self,
         txn: &crate::worker::Txn,
         idx: usize,
-        argv: &[&[u8]],
+        keys: Vec<Vec<u8>>,
         tx: flume::Sender<Vec<u8>>,
     ) -> Vec<(usize, Arc<crate::blocking::WaitState>)> {
         let workers = self.shared.workers;
         let (db, fd) = (self.db, self.info.fd);
         let mut by_owner: Vec<(usize, Vec<Vec<u8>>)> = Vec::new();
-        for p in COMMANDS[idx].key_positions(argv) {
-            let k = argv[p].to_vec();
+        for k in keys {
             let w = slot::owner(&k, workers);
             match by_owner.iter_mut().find(|(o, _)| *o == w) {
                 Some((_, ks)) if !ks.contains(&k) => ks.push(k),
@@ -838,29 +815,21 @@ impl Conn {
             _ => None,
         };
         self.info.in_blocking.set(true);
-        let out = loop {
-            let tick = Duration::from_millis(100);
-            let wait_for = match limit {
-                Some(l) => l.saturating_sub(started.elapsed()).min(tick),
-                None => tick,
-            };
-            let woken = {
-                let recv = std::pin::pin!(rx.recv_async());
-                let sleep = std::pin::pin!(compio::time::sleep(wait_for));
-                matches!(first_of(recv, sleep).await, Either::Left(Ok(_)))
-            };
-            if woken {
-                break None;
-            }
-            let unblocked = self.info.unblock.get();
-            let timed_out = unblocked != 0 || limit.is_some_and(|l| started.elapsed() >= l);
-            if self.info.killed.get() || crate::blocking::peer_closed(self.info.fd) {
+        let deadline = limit.map(|l| started + l);
+        let end = {
+            let recv = std::pin::pin!(rx.recv_async());
+            crate::blocking::wait_for_reply(&self.info, recv, deadline).await
+        };
+        // A woken client that has gone must not run the command again: it would pop an
+        // element nobody reads (a wake-up sent with no message: an owner dropped it).
+        let gone = || self.info.killed.get() || crate::blocking::peer_closed(self.info.fd);
+        let out = match end {
+            WaitEnd::Reply(_) if !gone() => None,
+            WaitEnd::Reply(_) | WaitEnd::Gone => {
                 self.close_after_reply = true;
-                break Some(Vec::new());
+                Some(Vec::new())
             }
-            if timed_out {
-                break Some(ended_wait_reply(proto, unblocked, timeout));
-            }
+            WaitEnd::TimedOut => Some(ended_wait_reply(proto, self.info.unblock.get(), timeout)),
         };
         self.info.in_blocking.set(false);
         self.info.unblock.set(0);
@@ -880,16 +849,16 @@ impl Conn {
     /// Runs keyed command `idx` with keys on several workers inside `txn`, which holds them
     /// all and this worker: the keys' values are lent to this worker's keyspace, the handler
     /// runs on them, and each changed key goes back to its owner, writes before deletions
-    /// (see `keyspace::lent`). Returns the reply, whether anything was written, and
-    /// whether a blocking command found nothing and must wait (outside MULTI; inside, it
-    /// answers as Redis does there).
+    /// (see `keyspace::lent`). Returns the reply, whether anything was written, and, when a
+    /// blocking command found nothing and must wait (outside MULTI; inside, it answers as
+    /// Redis does there), the keys it waits on (not BLMOVE's destination).
     async fn cross_in_txn(
         &mut self,
         txn: &crate::worker::Txn,
         idx: usize,
         argv: &[&[u8]],
         in_multi: bool,
-    ) -> (Vec<u8>, bool, bool) {
+    ) -> (Vec<u8>, bool, Option<Vec<Vec<u8>>>) {
         let spec = &COMMANDS[idx];
         let (db, now) = (self.db, self.now_ms);
         let workers = self.shared.workers;
@@ -897,7 +866,7 @@ impl Conn {
         let err = |msg: &str| {
             let mut r = Reply::new(proto);
             r.error(&format!("ERR {msg}"));
-            (r.buf, false, false)
+            (r.buf, false, None)
         };
         let mut keys: Vec<Vec<u8>> = Vec::new();
         for p in spec.key_positions(argv) {
@@ -949,13 +918,13 @@ impl Conn {
             let changes = s.keyspace.end_lend();
             (changes, block, reply.buf)
         };
-        if block.is_some() && in_multi {
-            let mut r = Reply::new(proto);
-            deny_blocking_reply(idx, &mut r);
-            return (r.buf, false, false);
-        }
-        if block.is_some() {
-            return (Vec::new(), false, true);
+        if let Some(block) = block {
+            if in_multi {
+                let mut r = Reply::new(proto);
+                deny_blocking_reply(idx, &mut r);
+                return (r.buf, false, None);
+            }
+            return (Vec::new(), false, Some(block.keys));
         }
         let mut changes = changes;
         // Writes first, deletions last: a write refused on one worker (a full device)
@@ -999,9 +968,9 @@ impl Conn {
             }
         }
         if let Some(e) = failure {
-            return (err(&e).0, true, false);
+            return (err(&e).0, true, None);
         }
-        (out, wrote, false)
+        (out, wrote, None)
     }
 
     /// EXEC: runs the queued commands of MULTI atomically. Every worker is held for the
@@ -1190,45 +1159,34 @@ impl Conn {
             Some((ms, _)) if ms > 0 => Some(Duration::from_millis(ms)),
             _ => None,
         };
-        let out = loop {
-            let tick = Duration::from_millis(100);
-            let wait_for = match limit {
-                Some(l) => l.saturating_sub(started.elapsed()).min(tick),
-                None => tick,
-            };
-            let got = {
-                let recv = std::pin::pin!(rx.recv_async());
-                let sleep = std::pin::pin!(compio::time::sleep(wait_for));
-                match first_of(recv, sleep).await {
-                    Either::Left(r) => Some(r),
-                    Either::Right(()) => None,
-                }
-            };
-            if let Some(r) = got {
-                break r.ok();
-            }
-            let unblocked = self.info.unblock.get();
-            let timed_out = unblocked != 0 || limit.is_some_and(|l| started.elapsed() >= l);
-            let gone = self.info.killed.get() || crate::blocking::peer_closed(self.info.fd);
-            if !(timed_out || gone) {
-                continue;
-            }
-            match state.cancel() {
-                Some(registered) => {
-                    if registered {
-                        self.shared
-                            .blocked_clients
-                            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-                        self.drop_cancelled_on(w);
+        let deadline = limit.map(|l| started + l);
+        let end = {
+            let recv = std::pin::pin!(rx.recv_async());
+            crate::blocking::wait_for_reply(&self.info, recv, deadline).await
+        };
+        let out = match end {
+            WaitEnd::Reply(r) => r.ok(),
+            WaitEnd::TimedOut | WaitEnd::Gone => {
+                let gone = matches!(end, WaitEnd::Gone);
+                match state.cancel() {
+                    Some(registered) => {
+                        if registered {
+                            self.shared
+                                .blocked_clients
+                                .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+                            self.drop_cancelled_on(w);
+                        }
+                        if gone {
+                            self.close_after_reply = true;
+                            Some(Vec::new())
+                        } else {
+                            let unblocked = self.info.unblock.get();
+                            Some(ended_wait_reply(proto, unblocked, timeout))
+                        }
                     }
-                    if gone {
-                        self.close_after_reply = true;
-                        break Some(Vec::new());
-                    }
-                    break Some(ended_wait_reply(proto, unblocked, timeout));
+                    // Being served right now: the reply is coming.
+                    None => rx.recv_async().await.ok(),
                 }
-                // Being served right now: the reply is coming.
-                None => continue,
             }
         };
         self.info.blocked_in_command.set(false);
@@ -1663,6 +1621,7 @@ async fn serve(stream: TcpStream, addr: std::net::SocketAddr, shared: Arc<Shared
         blocked_in_command: Cell::new(false),
         in_blocking: Cell::new(false),
         unblock: Cell::new(0),
+        blocked_waker: RefCell::new(None),
         multi: Cell::new(-1),
         user: RefCell::new("default"),
     });

@@ -362,7 +362,7 @@ pub async fn client(c: &mut Conn, a: &[&[u8]]) {
                     s.clients.values().any(|info| {
                         let hit = info.id as i64 == id && info.in_blocking.get();
                         if hit {
-                            info.unblock.set(how);
+                            info.unblock_with(how);
                         }
                         hit
                     })
