@@ -1,8 +1,8 @@
 //! Fuzz the on-device format decoders of `skerry-store`.
 //!
 //! Mode 0 (first byte even): the rest of the input is raw device bytes. The
-//! record iterator, `decode_record`, the superblock and the block header
-//! decoders must never panic, and whatever they accept must re-encode to the
+//! record iterator, `decode_record`, the superblock, block header and block
+//! summary decoders must never panic, and whatever they accept must re-encode to the
 //! same bytes (so nothing is accepted that the encoder could not have written).
 //!
 //! Mode 1 (first byte odd): the input describes records, which are encoded
@@ -12,9 +12,10 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use skerry_store::format::summary::{decode_summary, push_summary_entry, summary_crc};
 use skerry_store::format::{
     decode_record, encode_record, encoded_record_len, BlockHeader, RecordIter, RecordKind,
-    RecordMeta, RecordStop, Superblock, VALUE_TYPE_STRING,
+    RecordMeta, RecordStop, Superblock, BLOCK_HEADER_BYTES, VALUE_TYPE_STRING,
 };
 
 fuzz_target!(|data: &[u8]| {
@@ -68,11 +69,31 @@ fn raw(data: &[u8]) {
     let b = Superblock::decode(body);
     let _ = Superblock::choose(a, b);
 
+    // A block summary with a matching CRC (so the structure checks run): whatever it
+    // accepts re-encodes to the same bytes, and its records tile the committed length.
+    let committed = (block_seq % (1 << 20)) as usize;
+    let crc = summary_crc(block_seq, body);
+    if let Ok(entries) = decode_summary(body, block_seq, crc, committed) {
+        let mut out = Vec::new();
+        let mut offset = BLOCK_HEADER_BYTES;
+        for e in &entries {
+            assert_eq!(e.offset_bytes, offset);
+            offset += e.encoded_len_bytes;
+            // The entry keeps the encoded length, not the value length: take that from
+            // the input (the entries so far re-encoded identically, so `at` lines up).
+            let at = out.len();
+            let value_len = u32::from_le_bytes(body[at + 24..at + 28].try_into().unwrap());
+            push_summary_entry(&mut out, &e.meta, e.key, value_len as usize);
+        }
+        assert_eq!(out, body, "accepted summary re-encodes");
+        assert_eq!(offset - BLOCK_HEADER_BYTES, committed);
+    }
+
     for buf in [data, body] {
         if let Ok(Some(h)) = BlockHeader::decode(buf) {
-            let mut out = vec![0u8; 72];
+            let mut out = vec![0u8; 80];
             h.encode(&mut out);
-            assert_eq!(&out[..], &buf[..72]);
+            assert_eq!(&out[..], &buf[..80]);
         }
     }
 }

@@ -77,6 +77,8 @@ pub struct RecoveryReport {
     pub fallback_reason: String,
     /// Data blocks whose records were read.
     pub scanned_blocks: u64,
+    /// Of those, the sealed blocks read as their summary (records' headers and keys only).
+    pub summarised_blocks: u64,
     /// Data blocks covered by the checkpoints (records not read).
     pub covered_blocks: u64,
     /// Keys loaded from checkpoint files.
@@ -146,6 +148,12 @@ pub(crate) fn figures() -> Vec<Figure> {
             Gauge,
             "Blocks scanned at start.",
             r.scanned_blocks,
+        ),
+        num(
+            "recovery_summarised_blocks",
+            Gauge,
+            "Scanned blocks read as their summary of keys, without their values.",
+            r.summarised_blocks,
         ),
         num(
             "recovery_covered_blocks",

@@ -300,7 +300,7 @@ pub fn open(cfg: &Config, workers: usize, databases: usize, now_ms: i64) -> Resu
             "scan"
         };
         tracing::info!(
-            "Data files {} loaded in {:.2} s ({}): {keys} keys, {} checkpoint entries and {} records in {} blocks ({} scanned, {} covered by the index checkpoint), max mutation sequence {}",
+            "Data files {} loaded in {:.2} s ({}): {keys} keys, {} checkpoint entries and {} records in {} blocks ({} scanned, {} of them from their summaries; {} covered by the index checkpoint), max mutation sequence {}",
             describe(&paths),
             started.elapsed().as_secs_f64(),
             if source == "checkpoint" { "index checkpoint + scan of newer blocks" } else { "full scan" },
@@ -308,9 +308,16 @@ pub fn open(cfg: &Config, workers: usize, databases: usize, now_ms: i64) -> Resu
             recovery.records,
             recovery.used_blocks,
             recovery.data_blocks_scanned,
+            recovery.summarised_blocks,
             recovery.covered_blocks,
             recovery.max_mutation_seq
         );
+        if recovery.bad_summaries > 0 {
+            tracing::warn!(
+                "{} block summaries failed their checks; those blocks were scanned whole",
+                recovery.bad_summaries
+            );
+        }
         for t in &recovery.truncations {
             tracing::warn!(
                 "data device {} block {}: valid records end at offset {} ({}); the rest is ignored",
@@ -329,6 +336,7 @@ pub fn open(cfg: &Config, workers: usize, databases: usize, now_ms: i64) -> Resu
             source,
             fallback_reason: reason,
             scanned_blocks: recovery.data_blocks_scanned,
+            summarised_blocks: recovery.summarised_blocks,
             covered_blocks: recovery.covered_blocks,
             checkpoint_entries: scan.checkpoint_entries.unwrap_or(0),
             elapsed_ms: started.elapsed().as_millis() as u64,

@@ -103,6 +103,8 @@ mod tests {
             first_mutation_seq: 1,
             last_mutation_seq: 1,
             device_id: [0; 16],
+            summary_len_bytes: 0,
+            summary_crc: 0,
         }
     }
 

@@ -18,7 +18,14 @@
 //! block reads are in flight (on the caller's io_uring) while blocks are
 //! delivered in that order.
 //!
-//! A data block's records are decoded with [`RecordIter`] over the committed
+//! **Summaries.** A sealed block whose header lists a summary (its records'
+//! headers and keys, see [`crate::format::summary`]) is read as that summary
+//! only, about 4% of the block for 1 KiB values: its records are delivered from
+//! it, their values unread (a value's CRC is checked when it is read, as on any
+//! read). A summary that fails its checks is logged and counted
+//! ([`Recovery::bad_summaries`]) and the block is read and scanned whole.
+//!
+//! Otherwise a data block's records are decoded with [`RecordIter`] over the committed
 //! length (sealed blocks) or the whole record area (open blocks); every valid
 //! record goes to the caller's callback, which rebuilds its index
 //! ([`RecoveredIndex`] does this with a `HashMap`). Blocks holding tombstones
@@ -47,6 +54,7 @@ use compio::BufResult;
 
 use crate::device::{AnyDevice, Device};
 use crate::error::Result;
+use crate::format::summary::{decode_summary, SummaryError};
 use crate::format::{
     encoded_record_len, BlockHeader, BlockHeaderError, BlockKind, BlockState, RecordError,
     RecordIter, RecordKind, RecordMeta, RecordStop, BLOCK_HEADER_BYTES, MAX_KEY_BYTES,
@@ -70,10 +78,9 @@ const MAX_BUFFERED_BYTES: usize = 64 << 20;
 pub struct RecoveredRecord<'a> {
     /// Header fields (kind, value type, mutation sequence, expiry).
     pub meta: RecordMeta,
-    /// The key.
+    /// The key. (Recovery does not hand out values: a block with a summary is recovered
+    /// without reading them; read a value at its location.)
     pub key: &'a [u8],
-    /// The value (empty for a tombstone).
-    pub value: &'a [u8],
     /// Where the record is.
     pub location: Location,
 }
@@ -164,6 +171,10 @@ pub struct Recovery {
     pub corrupt_records: u64,
     /// Blocks whose valid records end early (torn tails, damage).
     pub truncations: Vec<Truncation>,
+    /// Sealed data blocks recovered from their summary (their values were not read).
+    pub summarised_blocks: u64,
+    /// Sealed data blocks whose summary failed its checks (scanned whole instead).
+    pub bad_summaries: u64,
     /// Blocks with a damaged or foreign header (treated as free).
     pub bad_headers: Vec<(BlockId, BlockHeaderError)>,
     /// Bytes read.
@@ -542,7 +553,8 @@ pub(crate) async fn scan(
         }
     }
 
-    // Pass 3: data blocks in mutation order, records in block order.
+    // Pass 3: data blocks in mutation order, records in block order. A sealed block with a
+    // summary is read as its summary only (the records' headers and keys).
     data.sort_by_key(|b| (b.order_seq, b.header.block_seq));
     let mut commands = Commands::default();
     let data_blocks = data.len() as u64;
@@ -550,30 +562,92 @@ pub(crate) async fn scan(
     let mut delivered = 0u64;
     let mut next = data.iter();
     let mut reads = InOrder::new();
+    // What pass 3 reads of a block: (summary?, device offset, length); a summary read
+    // covers its sectors (the summary starts `summary_skip` bytes into the read).
+    let block_read = |block: &DataBlock| -> (bool, u64, usize) {
+        let info = &infos[usize::from(block.id.device)];
+        let block_offset = info
+            .superblock
+            .block_offset_bytes(u64::from(block.id.block));
+        let h = &block.header;
+        if h.state == BlockState::Sealed && h.summary_len_bytes > 0 {
+            let at = h.summary_offset_bytes();
+            let start = at / info.align_bytes * info.align_bytes;
+            let end = (at + h.summary_len_bytes as usize).next_multiple_of(info.align_bytes);
+            (true, block_offset + start as u64, end - start)
+        } else {
+            (
+                false,
+                block_offset,
+                info.superblock.block_size_bytes as usize,
+            )
+        }
+    };
     loop {
         while reads.len() < window {
             let Some(block) = next.next() else { break };
             let id = block.id;
-            let offset = infos[usize::from(id.device)]
-                .superblock
-                .block_offset_bytes(u64::from(id.block));
-            let buf = take_buf(&mut bufs, id);
+            let (summary, offset, len) = block_read(block);
+            let mut buf = take_buf(&mut bufs, id);
+            buf.set_len_bytes(len);
             reads.push(async move {
                 (
                     block,
+                    summary,
                     read_block(&devices[usize::from(id.device)], id, buf, offset).await,
                 )
             });
         }
-        let Some((block, r)) = reads.next().await else {
+        let Some((block, summary, r)) = reads.next().await else {
             break;
         };
         r.res.map_err(|e| io_err(r.id.device, r.offset_bytes, e))?;
         rec.bytes_read += r.buf.len_bytes() as u64;
         let meta = &blocks[usize::from(block.id.device)][block.id.block as usize];
         commands.before_block(block.header.owner_worker, block.order_seq, &mut rec);
-        deliver_block(&mut rec, block, &r.buf, meta, &mut commands, &mut on_record);
-        bufs.push(r.buf);
+        let summary_skip = |h: &BlockHeader| {
+            let align = infos[usize::from(block.id.device)].align_bytes;
+            h.summary_offset_bytes() % align
+        };
+        let summarised = summary
+            && match deliver_summary(
+                &mut rec,
+                block,
+                &r.buf[summary_skip(&block.header)..],
+                meta,
+                &mut commands,
+                &mut on_record,
+            ) {
+                Ok(()) => true,
+                Err(e) => {
+                    tracing::warn!(
+                        device = block.id.device,
+                        block = block.id.block,
+                        error = %e,
+                        "block summary not usable; scanning the whole block"
+                    );
+                    rec.bad_summaries += 1;
+                    false
+                }
+            };
+        if summarised {
+            bufs.push(r.buf);
+        } else if summary {
+            bufs.push(r.buf);
+            let id = block.id;
+            let offset = infos[usize::from(id.device)]
+                .superblock
+                .block_offset_bytes(u64::from(id.block));
+            let buf = take_buf(&mut bufs, id);
+            let r = read_block(&devices[usize::from(id.device)], id, buf, offset).await;
+            r.res.map_err(|e| io_err(r.id.device, r.offset_bytes, e))?;
+            rec.bytes_read += r.buf.len_bytes() as u64;
+            deliver_block(&mut rec, block, &r.buf, meta, &mut commands, &mut on_record);
+            bufs.push(r.buf);
+        } else {
+            deliver_block(&mut rec, block, &r.buf, meta, &mut commands, &mut on_record);
+            bufs.push(r.buf);
+        }
         delivered += 1;
         progress.tick("data blocks", delivered, data_blocks, &rec);
     }
@@ -586,6 +660,7 @@ pub(crate) async fn scan(
         records = rec.records,
         used_blocks = rec.used_blocks,
         scanned_blocks = rec.data_blocks_scanned,
+        summarised_blocks = rec.summarised_blocks,
         covered_blocks = rec.covered_blocks,
         truncated_blocks = rec.truncations.len(),
         corrupt_records = rec.corrupt_records,
@@ -594,6 +669,59 @@ pub(crate) async fn scan(
         "recovery done"
     );
     Ok(rec)
+}
+
+/// Passes the records of one sealed data block, as its summary `buf` lists them (the
+/// summary's bytes first, then padding), to `on_record` and notes tombstones. Nothing is
+/// delivered when the summary fails its checks (the caller scans the block instead).
+fn deliver_summary(
+    rec: &mut Recovery,
+    block: &DataBlock,
+    buf: &[u8],
+    meta: &BlockMeta,
+    commands: &mut Commands,
+    on_record: &mut impl FnMut(Recovered<'_, '_>),
+) -> std::result::Result<(), SummaryError> {
+    let header = &block.header;
+    let summary = buf
+        .get(..header.summary_len_bytes as usize)
+        .ok_or(SummaryError::Truncated(buf.len()))?;
+    let entries = decode_summary(
+        summary,
+        header.block_seq,
+        header.summary_crc,
+        header.committed_len_bytes as usize,
+    )?;
+    let owner = header.owner_worker;
+    let mut cmd: Cmd<'_> = commands.take(owner);
+    let mut tombstones = false;
+    for e in &entries {
+        let location = Location {
+            device: block.id.device,
+            block: block.id.block,
+            offset_bytes: e.offset_bytes as u32,
+            len_bytes: e.encoded_len_bytes as u32,
+        };
+        rec.records += 1;
+        rec.max_mutation_seq = rec.max_mutation_seq.max(e.meta.mutation_seq);
+        tombstones |= e.meta.kind == RecordKind::Tombstone;
+        cmd.record(
+            Held {
+                meta: e.meta,
+                key: std::borrow::Cow::Borrowed(e.key),
+                location,
+            },
+            rec,
+            on_record,
+        );
+    }
+    commands.put(owner, cmd.into_owned());
+    if tombstones {
+        meta.tombstones.store(true, Ordering::Relaxed);
+        rec.tombstone_blocks += 1;
+    }
+    rec.summarised_blocks += 1;
+    Ok(())
 }
 
 /// Passes the valid records of one data block (read whole into `buf`) to
@@ -649,7 +777,6 @@ fn deliver_block(
             Held {
                 meta: r.meta,
                 key: std::borrow::Cow::Borrowed(r.key),
-                value: std::borrow::Cow::Borrowed(r.value),
                 location,
             },
             rec,
@@ -749,7 +876,6 @@ impl RecoveredIndex {
 struct Held<'a> {
     meta: RecordMeta,
     key: std::borrow::Cow<'a, [u8]>,
-    value: std::borrow::Cow<'a, [u8]>,
     location: Location,
 }
 
@@ -758,7 +884,6 @@ impl Held<'_> {
         on_record(Recovered::Record(&RecoveredRecord {
             meta: self.meta,
             key: &self.key,
-            value: &self.value,
             location: self.location,
         }));
     }
@@ -767,7 +892,6 @@ impl Held<'_> {
         Held {
             meta: self.meta,
             key: std::borrow::Cow::Owned(self.key.into_owned()),
-            value: std::borrow::Cow::Owned(self.value.into_owned()),
             location: self.location,
         }
     }

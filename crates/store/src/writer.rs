@@ -11,8 +11,9 @@
 //! byte rounded up: the partial last sector is rewritten with the same prefix
 //! plus the new records (the rest of the image is zero). When a block is
 //! full it is sealed (its header is rewritten with the final length and
-//! sequence range) and a new block is allocated; the sealed image stays until
-//! it is durable.
+//! sequence range, and a summary of its records' headers and keys is placed
+//! after them, for recovery: see [`crate::format::summary`]) and a new block
+//! is allocated; the sealed image stays until it is durable.
 //!
 //! Methods take `&self` (state in a `RefCell`, never borrowed across an
 //! await) so the connection tasks of one worker can share the writer through
@@ -35,11 +36,12 @@ use compio::BufResult;
 
 use crate::device::{AnyDevice, Device};
 use crate::error::{Result, StoreError};
+use crate::format::summary::{push_summary_entry, summary_entry_len};
 use crate::format::{
     encode_record, encoded_record_len, BlockHeader, BlockKind, BlockState, RecordKind, RecordMeta,
-    BLOCK_HEADER_BYTES, RECORD_HEADER_BYTES,
+    BLOCK_HEADER_BYTES, RECORD_HEADER_BYTES, SUMMARY_GAP_BYTES,
 };
-use crate::recovery::{scan_area, RecoveredOpenBlock};
+use crate::recovery::{scan_area, AreaItem, RecoveredOpenBlock};
 use crate::store::{io_err, AllocatedBlock, BlockId, Location, Store};
 use crate::{AlignedBuf, IoLatency};
 
@@ -118,13 +120,52 @@ struct StagedBlock {
     /// at-rest damage is reported as for any recovered record).
     /// [`BLOCK_HEADER_BYTES`] for a block this writer allocated.
     staged_from: usize,
+    /// The summary of the records appended so far, written after them when the block is
+    /// sealed (see [`crate::format::summary`]); `None` once given up ([`SUMMARY_MAX_SHARE`]).
+    /// An adopted block starts with the summary of the records recovery found in it.
+    summary: Option<Vec<u8>>,
 }
 
 impl StagedBlock {
     fn is_durable(&self) -> bool {
         self.sealed && self.header_synced && self.synced_bytes == self.used_bytes
     }
+
+    /// True when a record of `len` bytes fits, and with it its summary entry of
+    /// `entry_len` bytes while the block keeps a summary.
+    fn fits(&self, len: usize, entry_len: usize) -> bool {
+        let end = self.used_bytes + len;
+        let block_len = self.buf.len_bytes();
+        end <= block_len
+            && self
+                .summary
+                .as_ref()
+                .is_none_or(|s| end + SUMMARY_GAP_BYTES + s.len() + entry_len <= block_len)
+    }
+
+    /// Adds the summary entry of a record just appended; gives the summary up when it
+    /// outgrows its share of the block's records.
+    fn summarise(&mut self, meta: &RecordMeta, key: &[u8], value_len: usize) {
+        let records_bytes = self.used_bytes - BLOCK_HEADER_BYTES;
+        if let Some(s) = self.summary.as_mut() {
+            push_summary_entry(s, meta, key, value_len);
+            if records_bytes >= SUMMARY_MIN_RECORD_BYTES
+                && s.len() * SUMMARY_MAX_SHARE > records_bytes
+            {
+                self.summary = None;
+            }
+        }
+    }
 }
+
+/// A block gives its summary up when the summary grows past 1/`SUMMARY_MAX_SHARE` of its
+/// records' bytes (small records: the summary would cost about as much space as they do,
+/// and save little of a scan's reading)...
+const SUMMARY_MAX_SHARE: usize = 8;
+
+/// ... once the records hold this many bytes (a block that starts with a few tombstones
+/// keeps its summary).
+const SUMMARY_MIN_RECORD_BYTES: usize = 16 << 10;
 
 /// One planned device write.
 struct WriteJob {
@@ -397,8 +438,31 @@ impl Writer {
             .await;
         res.map_err(|e| io_err(id.device, block_offset, e))?;
         let header = BlockHeader::decode(&buf[..BLOCK_HEADER_BYTES]);
-        let rescan = scan_area(&buf[BLOCK_HEADER_BYTES..], block_seq, |_, _| {}).valid_end
+        // The summary of the records found, for when the block is sealed (none when one of
+        // them is damaged: a summary lists every record).
+        let mut summary = Some(Vec::new());
+        let rescan = scan_area(
+            &buf[BLOCK_HEADER_BYTES..],
+            block_seq,
+            |_, item| match item {
+                AreaItem::Valid(r) => {
+                    if let Some(s) = summary.as_mut() {
+                        push_summary_entry(s, &r.meta, r.key, r.value.len());
+                    }
+                }
+                AreaItem::Damaged { .. } => summary = None,
+            },
+        )
+        .valid_end
             + BLOCK_HEADER_BYTES;
+        let records_bytes = rescan - BLOCK_HEADER_BYTES;
+        if summary.as_ref().is_some_and(|s| {
+            (records_bytes >= SUMMARY_MIN_RECORD_BYTES
+                && s.len() * SUMMARY_MAX_SHARE > records_bytes)
+                || rescan + SUMMARY_GAP_BYTES + s.len() > block_size
+        }) {
+            summary = None;
+        }
         let header_ok = matches!(header, Ok(Some(h)) if h.kind == BlockKind::Data
             && h.state == BlockState::Open && h.block_seq == block_seq);
         if !header_ok || rescan != valid_end || valid_end > block_size {
@@ -450,6 +514,7 @@ impl Writer {
             tombstones_only: true,
             header_durable: true,
             staged_from: valid_end,
+            summary,
         }))
     }
 
@@ -608,9 +673,9 @@ impl Writer {
         // A block opened from the reserve takes values again once a new reserve is held
         // (the device has room again), so its remaining space is not wasted.
         let has_reserve = st.reserve.is_some();
+        let entry_len = summary_entry_len(key.len());
         let fits = st.open.as_ref().is_some_and(|b| {
-            b.used_bytes + len <= b.buf.len_bytes()
-                && (tombstone || !b.tombstones_only || has_reserve)
+            b.fits(len, entry_len) && (tombstone || !b.tombstones_only || has_reserve)
         });
         if !fits {
             let keep = if tombstone || relocated {
@@ -642,6 +707,10 @@ impl Writer {
             st.stats.blocks_opened += 1;
         }
         let block = st.open.as_mut().expect("open block");
+        if !block.fits(len, entry_len) {
+            // A record too large for a fresh block with a summary: the block has none.
+            block.summary = None;
+        }
         let at = block.used_bytes;
         let written = encode_record(
             &mut block.buf.full_mut()[at..],
@@ -652,6 +721,7 @@ impl Writer {
         );
         debug_assert_eq!(written, len);
         block.used_bytes += len;
+        block.summarise(&meta, key, value.len());
         block.min_seq = block.min_seq.min(meta.mutation_seq);
         block.max_seq = block.max_seq.max(meta.mutation_seq);
         let id = block.alloc.id;
@@ -782,6 +852,8 @@ impl Writer {
             first_mutation_seq: 0,
             last_mutation_seq: 0,
             device_id: self.store.superblock(alloc.id.device).device_id,
+            summary_len_bytes: 0,
+            summary_crc: 0,
         };
         header.encode(&mut buf[..BLOCK_HEADER_BYTES]);
         StagedBlock {
@@ -798,26 +870,46 @@ impl Writer {
             tombstones_only: false,
             header_durable: false,
             staged_from: BLOCK_HEADER_BYTES,
+            summary: Some(Vec::new()),
         }
     }
 
-    /// Rewrites the staged header as sealed (written by the next flush).
+    /// Rewrites the staged header as sealed and places the block's summary after its
+    /// records (both written by the next flush).
     fn seal(&self, block: &mut StagedBlock) {
         debug_assert!(!block.sealed);
         debug_assert!(
             block.used_bytes > BLOCK_HEADER_BYTES,
             "sealing an empty block"
         );
+        let records_end = block.used_bytes;
+        let block_seq = block.alloc.block_seq;
+        let (summary_len_bytes, summary_crc) = match block.summary.take() {
+            Some(s) if !s.is_empty() => {
+                let at = records_end + SUMMARY_GAP_BYTES;
+                debug_assert!(at + s.len() <= block.buf.len_bytes(), "summary room kept");
+                debug_assert!(block.buf[records_end..at + s.len()].iter().all(|&b| b == 0));
+                block.buf[at..at + s.len()].copy_from_slice(&s);
+                block.used_bytes = at + s.len();
+                (
+                    s.len() as u32,
+                    crate::format::summary::summary_crc(block_seq, &s),
+                )
+            }
+            _ => (0, 0),
+        };
         let header = BlockHeader {
             kind: BlockKind::Data,
             state: BlockState::Sealed,
             owner_worker: self.worker,
             block_index: block.alloc.id.block,
-            committed_len_bytes: (block.used_bytes - BLOCK_HEADER_BYTES) as u32,
-            block_seq: block.alloc.block_seq,
+            committed_len_bytes: (records_end - BLOCK_HEADER_BYTES) as u32,
+            block_seq,
             first_mutation_seq: block.min_seq.min(block.max_seq),
             last_mutation_seq: block.max_seq,
             device_id: self.store.superblock(block.alloc.id.device).device_id,
+            summary_len_bytes,
+            summary_crc,
         };
         header.encode(&mut block.buf[..BLOCK_HEADER_BYTES]);
         block.sealed = true;

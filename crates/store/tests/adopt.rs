@@ -33,10 +33,15 @@ async fn open(ctl: &RamControl) -> Opened {
     let mut delivered = Vec::new();
     let (store, rec) = Store::create_or_open(vec![ctl.device().into()], &opts(), |r| {
         index.apply(r);
-        delivered.push((r.key.to_vec(), r.meta.mutation_seq, r.value.to_vec()));
+        delivered.push((r.key.to_vec(), r.meta.mutation_seq, r.location));
     })
     .await
     .expect("open");
+    let image = ctl.visible_image();
+    let delivered = delivered
+        .into_iter()
+        .map(|(k, seq, loc)| (k, seq, common::value_in(&image, &store, &loc)))
+        .collect();
     Opened {
         store,
         index,

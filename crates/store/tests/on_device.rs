@@ -154,7 +154,7 @@ fn unsupported_version_is_refused_and_not_overwritten() {
         let err = read_superblock(&dev).await.unwrap_err();
         assert_eq!(
             err.to_string(),
-            "data file format version 9 is not supported by this build (supports 1)"
+            "data file format version 9 is not supported by this build (supports 2)"
         );
         assert_eq!(ctl.durable_image(), before, "open must not write");
     });
@@ -214,6 +214,8 @@ fn block_headers_from_an_earlier_format_are_foreign() {
             first_mutation_seq: 0,
             last_mutation_seq: 0,
             device_id: old.device_id,
+            summary_len_bytes: 0,
+            summary_crc: 0,
         };
         let mut buf = AlignedBuf::zeroed(BLOCK_HEADER_BYTES, 512);
         header.encode(&mut buf);

@@ -11,7 +11,9 @@ use common::{read, run, temp_dir};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use skerry_store::device::{CrashSpec, Fault, FaultOp, RamControl};
-use skerry_store::format::{RecordKind, BLOCK_HEADER_BYTES, RESERVED_BYTES};
+use skerry_store::format::{
+    RecordKind, Superblock, BLOCK_HEADER_BYTES, RESERVED_BYTES, SUPERBLOCK_SLOT_BYTES,
+};
 use skerry_store::{
     AnyDevice, BlockId, Durability, FileDevice, Location, RecoveredIndex, RecoveredRecord,
     Recovery, Store, StoreError, StoreOptions, Writer,
@@ -632,7 +634,7 @@ fn recovery_delivers_versions_in_sequence_order() {
     fn reopen(ctls: &[RamControl]) -> (Store, Recovery, HashMap<u32, Vec<u8>>) {
         run(async {
             let mut last_seq: HashMap<Vec<u8>, u64> = HashMap::new();
-            let mut last: HashMap<u32, Vec<u8>> = HashMap::new();
+            let mut last: HashMap<u32, Location> = HashMap::new();
             let mut index = RecoveredIndex::default();
             let (store, rec) = open_with(ctls, |r| {
                 index.apply(r);
@@ -646,9 +648,23 @@ fn recovery_delivers_versions_in_sequence_order() {
                 }
                 last_seq.insert(r.key.to_vec(), r.meta.mutation_seq);
                 let k: u32 = std::str::from_utf8(&r.key[4..]).unwrap().parse().unwrap();
-                last.insert(k, r.value.to_vec());
+                last.insert(k, r.location);
             })
             .await;
+            // Each device's image by its index (the caller may pass them in any order).
+            let mut images: Vec<Vec<u8>> = ctls.iter().map(|c| c.visible_image()).collect();
+            images.sort_by_key(|img| {
+                Superblock::decode(&img[..SUPERBLOCK_SLOT_BYTES])
+                    .expect("superblock")
+                    .device_index
+            });
+            let last: HashMap<u32, Vec<u8>> = last
+                .into_iter()
+                .map(|(k, loc)| {
+                    let v = common::value_in(&images[usize::from(loc.device)], &store, &loc);
+                    (k, v)
+                })
+                .collect();
             // The last version delivered is the winner.
             for (k, v) in &last {
                 let e = index.get(&key(*k)).unwrap();

@@ -10,8 +10,12 @@ pub const BLOCK_MAGIC: [u8; 8] = *b"SKERRYBK";
 /// right after it.
 pub const BLOCK_HEADER_BYTES: usize = 4096;
 
-/// Encoded length of a version-1 block header (the rest of the 4 KiB is zero).
-const BLOCK_HEADER_V1_BYTES: usize = 72;
+/// Encoded length of a block header (format version 2; the rest of the 4 KiB is zero).
+const BLOCK_HEADER_V2_BYTES: usize = 80;
+
+/// Zero bytes between a block's records and its summary: a scan of the records (of a block
+/// whose sealed header did not reach the device) stops there as at unwritten space.
+pub const SUMMARY_GAP_BYTES: usize = super::record::RECORD_HEADER_BYTES;
 
 const OFF_MAGIC: usize = 0;
 const OFF_LEN: usize = 8;
@@ -26,7 +30,9 @@ const OFF_FIRST_SEQ: usize = 32;
 const OFF_LAST_SEQ: usize = 40;
 const OFF_DEVICE_ID: usize = 48;
 const OFF_FLAGS: usize = 64;
-const OFF_CRC: usize = 68;
+const OFF_SUMMARY_LEN: usize = 68;
+const OFF_SUMMARY_CRC: usize = 72;
+const OFF_CRC: usize = 76;
 
 /// What a block holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,6 +77,12 @@ pub struct BlockHeader {
     pub last_mutation_seq: u64,
     /// The device id from the superblock when the block was written.
     pub device_id: [u8; 16],
+    /// Bytes of the block's summary (its records' headers and keys, see
+    /// [`crate::format::summary`]), which follows the records at
+    /// [`BlockHeader::summary_offset_bytes`]; 0 when it has none (always while open).
+    pub summary_len_bytes: u32,
+    /// CRC32C of the summary, seeded with `block_seq` (0 without a summary).
+    pub summary_crc: u32,
 }
 
 /// Why a block header is not usable.
@@ -105,13 +117,19 @@ pub enum BlockHeaderError {
 }
 
 impl BlockHeader {
-    /// Encodes into the first bytes of `out` (at least 72 bytes; write the
+    /// Where the block's summary starts, from the block start: [`SUMMARY_GAP_BYTES`] after
+    /// the end of its records.
+    pub fn summary_offset_bytes(&self) -> usize {
+        BLOCK_HEADER_BYTES + self.committed_len_bytes as usize + SUMMARY_GAP_BYTES
+    }
+
+    /// Encodes into the first bytes of `out` (at least 80 bytes; write the
     /// header's whole 4 KiB with the rest zero).
     pub fn encode(&self, out: &mut [u8]) {
-        let out = &mut out[..BLOCK_HEADER_V1_BYTES];
+        let out = &mut out[..BLOCK_HEADER_V2_BYTES];
         out.fill(0);
         out[OFF_MAGIC..OFF_MAGIC + 8].copy_from_slice(&BLOCK_MAGIC);
-        put_u16(out, OFF_LEN, BLOCK_HEADER_V1_BYTES as u16);
+        put_u16(out, OFF_LEN, BLOCK_HEADER_V2_BYTES as u16);
         out[OFF_KIND] = self.kind as u8;
         out[OFF_STATE] = self.state as u8;
         put_u16(out, OFF_OWNER, self.owner_worker);
@@ -121,15 +139,17 @@ impl BlockHeader {
         put_u64(out, OFF_FIRST_SEQ, self.first_mutation_seq);
         put_u64(out, OFF_LAST_SEQ, self.last_mutation_seq);
         out[OFF_DEVICE_ID..OFF_DEVICE_ID + 16].copy_from_slice(&self.device_id);
+        put_u32(out, OFF_SUMMARY_LEN, self.summary_len_bytes);
+        put_u32(out, OFF_SUMMARY_CRC, self.summary_crc);
         let crc = crc32c::crc32c(&out[..OFF_CRC]);
         put_u32(out, OFF_CRC, crc);
     }
 
     /// Decodes a header from the start of `buf`: `Ok(None)` for a never-written
-    /// block (all 72 header bytes zero), `Ok(Some(_))` for an intact header.
+    /// block (all 80 header bytes zero), `Ok(Some(_))` for an intact header.
     /// Never panics.
     pub fn decode(buf: &[u8]) -> Result<Option<Self>, BlockHeaderError> {
-        let Some(h) = buf.get(..BLOCK_HEADER_V1_BYTES) else {
+        let Some(h) = buf.get(..BLOCK_HEADER_V2_BYTES) else {
             return Err(BlockHeaderError::Truncated);
         };
         if h.iter().all(|&b| b == 0) {
@@ -139,7 +159,7 @@ impl BlockHeader {
             return Err(BlockHeaderError::BadMagic);
         }
         let len = get_u16(h, OFF_LEN);
-        if len as usize != BLOCK_HEADER_V1_BYTES {
+        if len as usize != BLOCK_HEADER_V2_BYTES {
             return Err(BlockHeaderError::BadLength(len));
         }
         if crc32c::crc32c(&h[..OFF_CRC]) != get_u32(h, OFF_CRC) {
@@ -168,7 +188,21 @@ impl BlockHeader {
             first_mutation_seq: get_u64(h, OFF_FIRST_SEQ),
             last_mutation_seq: get_u64(h, OFF_LAST_SEQ),
             device_id: h[OFF_DEVICE_ID..OFF_DEVICE_ID + 16].try_into().expect("16"),
+            summary_len_bytes: get_u32(h, OFF_SUMMARY_LEN),
+            summary_crc: get_u32(h, OFF_SUMMARY_CRC),
         };
+        if header.summary_len_bytes == 0 && header.summary_crc != 0 {
+            return Err(BlockHeaderError::Invalid(
+                "summary checksum without a summary",
+            ));
+        }
+        if header.summary_len_bytes != 0
+            && (header.state != BlockState::Sealed || header.kind != BlockKind::Data)
+        {
+            return Err(BlockHeaderError::Invalid(
+                "summary in a block that is not a sealed data block",
+            ));
+        }
         if header.first_mutation_seq > header.last_mutation_seq {
             return Err(BlockHeaderError::Invalid("first sequence above last"));
         }
@@ -206,6 +240,12 @@ impl BlockHeader {
                 "committed length exceeds the block",
             ));
         }
+        if self.summary_len_bytes != 0
+            && (self.summary_offset_bytes() + self.summary_len_bytes as usize) as u64
+                > sb.block_size_bytes
+        {
+            return Err(BlockHeaderError::Invalid("summary exceeds the block"));
+        }
         Ok(())
     }
 }
@@ -226,6 +266,8 @@ mod tests {
             first_mutation_seq: 1000,
             last_mutation_seq: 2000,
             device_id: [5; 16],
+            summary_len_bytes: 0,
+            summary_crc: 0,
         }
     }
 
@@ -254,6 +296,19 @@ mod tests {
     fn round_trip() {
         let h = sample();
         assert_eq!(BlockHeader::decode(&encoded(&h)), Ok(Some(h)));
+        let summarised = BlockHeader {
+            summary_len_bytes: 40_000,
+            summary_crc: 0xdead_beef,
+            ..h
+        };
+        assert_eq!(
+            BlockHeader::decode(&encoded(&summarised)),
+            Ok(Some(summarised))
+        );
+        assert_eq!(
+            summarised.summary_offset_bytes(),
+            BLOCK_HEADER_BYTES + (4 << 20) + SUMMARY_GAP_BYTES
+        );
         let open = BlockHeader {
             state: BlockState::Open,
             committed_len_bytes: 0,
@@ -277,7 +332,7 @@ mod tests {
     #[test]
     fn every_bit_flip_is_detected() {
         let buf = encoded(&sample());
-        for bit in 0..BLOCK_HEADER_V1_BYTES * 8 {
+        for bit in 0..BLOCK_HEADER_V2_BYTES * 8 {
             let mut bad = buf.clone();
             bad[bit / 8] ^= 1 << (bit % 8);
             assert!(
@@ -290,7 +345,7 @@ mod tests {
     #[test]
     fn truncation_is_rejected() {
         let buf = encoded(&sample());
-        for len in 0..BLOCK_HEADER_V1_BYTES {
+        for len in 0..BLOCK_HEADER_V2_BYTES {
             assert_eq!(
                 BlockHeader::decode(&buf[..len]),
                 Err(BlockHeaderError::Truncated)
@@ -311,6 +366,23 @@ mod tests {
             },
             BlockHeader {
                 committed_len_bytes: 13,
+                ..sample()
+            },
+            BlockHeader {
+                summary_crc: 9,
+                ..sample()
+            },
+            BlockHeader {
+                state: BlockState::Open,
+                committed_len_bytes: 0,
+                first_mutation_seq: 0,
+                last_mutation_seq: 0,
+                summary_len_bytes: 64,
+                ..sample()
+            },
+            BlockHeader {
+                kind: BlockKind::Checkpoint,
+                summary_len_bytes: 64,
                 ..sample()
             },
         ];
@@ -350,5 +422,20 @@ mod tests {
             ..h
         };
         assert!(too_long.check_placement(&sb, 2).is_err());
+        // The summary must end inside the block: 4 MiB of records after the 4 KiB header
+        // leave 4 MiB - 4 KiB, less the gap, from the summary's start.
+        let room = (4 << 20) - (BLOCK_HEADER_BYTES + SUMMARY_GAP_BYTES) as u32;
+        let fits = BlockHeader {
+            committed_len_bytes: 4 << 20,
+            summary_len_bytes: room,
+            summary_crc: 1,
+            ..h
+        };
+        assert_eq!(fits.check_placement(&sb, 2), Ok(()));
+        let over = BlockHeader {
+            summary_len_bytes: room + 8,
+            ..fits
+        };
+        assert!(over.check_placement(&sb, 2).is_err());
     }
 }

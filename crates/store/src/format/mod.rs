@@ -8,14 +8,18 @@
 //! [0, 4 KiB)        superblock copy A
 //! [4 KiB, 8 KiB)    superblock copy B
 //! [8 KiB, 1 MiB)    reserved (zero)
-//! [1 MiB, ...)      block 0, block 1, ... (8 MiB each; a 4 KiB header, then records)
+//! [1 MiB, ...)      block 0, block 1, ... (8 MiB each; a 4 KiB header, records, and
+//!                   in a sealed block a summary of the records)
 //! ```
 
 mod block;
 mod record;
+pub mod summary;
 mod superblock;
 
-pub use block::{BlockHeader, BlockHeaderError, BlockKind, BlockState, BLOCK_HEADER_BYTES};
+pub use block::{
+    BlockHeader, BlockHeaderError, BlockKind, BlockState, BLOCK_HEADER_BYTES, SUMMARY_GAP_BYTES,
+};
 pub use record::{
     decode_record, encode_record, encoded_record_len, CorruptReason, RecordError, RecordIter,
     RecordKind, RecordMeta, RecordRef, RecordStop, MAX_KEY_BYTES, MAX_VALUE_BYTES,

@@ -18,18 +18,18 @@ use crate::device::Device;
 pub const SUPERBLOCK_MAGIC: [u8; 8] = *b"SKERRYDB";
 
 /// The on-device format version this build reads and writes.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// Bytes reserved for each superblock copy.
 pub const SUPERBLOCK_SLOT_BYTES: usize = 4096;
 
-/// Encoded length of a version-1 superblock (the rest of the slot is zero).
+/// Encoded length of the superblock, unchanged since version 1 (the rest of the slot is zero).
 const SUPERBLOCK_V1_BYTES: usize = 128;
 
 const MIN_BLOCK_SIZE_BYTES: u64 = 64 << 10;
 const MAX_BLOCK_SIZE_BYTES: u64 = 1 << 30;
 
-// Field offsets (version 1). Magic, version and length never move.
+// Field offsets (unchanged since version 1). Magic, version and length never move.
 const OFF_MAGIC: usize = 0;
 const OFF_VERSION: usize = 8;
 const OFF_LEN: usize = 12;
@@ -471,32 +471,43 @@ mod tests {
     #[test]
     fn newer_version_is_reported_with_both_versions() {
         let mut slot = encoded(&sample());
-        put_u32(&mut slot, OFF_VERSION, 2);
+        put_u32(&mut slot, OFF_VERSION, 3);
         let crc = crc32c::crc32c(&slot[..OFF_CRC]);
         put_u32(&mut slot, OFF_CRC, crc);
         assert_eq!(
             Superblock::decode(&slot),
-            Err(SuperblockCopyError::UnsupportedVersion(2))
+            Err(SuperblockCopyError::UnsupportedVersion(3))
         );
         let err = Superblock::choose(Superblock::decode(&slot), Ok(sample())).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "data file format version 2 is not supported by this build (supports 1)"
+            "data file format version 3 is not supported by this build (supports 2)"
+        );
+        // A version-1 device (no block summaries) is refused the same way: its blocks'
+        // headers would not decode.
+        let mut old = encoded(&sample());
+        put_u32(&mut old, OFF_VERSION, 1);
+        let crc = crc32c::crc32c(&old[..OFF_CRC]);
+        put_u32(&mut old, OFF_CRC, crc);
+        let err = Superblock::choose(Superblock::decode(&old), Ok(sample())).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "data file format version 1 is not supported by this build (supports 2)"
         );
     }
 
     #[test]
     fn future_version_with_longer_header_still_checks_crc() {
-        // A version-2 superblock of 256 bytes: its CRC sits at 252.
+        // A version-3 superblock of 256 bytes: its CRC sits at 252.
         let mut slot = vec![0u8; SUPERBLOCK_SLOT_BYTES];
         slot[..8].copy_from_slice(b"SKERRYDB");
-        put_u32(&mut slot, OFF_VERSION, 2);
+        put_u32(&mut slot, OFF_VERSION, 3);
         put_u32(&mut slot, OFF_LEN, 256);
         let crc = crc32c::crc32c(&slot[..252]);
         put_u32(&mut slot, 252, crc);
         assert_eq!(
             Superblock::decode(&slot),
-            Err(SuperblockCopyError::UnsupportedVersion(2))
+            Err(SuperblockCopyError::UnsupportedVersion(3))
         );
         slot[100] ^= 1;
         assert_eq!(

@@ -134,3 +134,22 @@ pub mod small {
         meta(RecordKind::Tombstone, seq)
     }
 }
+
+/// The value of the record at `loc` in `image`, a RAM device's bytes (recovery hands out
+/// locations, not values), CRC-checked.
+pub fn value_in(
+    image: &[u8],
+    store: &skerry_store::Store,
+    loc: &skerry_store::Location,
+) -> Vec<u8> {
+    use skerry_store::format::{decode_record, BlockHeader};
+    let start = store.block_offset_bytes(loc.block_id()) as usize;
+    let header = BlockHeader::decode(&image[start..])
+        .expect("block header")
+        .expect("a used block");
+    let at = start + loc.offset_bytes as usize;
+    let r = decode_record(&image[at..at + loc.len_bytes as usize], header.block_seq)
+        .expect("an intact record")
+        .expect("a record");
+    r.value.to_vec()
+}
