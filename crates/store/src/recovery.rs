@@ -562,25 +562,26 @@ pub(crate) async fn scan(
     let mut delivered = 0u64;
     let mut next = data.iter();
     let mut reads = InOrder::new();
-    // What pass 3 reads of a block: (summary?, device offset, length); a summary read
-    // covers its sectors (the summary starts `summary_skip` bytes into the read).
-    let block_read = |block: &DataBlock| -> (bool, u64, usize) {
-        let info = &infos[usize::from(block.id.device)];
-        let block_offset = info
-            .superblock
-            .block_offset_bytes(u64::from(block.id.block));
+    // What pass 3 reads of a block: (where its summary starts in the read, if it has one;
+    // device offset; length). A summary read covers the sectors holding the summary.
+    let whole_block = |block: &DataBlock| -> (u64, usize) {
+        let sb = &infos[usize::from(block.id.device)].superblock;
+        (
+            sb.block_offset_bytes(u64::from(block.id.block)),
+            sb.block_size_bytes as usize,
+        )
+    };
+    let block_read = |block: &DataBlock| -> (Option<usize>, u64, usize) {
+        let (block_offset, block_len) = whole_block(block);
         let h = &block.header;
         if h.state == BlockState::Sealed && h.summary_len_bytes > 0 {
+            let align = infos[usize::from(block.id.device)].align_bytes;
             let at = h.summary_offset_bytes();
-            let start = at / info.align_bytes * info.align_bytes;
-            let end = (at + h.summary_len_bytes as usize).next_multiple_of(info.align_bytes);
-            (true, block_offset + start as u64, end - start)
+            let start = at / align * align;
+            let end = (at + h.summary_len_bytes as usize).next_multiple_of(align);
+            (Some(at - start), block_offset + start as u64, end - start)
         } else {
-            (
-                false,
-                block_offset,
-                info.superblock.block_size_bytes as usize,
-            )
+            (None, block_offset, block_len)
         }
     };
     loop {
@@ -605,15 +606,11 @@ pub(crate) async fn scan(
         rec.bytes_read += r.buf.len_bytes() as u64;
         let meta = &blocks[usize::from(block.id.device)][block.id.block as usize];
         commands.before_block(block.header.owner_worker, block.order_seq, &mut rec);
-        let summary_skip = |h: &BlockHeader| {
-            let align = infos[usize::from(block.id.device)].align_bytes;
-            h.summary_offset_bytes() % align
-        };
-        let summarised = summary
-            && match deliver_summary(
+        let summarised = summary.is_some_and(|skip| {
+            match deliver_summary(
                 &mut rec,
                 block,
-                &r.buf[summary_skip(&block.header)..],
+                &r.buf[skip..],
                 meta,
                 &mut commands,
                 &mut on_record,
@@ -629,25 +626,30 @@ pub(crate) async fn scan(
                     rec.bad_summaries += 1;
                     false
                 }
-            };
-        if summarised {
+            }
+        });
+        let buf = if summarised || summary.is_none() {
+            r.buf
+        } else {
+            // The summary failed: the whole block, read now.
             bufs.push(r.buf);
-        } else if summary {
-            bufs.push(r.buf);
-            let id = block.id;
-            let offset = infos[usize::from(id.device)]
-                .superblock
-                .block_offset_bytes(u64::from(id.block));
-            let buf = take_buf(&mut bufs, id);
-            let r = read_block(&devices[usize::from(id.device)], id, buf, offset).await;
+            let (offset, _) = whole_block(block);
+            let buf = take_buf(&mut bufs, block.id);
+            let r = read_block(
+                &devices[usize::from(block.id.device)],
+                block.id,
+                buf,
+                offset,
+            )
+            .await;
             r.res.map_err(|e| io_err(r.id.device, r.offset_bytes, e))?;
             rec.bytes_read += r.buf.len_bytes() as u64;
-            deliver_block(&mut rec, block, &r.buf, meta, &mut commands, &mut on_record);
-            bufs.push(r.buf);
-        } else {
-            deliver_block(&mut rec, block, &r.buf, meta, &mut commands, &mut on_record);
-            bufs.push(r.buf);
+            r.buf
+        };
+        if !summarised {
+            deliver_block(&mut rec, block, &buf, meta, &mut commands, &mut on_record);
         }
+        bufs.push(buf);
         delivered += 1;
         progress.tick("data blocks", delivered, data_blocks, &rec);
     }
@@ -669,6 +671,39 @@ pub(crate) async fn scan(
         "recovery done"
     );
     Ok(rec)
+}
+
+/// Counts one valid record of a block and hands it to its writer's command `cmd` (which
+/// delivers it, or holds it until its command is known to be whole); true for a tombstone.
+fn deliver_record<'a>(
+    rec: &mut Recovery,
+    cmd: &mut Cmd<'a>,
+    meta: RecordMeta,
+    key: &'a [u8],
+    location: Location,
+    on_record: &mut impl FnMut(Recovered<'_, '_>),
+) -> bool {
+    rec.records += 1;
+    rec.max_mutation_seq = rec.max_mutation_seq.max(meta.mutation_seq);
+    let key = std::borrow::Cow::Borrowed(key);
+    cmd.record(
+        Held {
+            meta,
+            key,
+            location,
+        },
+        rec,
+        on_record,
+    );
+    meta.kind == RecordKind::Tombstone
+}
+
+/// Marks a delivered block as holding tombstones (for reclaim's log-tail rule).
+fn note_tombstones(rec: &mut Recovery, meta: &BlockMeta, tombstones: bool) {
+    if tombstones {
+        meta.tombstones.store(true, Ordering::Relaxed);
+        rec.tombstone_blocks += 1;
+    }
 }
 
 /// Passes the records of one sealed data block, as its summary `buf` lists them (the
@@ -702,24 +737,10 @@ fn deliver_summary(
             offset_bytes: e.offset_bytes as u32,
             len_bytes: e.encoded_len_bytes as u32,
         };
-        rec.records += 1;
-        rec.max_mutation_seq = rec.max_mutation_seq.max(e.meta.mutation_seq);
-        tombstones |= e.meta.kind == RecordKind::Tombstone;
-        cmd.record(
-            Held {
-                meta: e.meta,
-                key: std::borrow::Cow::Borrowed(e.key),
-                location,
-            },
-            rec,
-            on_record,
-        );
+        tombstones |= deliver_record(rec, &mut cmd, e.meta, e.key, location, on_record);
     }
     commands.put(owner, cmd.into_owned());
-    if tombstones {
-        meta.tombstones.store(true, Ordering::Relaxed);
-        rec.tombstone_blocks += 1;
-    }
+    note_tombstones(rec, meta, tombstones);
     rec.summarised_blocks += 1;
     Ok(())
 }
@@ -767,27 +788,13 @@ fn deliver_block(
             offset_bytes: (BLOCK_HEADER_BYTES + offset) as u32,
             len_bytes: r.encoded_len_bytes as u32,
         };
-        rec.records += 1;
-        rec.max_mutation_seq = rec.max_mutation_seq.max(r.meta.mutation_seq);
-        tombstones |= r.meta.kind == RecordKind::Tombstone;
         first_seq = first_seq.min(r.meta.mutation_seq);
         last_seq = last_seq.max(r.meta.mutation_seq);
         valid = true;
-        cmd.record(
-            Held {
-                meta: r.meta,
-                key: std::borrow::Cow::Borrowed(r.key),
-                location,
-            },
-            rec,
-            on_record,
-        );
+        tombstones |= deliver_record(rec, &mut cmd, r.meta, r.key, location, on_record);
     });
     commands.put(owner, cmd.into_owned());
-    if tombstones {
-        meta.tombstones.store(true, Ordering::Relaxed);
-        rec.tombstone_blocks += 1;
-    }
+    note_tombstones(rec, meta, tombstones);
     if header.state == BlockState::Open {
         rec.open_blocks.push(RecoveredOpenBlock {
             id: block.id,

@@ -149,9 +149,7 @@ impl StagedBlock {
         let records_bytes = self.used_bytes - BLOCK_HEADER_BYTES;
         if let Some(s) = self.summary.as_mut() {
             push_summary_entry(s, meta, key, value_len);
-            if records_bytes >= SUMMARY_MIN_RECORD_BYTES
-                && s.len() * SUMMARY_MAX_SHARE > records_bytes
-            {
+            if summary_outgrown(s.len(), records_bytes) {
                 self.summary = None;
             }
         }
@@ -166,6 +164,12 @@ const SUMMARY_MAX_SHARE: usize = 8;
 /// ... once the records hold this many bytes (a block that starts with a few tombstones
 /// keeps its summary).
 const SUMMARY_MIN_RECORD_BYTES: usize = 16 << 10;
+
+/// True when a summary of `summary_len` bytes is past its share of `records_bytes` of
+/// records (see [`SUMMARY_MAX_SHARE`]): the block gives it up.
+fn summary_outgrown(summary_len: usize, records_bytes: usize) -> bool {
+    records_bytes >= SUMMARY_MIN_RECORD_BYTES && summary_len * SUMMARY_MAX_SHARE > records_bytes
+}
 
 /// One planned device write.
 struct WriteJob {
@@ -457,8 +461,7 @@ impl Writer {
             + BLOCK_HEADER_BYTES;
         let records_bytes = rescan - BLOCK_HEADER_BYTES;
         if summary.as_ref().is_some_and(|s| {
-            (records_bytes >= SUMMARY_MIN_RECORD_BYTES
-                && s.len() * SUMMARY_MAX_SHARE > records_bytes)
+            summary_outgrown(s.len(), records_bytes)
                 || rescan + SUMMARY_GAP_BYTES + s.len() > block_size
         }) {
             summary = None;
