@@ -7,7 +7,9 @@
 # SERVER_CPU (Skerry with --threads 1); the load generator (skerry-bench) runs pinned on
 # CLIENT_CPU. Steps:
 #   1. fio ceiling: 4 KiB random reads, O_DIRECT, iodepth 32, on a file in the data
-#      directory's file system.
+#      directory's file system. With FIO_PAIRED=1 (default) fio runs again right before
+#      each Skerry GET repeat, and the GET target is the median of those paired ratios
+#      (the device's rate drifts by 1.5x within minutes on a shared VM).
 #   2. For Skerry, then redis-server (--save "" --appendonly no): fill with exactly N SETs
 #      (sequential pattern), check DBSIZE == N and some STRLENs, RSS per key, GET warm-up,
 #      then REPEATS x (uniform GET for DURATION, zero misses required; uniform SET for
@@ -65,6 +67,7 @@ SKERRY_DATA_SIZE=${SKERRY_DATA_SIZE:-}   # --data-size; default: room for the fi
 MEMCAP_MIB=${MEMCAP_MIB:-}         # run Skerry inside memcap MIB (../shared/tools/memcap)
 MEMCAP_BIN=${MEMCAP_BIN:-}
 SKIP_FIO=${SKIP_FIO:-0}
+FIO_PAIRED=${FIO_PAIRED:-1}        # 1: fio again right before each Skerry GET repeat (paired ratios)
 SKIP_SKERRY=${SKIP_SKERRY:-0}
 SKIP_REDIS=${SKIP_REDIS:-0}
 SKIP_FSYNC=${SKIP_FSYNC:-0}
@@ -89,7 +92,8 @@ FSYNC_CONNS=50, DATA_SIZE=1024, FILL_PIPELINE=16, PIPELINE=1, WARMUP=min(DURATIO
 BENCH_THREADS=1, SERVER_CPU=0, CLIENT_CPU=1, FIO_RUNTIME=15, FIO_SIZE_MIB=max(1024, N*DATA_SIZE),
 SKERRY_DATA_SIZE (Skerry --data-size; default sized for the fill and all SET points with
 SET_RATE_GUESS=150000 SET/s), MEMCAP_MIB (run Skerry inside ../shared/tools/memcap MIB),
-SKIP_FIO, SKIP_SKERRY, SKIP_REDIS, SKIP_FSYNC, SKIP_RESTART (=1 to skip a step),
+SKIP_FIO, SKIP_SKERRY, SKIP_REDIS, SKIP_FSYNC, SKIP_RESTART (=1 to skip a step), FIO_PAIRED=1
+(0: fio only once, at the start),
 SKERRY_BIN, SKERRY_ARGS, BENCH_BIN, REDIS_BIN, REDIS_ARGS, DATA_DIR=bench/tmp/storage
 (data dirs and fio file, removed at exit unless KEEP_DATA=1), OUT=bench/results/<date>-storage.
 --quick: N=20000 DURATION=2 REPEATS=1 FIO_RUNTIME=3 (smoke test).
@@ -101,7 +105,7 @@ log() { printf '[storage] %s\n' "$*" >&2; }
 die() { printf '[storage] ERROR: %s\n' "$*" >&2; exit 2; }
 
 for v in N DURATION REPEATS CONNS FSYNC_CONNS DATA_SIZE FILL_PIPELINE PIPELINE WARMUP BENCH_THREADS \
-    SERVER_CPU CLIENT_CPU FIO_RUNTIME SET_RATE_GUESS START_TIMEOUT RESTART_TIMEOUT RESTART_SETTLE; do
+    SERVER_CPU CLIENT_CPU FIO_RUNTIME FIO_PAIRED SET_RATE_GUESS START_TIMEOUT RESTART_TIMEOUT RESTART_SETTLE; do
     [[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a non-negative integer (got '${!v}')"
 done
 ((N >= 1 && REPEATS >= 1 && DURATION >= 1 && CONNS >= 1 && FSYNC_CONNS >= 1)) || die "N, REPEATS, DURATION, CONNS, FSYNC_CONNS must be >= 1"
@@ -221,7 +225,7 @@ FSYNC_DATA_SIZE=${FSYNC_DATA_SIZE:-$SKERRY_DATA_SIZE}
 {
     echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
     echo "command: $CMDLINE"
-    echo "environment: N=$N DURATION=$DURATION REPEATS=$REPEATS CONNS=$CONNS FSYNC_CONNS=$FSYNC_CONNS DATA_SIZE=$DATA_SIZE FILL_PIPELINE=$FILL_PIPELINE PIPELINE=$PIPELINE WARMUP=$WARMUP BENCH_THREADS=$BENCH_THREADS SERVER_CPU=$SERVER_CPU CLIENT_CPU=$CLIENT_CPU FIO_RUNTIME=$FIO_RUNTIME FIO_SIZE_MIB=$FIO_SIZE_MIB SKERRY_DATA_SIZE=$SKERRY_DATA_SIZE MEMCAP_MIB=${MEMCAP_MIB:-none} SKIP_FIO=$SKIP_FIO SKIP_SKERRY=$SKIP_SKERRY SKIP_REDIS=$SKIP_REDIS SKIP_FSYNC=$SKIP_FSYNC SKIP_RESTART=$SKIP_RESTART SKERRY_ARGS='$SKERRY_ARGS' REDIS_ARGS='$REDIS_ARGS'"
+    echo "environment: N=$N DURATION=$DURATION REPEATS=$REPEATS CONNS=$CONNS FSYNC_CONNS=$FSYNC_CONNS DATA_SIZE=$DATA_SIZE FILL_PIPELINE=$FILL_PIPELINE PIPELINE=$PIPELINE WARMUP=$WARMUP BENCH_THREADS=$BENCH_THREADS SERVER_CPU=$SERVER_CPU CLIENT_CPU=$CLIENT_CPU FIO_RUNTIME=$FIO_RUNTIME FIO_SIZE_MIB=$FIO_SIZE_MIB SKERRY_DATA_SIZE=$SKERRY_DATA_SIZE MEMCAP_MIB=${MEMCAP_MIB:-none} SKIP_FIO=$SKIP_FIO FIO_PAIRED=$FIO_PAIRED SKIP_SKERRY=$SKIP_SKERRY SKIP_REDIS=$SKIP_REDIS SKIP_FSYNC=$SKIP_FSYNC SKIP_RESTART=$SKIP_RESTART SKERRY_ARGS='$SKERRY_ARGS' REDIS_ARGS='$REDIS_ARGS'"
     echo "host: $(uname -srm), $NCPU CPUs, $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
     echo "memory: $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
     src=$(df -P "$DATA_DIR" | awk 'NR == 2 { print $1 }')
@@ -362,6 +366,25 @@ run_point() {
 
 # ---------------------------------------------------------------- 1. fio ceiling
 FIO_IOPS=nan
+FIO_TSV=$OUT/fio.tsv
+# fio_point TAG: one fio run (fio_cmd) writing raw/fio-TAG.json; appends TAG and IOPS to
+# fio.tsv and sets FIO_LAST. The first run lays the file out; it stays until the exit.
+fio_point() {
+    local tag=$1 json=$OUT/raw/fio-$1.json iops
+    local cmd=("${fio_cmd[@]}" --output="$json")
+    if ! "${cmd[@]}" >"$OUT/raw/fio-$tag.stderr" 2>&1 && [[ $engine == io_uring ]]; then
+        log "fio with io_uring failed; retrying with libaio"
+        engine=libaio
+        fio_cmd=("${fio_cmd[@]/--ioengine=io_uring/--ioengine=libaio}")
+        cmd=("${fio_cmd[@]}" --output="$json")
+        "${cmd[@]}" >"$OUT/raw/fio-$tag.stderr" 2>&1 || { cat "$OUT/raw/fio-$tag.stderr" >&2; die "fio failed"; }
+    fi
+    [[ -s $OUT/raw/fio-$tag.stderr ]] || rm -f "$OUT/raw/fio-$tag.stderr"
+    iops=$(awk '/"read" : \{/ { r = 1 } r && /"iops" :/ { gsub(/[ ,]/, ""); split($0, a, ":"); printf "%.0f", a[2]; exit }' "$json")
+    [[ -n $iops ]] || die "could not read IOPS from $json"
+    printf '%s\t%s\n' "$tag" "$iops" >>"$FIO_TSV"
+    FIO_LAST=$iops
+}
 if [[ $SKIP_FIO != 1 ]]; then
     fio_file=$DATA_DIR/fio.dat
     engine=io_uring
@@ -369,20 +392,15 @@ if [[ $SKIP_FIO != 1 ]]; then
     fio_cmd=(taskset -c "$SERVER_CPU" fio --name=randread --filename="$fio_file" --size="${FIO_SIZE_MIB}m"
         --rw=randread --bs=4k --direct=1 --ioengine="$engine" --iodepth=32 --numjobs=1 --time_based=1
         --runtime="$FIO_RUNTIME" --ramp_time=1 --norandommap=1 --randrepeat=0 --group_reporting=1
-        --output-format=json --output="$OUT/raw/fio.json")
+        --output-format=json)
+    printf 'tag\tiops\n' >"$FIO_TSV"
     log "fio: laying out ${FIO_SIZE_MIB} MiB and reading for ${FIO_RUNTIME}s: ${fio_cmd[*]}"
-    if ! "${fio_cmd[@]}" >"$OUT/raw/fio.stderr" 2>&1 && [[ $engine == io_uring ]]; then
-        log "fio with io_uring failed; retrying with libaio"
-        fio_cmd=("${fio_cmd[@]/--ioengine=io_uring/--ioengine=libaio}")
-        "${fio_cmd[@]}" >"$OUT/raw/fio.stderr" 2>&1 || { cat "$OUT/raw/fio.stderr" >&2; die "fio failed"; }
-    fi
-    [[ -s $OUT/raw/fio.stderr ]] || rm -f "$OUT/raw/fio.stderr"
-    rm -f "$fio_file"
-    FIO_IOPS=$(awk '/"read" : \{/ { r = 1 } r && /"iops" :/ { gsub(/[ ,]/, ""); split($0, a, ":"); printf "%.0f", a[2]; exit }' "$OUT/raw/fio.json")
-    [[ -n $FIO_IOPS ]] || die "could not read IOPS from $OUT/raw/fio.json"
+    fio_point start
+    FIO_IOPS=$FIO_LAST
     fact fio.iops "$FIO_IOPS"
     fact fio.command "${fio_cmd[*]}"
     log "fio: $FIO_IOPS IOPS (4 KiB random read, O_DIRECT, iodepth 32)"
+    [[ $FIO_PAIRED == 1 ]] || rm -f "$fio_file"
 fi
 
 # ---------------------------------------------------------------- 2. (and 4.) each server
@@ -451,6 +469,10 @@ measure_server() { # NAME KIND [SERVER ARGS...]
     run_point "$s" storage warmup 1 "$CONNS" --key-pattern uniform --ratio 0:1 --test-time "$WARMUP" -P "$PIPELINE" \
         --require-no-misses || fail "$s warm-up: GET misses or errors"
     for ((r = 1; r <= REPEATS; r++)); do
+        if [[ $s == skerry && $SKIP_FIO != 1 && $FIO_PAIRED == 1 ]]; then
+            fio_point "get-r$r"
+            log "fio before skerry get rep $r: $FIO_LAST IOPS"
+        fi
         run_point "$s" storage get "$r" "$CONNS" --key-pattern uniform --ratio 0:1 --test-time "$DURATION" -P "$PIPELINE" \
             --require-no-misses || fail "$s get rep $r: misses (or errors): see $OUT/raw/$s-get-r$r.json"
         run_point "$s" storage set "$r" "$CONNS" --key-pattern uniform --ratio 1:0 --test-time "$DURATION" -P "$PIPELINE" \
@@ -526,6 +548,25 @@ GET_REF=$(awk -v f="$FIO_IOPS" -v r="$RG" 'BEGIN { if (f == "nan" && r == "nan")
 total_misses=$(awk -F'\t' 'NR > 1 && $18 != "" { m += $18 } END { print m + 0 }' "$RUNS")
 total_errors=$(awk -F'\t' 'NR > 1 && $19 != "" { e += $19 } END { print e + 0 }' "$RUNS")
 fact summary.get_ref "$GET_REF"
+# Paired GET ratios: each Skerry GET repeat against min(the fio run just before it, Redis
+# GET); the device's rate drifts within minutes on a shared VM, so a pair taken a few
+# seconds apart compares like with like. PAIRS holds "rep skerry fio ref ratio" lines.
+PAIRS=""
+if [[ -s $FIO_TSV ]]; then
+    PAIRS=$(awk -F'\t' -v rg="$RG" '
+        FNR == NR { if ($1 ~ /^get-r/) { sub(/^get-r/, "", $1); f[$1] = $2 }; next }
+        FNR > 1 && $1 == "storage" && $2 == "skerry" && $3 == "get" && ($4 in f) && $8 != "" {
+            ref = f[$4]; if (rg != "nan" && rg + 0 < ref + 0) ref = rg
+            printf "%s %s %s %s %.4f\n", $4, $8, f[$4], ref, $8 / ref
+        }' "$FIO_TSV" "$RUNS")
+fi
+GET_PAIRED=$(printf '%s\n' "$PAIRS" | awk 'NF == 5 { v[++n] = $5 }
+    END {
+        if (n == 0) { print "nan"; exit }
+        for (i = 2; i <= n; i++) { x = v[i]; for (j = i - 1; j >= 1 && v[j] > x; j--) v[j + 1] = v[j]; v[j + 1] = x }
+        printf "%.2f", (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+    }')
+fact summary.get_paired_ratio "$GET_PAIRED"
 
 {
     echo "# Storage benchmark: Skerry vs Redis vs the device"
@@ -556,11 +597,24 @@ fact summary.get_ref "$GET_REF"
     v=$(ratio "$SSC" "$RSC")
     echo "| SET ops/CPU-s >= 1.0x Redis | $v | $(verdict "$v" 1.0) |"
     v=$(ratio "$SG" "$GET_REF")
-    echo "| GET ops/s >= 0.85x min(fio IOPS, Redis GET) = $(fmt "$GET_REF" %.0f) | $v | $(verdict "$v" 0.85) |"
+    if [[ $GET_PAIRED != nan ]]; then
+        echo "| GET ops/s >= 0.85x min(fio IOPS just before the repeat, Redis GET), median of the paired repeats | $GET_PAIRED | $(verdict "$GET_PAIRED" 0.85) |"
+        echo "| (unpaired, for reference) GET ops/s / min(fio IOPS at the start, Redis GET) = $(fmt "$GET_REF" %.0f) | $v | |"
+    else
+        echo "| GET ops/s >= 0.85x min(fio IOPS, Redis GET) = $(fmt "$GET_REF" %.0f) | $v | $(verdict "$v" 0.85) |"
+    fi
     v=$(ratio "$FS" "$FR")
     echo "| appendfsync always SET ops/s >= 1.0x Redis (appendonly yes, appendfsync always) | $v | $(verdict "$v" 1.0) |"
     echo "| zero GET misses | $total_misses | $( ((total_misses == 0)) && echo PASS || echo FAIL) |"
     echo
+    if [[ -n $PAIRS ]]; then
+        echo "Paired GET repeats (fio run right before each Skerry GET repeat; \`fio.tsv\`):"
+        echo
+        echo "| repeat | Skerry GET ops/s | fio IOPS just before | reference min(fio, Redis GET) | ratio |"
+        echo "|---:|---:|---:|---:|---:|"
+        printf '%s\n' "$PAIRS" | awk 'NF == 5 { printf "| %s | %.0f | %.0f | %.0f | %.2f |\n", $1, $2, $3, $4, $5 }'
+        echo
+    fi
     echo "(Targets that compare two runs — SET at N = 10,000,000 vs N = 1,000,000 — need both summaries: Skerry SET here: $(fmt "$SS" %.0f) ops/s.)"
     echo
     echo "## Throughput (medians)"
@@ -571,7 +625,7 @@ fact summary.get_ref "$GET_REF"
     echo "| SET uniform | $(fmt "$SS" %.0f) | $(fmt "$RS" %.0f) | $(ratio "$SS" "$RS") | $(fmt "$SSC" %.0f) | $(fmt "$RSC" %.0f) | $(ratio "$SSC" "$RSC") | |"
     echo "| SET appendfsync always ($FSYNC_CONNS conns) | $(fmt "$FS" %.0f) | $(fmt "$FR" %.0f) | $(ratio "$FS" "$FR") | $(fmt "$FSC" %.0f) | $(fmt "$FRC" %.0f) | $(ratio "$FSC" "$FRC") | |"
     echo
-    echo "fio ceiling: $(fmt "$FIO_IOPS" %.0f) IOPS (4 KiB random read, O_DIRECT, iodepth 32, ${FIO_RUNTIME}s, ${FIO_SIZE_MIB} MiB file in the data directory's file system; \`raw/fio.json\`)."
+    echo "fio ceiling: $(fmt "$FIO_IOPS" %.0f) IOPS (4 KiB random read, O_DIRECT, iodepth 32, ${FIO_RUNTIME}s, ${FIO_SIZE_MIB} MiB file in the data directory's file system; \`raw/fio-start.json\`; the paired runs: \`fio.tsv\`, \`raw/fio-get-rN.json\`)."
     echo
     echo "Details (medians): server CPU utilisation (CPU s / wall s), client (skerry-bench) CPU utilisation —"
     echo "near 100% would mean the point is client-bound — and latency percentiles (microseconds)."
