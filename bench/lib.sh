@@ -45,3 +45,16 @@ cpu_busy_pct() { # CPU SECONDS
     calc "($t1 > $t0) ? 100 * ($b1 - $b0) / ($t1 - $t0) : 0"
 }
 rss_bytes() { awk '/^VmRSS:/ { print $2 * 1024; exit }' "/proc/$1/status" 2>/dev/null || echo 0; }
+# median_of: the median of the numbers on stdin, one per line (every line counts); "nan"
+# when there are none.
+median_of() {
+    awk '{ v[++n] = $1 }
+        END {
+            if (n == 0) { print "nan"; exit }
+            for (i = 2; i <= n; i++) { x = v[i]; for (j = i - 1; j >= 1 && v[j] > x; j--) v[j + 1] = v[j]; v[j + 1] = x }
+            print (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+        }'
+}
+# fio_iops JSON: the read IOPS (rounded) of a fio --output-format=json file; empty when
+# there is none.
+fio_iops() { awk '/"read" : \{/ { r = 1 } r && /"iops" :/ { gsub(/[ ,]/, ""); split($0, a, ":"); printf "%.0f", a[2]; exit }' "$1"; }

@@ -231,12 +231,7 @@ echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/env.txt"
 
 median() { # TEST COLUMN
     awk -F'\t' -v t="$1" -v c="$2" '
-        NR > 1 && $1 == t { v[++n] = $c }
-        END {
-            if (n == 0) { print "nan"; exit }
-            for (i = 2; i <= n; i++) { x = v[i]; for (j = i - 1; j >= 1 && v[j] > x; j--) v[j + 1] = v[j]; v[j + 1] = x }
-            print (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-        }' "$RUNS"
+        NR > 1 && $1 == t { print $c }' "$RUNS" | median_of
 }
 OFF=$(median off 5) ON=$(median on 5)
 OFFC=$(median off 7) ONC=$(median on 7)

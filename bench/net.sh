@@ -292,12 +292,7 @@ read -r _ STEAL_T1 STEAL1 <<<"$(cpu_sample "$SERVER_CPU")"
 # median SERVER TEST PIPE COLUMN
 median() {
     awk -F'\t' -v s="$1" -v t="$2" -v p="$3" -v c="$4" '
-        NR > 1 && $1 == s && $2 == t && $3 == p { v[++n] = $c }
-        END {
-            if (n == 0) { print "nan"; exit }
-            for (i = 2; i <= n; i++) { x = v[i]; for (j = i - 1; j >= 1 && v[j] > x; j--) v[j + 1] = v[j]; v[j + 1] = x }
-            print (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-        }' "$RUNS"
+        NR > 1 && $1 == s && $2 == t && $3 == p { print $c }' "$RUNS" | median_of
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "nan" || b == "nan" || b == 0) print "-"; else printf "%.2f", a / b }'; }
 fmt() { awk -v v="$1" -v f="$2" 'BEGIN { if (v == "nan") print "-"; else printf f, v }'; }

@@ -380,7 +380,7 @@ fio_point() {
         "${cmd[@]}" >"$OUT/raw/fio-$tag.stderr" 2>&1 || { cat "$OUT/raw/fio-$tag.stderr" >&2; die "fio failed"; }
     fi
     [[ -s $OUT/raw/fio-$tag.stderr ]] || rm -f "$OUT/raw/fio-$tag.stderr"
-    iops=$(awk '/"read" : \{/ { r = 1 } r && /"iops" :/ { gsub(/[ ,]/, ""); split($0, a, ":"); printf "%.0f", a[2]; exit }' "$json")
+    iops=$(fio_iops "$json")
     [[ -n $iops ]] || die "could not read IOPS from $json"
     printf '%s\t%s\n' "$tag" "$iops" >>"$FIO_TSV"
     FIO_LAST=$iops
@@ -517,12 +517,7 @@ echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/env.txt"
 # median STEP SERVER TEST COLUMN: median over the repeats of one column of runs.tsv.
 median() {
     awk -F'\t' -v st="$1" -v s="$2" -v t="$3" -v c="$4" '
-        NR > 1 && $1 == st && $2 == s && $3 == t && $c != "" { v[++n] = $c }
-        END {
-            if (n == 0) { print "nan"; exit }
-            for (i = 2; i <= n; i++) { x = v[i]; for (j = i - 1; j >= 1 && v[j] > x; j--) v[j + 1] = v[j]; v[j + 1] = x }
-            print (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-        }' "$RUNS"
+        NR > 1 && $1 == st && $2 == s && $3 == t && $c != "" { print $c }' "$RUNS" | median_of
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "nan" || b == "nan" || a == "" || b == "" || b == 0) print "-"; else printf "%.2f", a / b }'; }
 fmt() { awk -v v="$1" -v f="$2" 'BEGIN { if (v == "nan" || v == "") print "-"; else printf f, v }'; }
@@ -560,12 +555,8 @@ if [[ -s $FIO_TSV ]]; then
             printf "%s %s %s %s %.4f\n", $4, $8, f[$4], ref, $8 / ref
         }' "$FIO_TSV" "$RUNS")
 fi
-GET_PAIRED=$(printf '%s\n' "$PAIRS" | awk 'NF == 5 { v[++n] = $5 }
-    END {
-        if (n == 0) { print "nan"; exit }
-        for (i = 2; i <= n; i++) { x = v[i]; for (j = i - 1; j >= 1 && v[j] > x; j--) v[j + 1] = v[j]; v[j + 1] = x }
-        printf "%.2f", (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-    }')
+GET_PAIRED=$(printf '%s\n' "$PAIRS" | awk 'NF == 5 { print $5 }' | median_of)
+[[ $GET_PAIRED == nan ]] || GET_PAIRED=$(printf '%.2f' "$GET_PAIRED")
 fact summary.get_paired_ratio "$GET_PAIRED"
 
 {

@@ -355,7 +355,7 @@ for N in $DATASETS; do
             --ramp_time=1 --norandommap=1 --randrepeat=0 --output-format=json --output="$OUT/raw/$LABEL-fio.json" \
             >/dev/null 2>&1 || die "fio failed"
         rm -f "$DATA_DIR/fio.dat"
-        iops=$(awk '/"read" : \{/ { r = 1 } r && /"iops" :/ { gsub(/[ ,]/, ""); split($0, a, ":"); printf "%.0f", a[2]; exit }' "$OUT/raw/$LABEL-fio.json")
+        iops=$(fio_iops "$OUT/raw/$LABEL-fio.json")
         fact "$LABEL.fio_iops" "$iops"
         fact "$LABEL.fio_file_mib" "$mib"
         log "$LABEL fio: $iops IOPS (4 KiB random read, O_DIRECT, iodepth 32, $mib MiB file)"
