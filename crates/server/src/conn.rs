@@ -540,7 +540,10 @@ impl Conn {
                             .await
                             {
                                 Ok(false) => break,
-                                // It waited: a transaction may hold the worker now.
+                                // It waited: the values are resident now (it checked
+                                // after its last read), but a transaction may hold the
+                                // worker now; then the values are checked again after it.
+                                Ok(true) if shard.borrow().hold.is_none() => break,
                                 Ok(true) => continue,
                                 Err(e) => {
                                     let mark = self.reply.buf.len();

@@ -10,6 +10,14 @@ use crate::store::Location;
 use crate::writer::Writer;
 use crate::AlignedBuf;
 
+/// Reads of at most this many bytes (after alignment) use a pooled buffer of this
+/// capacity (or of the device alignment, when that is larger).
+const POOLED_READ_BYTES: usize = 4096;
+
+/// Pooled read buffers kept per writer (one per read in flight is enough; beyond this,
+/// buffers are freed).
+const POOLED_READ_BUFS_KEPT: usize = 256;
+
 /// Owned bytes of a record.
 #[derive(Debug)]
 pub(crate) enum Bytes {
@@ -75,6 +83,36 @@ impl RecordBytes {
 }
 
 impl Writer {
+    /// A buffer of `len_bytes` (a multiple of `align_bytes`) for a device read: from the
+    /// pool when it is small, else a fresh one.
+    fn read_buf(&self, len_bytes: usize, align_bytes: usize) -> AlignedBuf {
+        let pooled_bytes = POOLED_READ_BYTES.max(align_bytes);
+        if len_bytes > pooled_bytes {
+            return AlignedBuf::zeroed(len_bytes, align_bytes);
+        }
+        let mut buf = match self.read_bufs.borrow_mut().pop() {
+            Some(b) if b.align_bytes() == align_bytes => b,
+            _ => AlignedBuf::new(pooled_bytes, align_bytes),
+        };
+        buf.set_len_bytes(len_bytes);
+        buf
+    }
+
+    /// Gives the buffer of a record returned by [`Writer::read`] back to this writer's
+    /// read pool (the caller is done with its value). Optional: a dropped record frees
+    /// its buffer.
+    pub fn recycle(&self, record: RecordBytes) {
+        let Bytes::Aligned(buf) = record.bytes else {
+            return;
+        };
+        if buf.capacity_bytes() == POOLED_READ_BYTES.max(buf.align_bytes()) {
+            let mut pool = self.read_bufs.borrow_mut();
+            if pool.len() < POOLED_READ_BUFS_KEPT {
+                pool.push(buf);
+            }
+        }
+    }
+
     /// Reads the record at `location`: from this writer's staging images when
     /// it is there, else with one aligned read covering the record (start
     /// rounded down, end rounded up to the device alignment), then decoded and
@@ -94,7 +132,7 @@ impl Writer {
         let end_bytes = start_bytes + u64::from(location.len_bytes);
         let read_start = start_bytes / align * align;
         let read_end = end_bytes.next_multiple_of(align);
-        let buf = AlignedBuf::zeroed((read_end - read_start) as usize, align as usize);
+        let buf = self.read_buf((read_end - read_start) as usize, align as usize);
         let device = &self.devices()[usize::from(location.device)];
         let started = quanta::Instant::now();
         let BufResult(res, buf) = device.read_at(buf, read_start).await;

@@ -250,6 +250,10 @@ pub struct Writer {
     /// bytes into a buffer of its own, and a fresh one of that size (mapped memory) would
     /// cost a page fault per page and an unmap at every write.
     write_bufs: RefCell<Vec<AlignedBuf>>,
+    /// Buffers of finished value reads ([`Writer::recycle`]), for the next ones: a fresh
+    /// aligned, zeroed allocation and its free cost more than the rest of the user-space
+    /// read path (decision 0012).
+    pub(crate) read_bufs: RefCell<Vec<AlignedBuf>>,
 }
 
 /// Write buffers kept for reuse (see `Writer::write_bufs`).
@@ -318,6 +322,7 @@ impl Writer {
             io_done: Notify::default(),
             io_latency: RefCell::new(IoLatency::default()),
             write_bufs: RefCell::new(Vec::new()),
+            read_bufs: RefCell::new(Vec::new()),
         }
     }
 

@@ -323,6 +323,61 @@ fn flip_in_value(ctl: &RamControl, store: &Store, loc: Location, bit: u8) {
     ctl.flip_bit(at, bit);
 }
 
+/// Reads into recycled buffers ([`Writer::recycle`]) serve exactly the record read:
+/// a long record's bytes left in a pooled buffer never show in a shorter one read next,
+/// records larger than the pooled size still read, and a flipped bit is still reported.
+#[test]
+fn recycled_read_buffers_serve_only_the_record_read() {
+    let dev = fresh_device();
+    let ctl = dev.control();
+    run(async {
+        let (store, _, _) = open(&ctl).await;
+        let w = Writer::open(store.clone(), 0, Durability::Always, 0)
+            .await
+            .unwrap();
+        // Sizes around the pooled buffer (4 KiB) and the 512-byte alignment.
+        let sizes = [3000usize, 10, 4000, 0, 5000, 700, 4096, 1];
+        let locs: Vec<Location> = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| {
+                w.append(meta(i as u64 + 1), &key(i as u32), &vec![i as u8 + 1; n])
+                    .unwrap()
+            })
+            .collect();
+        w.sync().await.unwrap();
+        // A new writer reads from the device (its staging images are empty).
+        let r = Writer::open(store.clone(), 1, Durability::Always, 0)
+            .await
+            .unwrap();
+        for round in 0..3 {
+            for (i, loc) in locs.iter().enumerate() {
+                let rec = r.read(loc).await.unwrap();
+                assert_eq!(rec.key(), key(i as u32).as_slice(), "round {round}");
+                assert_eq!(
+                    rec.value(),
+                    vec![i as u8 + 1; sizes[i]].as_slice(),
+                    "round {round}"
+                );
+                r.recycle(rec);
+            }
+        }
+        // A flipped bit in a small record read into a recycled buffer: still an error.
+        flip_in_value(&ctl, &store, locs[5], 2);
+        let r2 = Writer::open(store.clone(), 2, Durability::Always, 0)
+            .await
+            .unwrap();
+        let rec = r2.read(&locs[0]).await.unwrap();
+        r2.recycle(rec);
+        assert!(matches!(
+            r2.read(&locs[5]).await,
+            Err(StoreError::Corrupt { .. })
+        ));
+        assert_eq!(r2.read(&locs[1]).await.unwrap().value(), &[2u8; 10]);
+        drop((w, r, r2));
+    });
+}
+
 #[test]
 fn bit_flip_is_corrupt_on_read_and_skipped_by_recovery() {
     let dev = fresh_device();
