@@ -581,6 +581,32 @@ impl Writer {
         seq
     }
 
+    /// Bytes of I/O buffers this writer keeps for reuse: its spare block image, its
+    /// finished write buffers and its pooled read buffers (an idle writer's [`Writer::tick`]
+    /// frees the first two).
+    pub fn kept_buffer_bytes(&self) -> usize {
+        let spare: usize = self
+            .state
+            .borrow()
+            .spare
+            .iter()
+            .map(|b| b.capacity_bytes())
+            .sum();
+        let writes: usize = self
+            .write_bufs
+            .borrow()
+            .iter()
+            .map(|b| b.capacity_bytes())
+            .sum();
+        let reads: usize = self
+            .read_bufs
+            .borrow()
+            .iter()
+            .map(|b| b.capacity_bytes())
+            .sum();
+        spare + writes + reads
+    }
+
     /// Counters.
     pub fn stats(&self) -> WriterStats {
         let st = self.state.borrow();
@@ -1006,11 +1032,13 @@ impl Writer {
             Durability::No | Durability::Always => self.flush().await?,
         }
         {
-            // An idle writer gives its spare block image back to the OS (8 MiB a worker);
-            // a busy one keeps it to start its next block without page faults.
+            // An idle writer gives its spare block image and its kept write buffers
+            // back to the OS (up to 8 MiB and WRITE_BUFS_KEPT mapped buffers of up to a
+            // block each); a busy one keeps them to write without page faults.
             let mut st = self.state.borrow_mut();
             if st.appends == st.appends_at_last_tick {
                 st.spare.clear();
+                self.write_bufs.borrow_mut().clear();
             }
             st.appends_at_last_tick = st.appends;
         }

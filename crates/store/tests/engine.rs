@@ -205,6 +205,49 @@ fn no_space_then_space_again() {
     });
 }
 
+/// The buffers a writer keeps for its next writes go back when it idles: after a write
+/// burst they are kept (`kept_buffer_bytes` > 0), and two ticks without an append free
+/// the write buffers and the spare block image; a read's pooled buffer stays (small).
+#[test]
+fn an_idle_writer_frees_its_kept_write_buffers() {
+    let dev = ram(4);
+    run(async {
+        let (store, _, rec) = open(&dev).await;
+        let w = Writer::open(store, 0, Durability::EverySec, rec.max_mutation_seq)
+            .await
+            .unwrap();
+        let mut locs = Vec::new();
+        for i in 0..100u32 {
+            locs.push(
+                w.append(meta(w.next_seq()), format!("k{i}").as_bytes(), &[9u8; 1000])
+                    .unwrap(),
+            );
+            if i % 10 == 9 {
+                w.sync().await.unwrap();
+            }
+        }
+        assert!(w.kept_buffer_bytes() >= 64 * 1024, "a write buffer is kept");
+        w.tick().await.unwrap(); // appends since the last tick: busy
+        assert!(
+            w.kept_buffer_bytes() >= 64 * 1024,
+            "a busy writer keeps its buffers"
+        );
+        // A device read (the first block is sealed and durable) leaves a pooled buffer.
+        let r = w.read(&locs[0]).await.unwrap();
+        assert_eq!(r.value(), &[9u8; 1000]);
+        w.recycle(r);
+        w.tick().await.unwrap(); // no appends since: idle
+        assert!(
+            w.kept_buffer_bytes() <= 4096,
+            "idle: only the pooled read buffer stays, got {}",
+            w.kept_buffer_bytes()
+        );
+        w.append(meta(w.next_seq()), b"after", b"idle").unwrap();
+        w.sync().await.unwrap();
+        assert_eq!(w.read(&locs[99]).await.unwrap().value(), &[9u8; 1000]);
+    });
+}
+
 #[test]
 fn durability_changes_at_runtime() {
     let dev = ram(4);

@@ -538,6 +538,7 @@ pub(crate) struct StorageInfo {
     pub(crate) cache: crate::keyspace::cache::CacheStats,
     pub(crate) index_bytes: usize,
     pub(crate) read_buffer_bytes: usize,
+    pub(crate) io_buffer_bytes: usize,
     pub(crate) decoded_coll_bytes: usize,
     pub(crate) group_records: usize,
     pub(crate) store: skerry_store::StoreStats,
@@ -555,6 +556,7 @@ impl StorageInfo {
             cache: ks.value_cache_stats(),
             index_bytes: ks.index_bytes(),
             read_buffer_bytes: ks.read_buffer_bytes(),
+            io_buffer_bytes: log.kept_buffer_bytes(),
             decoded_coll_bytes: ks.decoded_coll_bytes(),
             group_records: (0..ks.databases()).map(|db| ks.group_records(db)).sum(),
             store: log.store().stats(),
@@ -876,6 +878,12 @@ pub(crate) fn storage_figures(shared: &crate::worker::Shared, w: &[WorkerInfo]) 
             Gauge,
             "Bytes of values held in the read buffers.",
             sum(&|s| s.read_buffer_bytes as u64),
+        ),
+        num(
+            "io_buffer_bytes",
+            Gauge,
+            "Bytes of I/O buffers kept for reuse (spare block images, write and read buffers; freed when a worker idles).",
+            sum(&|s| s.io_buffer_bytes as u64),
         ),
         num(
             "decoded_collection_bytes",

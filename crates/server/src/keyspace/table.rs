@@ -340,6 +340,8 @@ pub struct SegTable<T> {
     len: usize,
     /// Growth step divisor: [`GROWTH_DIV`], or [`BULK_GROWTH_DIV`] during a bulk load.
     growth_div: usize,
+    /// Bumped by every call that can change an entry ([`SegTable::changes`]).
+    changes: u64,
 }
 
 impl<T: Keyed> Default for SegTable<T> {
@@ -366,6 +368,7 @@ impl<T: Keyed> SegTable<T> {
             segments: vec![Segment::with_groups(0, 1)],
             len: 0,
             growth_div: GROWTH_DIV,
+            changes: 0,
         }
     }
 
@@ -449,6 +452,7 @@ impl<T: Keyed> SegTable<T> {
     /// The entry for `key`, mutable.
     #[inline]
     pub fn get_mut(&mut self, hash: u64, key: &[u8]) -> Option<&mut T> {
+        self.changes += 1;
         let s = self.segment_of(hash);
         let seg = &mut self.segments[s];
         seg.find(hash, key).map(move |i| seg.slot_mut(i))
@@ -456,6 +460,7 @@ impl<T: Keyed> SegTable<T> {
 
     /// Inserts `entry`, replacing and returning an entry with the same key.
     pub fn insert(&mut self, entry: T) -> Option<T> {
+        self.changes += 1;
         let hash = entry.hash();
         let s = self.segment_of(hash);
         let seg = &mut self.segments[s];
@@ -472,6 +477,7 @@ impl<T: Keyed> SegTable<T> {
 
     /// Removes and returns the entry for `key`.
     pub fn remove(&mut self, hash: u64, key: &[u8]) -> Option<T> {
+        self.changes += 1;
         let s = self.segment_of(hash);
         let seg = &mut self.segments[s];
         let i = seg.find(hash, key)?;
@@ -490,7 +496,16 @@ impl<T: Keyed> SegTable<T> {
 
     /// Removes every entry.
     pub fn clear(&mut self) {
+        let changes = self.changes + 1;
         *self = Self::new();
+        self.changes = changes;
+    }
+
+    /// A count that grows with every call that can change an entry (`get_mut`, `insert`,
+    /// `remove`, `clear`, `retain`; also when nothing changed): equal counts before and
+    /// after some work mean no entry changed in between.
+    pub fn changes(&self) -> u64 {
+        self.changes
     }
 
     /// Calls `f` on every entry.
@@ -504,6 +519,7 @@ impl<T: Keyed> SegTable<T> {
 
     /// Keeps only the entries for which `keep` returns true.
     pub fn retain(&mut self, mut keep: impl FnMut(&mut T) -> bool) {
+        self.changes += 1;
         for seg in &mut self.segments {
             let mut removed = 0;
             for i in 0..seg.slot_count() {
@@ -700,6 +716,35 @@ mod tests {
         let n = t.segments.len();
         t.reserve_empty(1_000_000);
         assert_eq!(t.segments.len(), n);
+    }
+
+    /// `changes` grows with every call that can change an entry, never with reads, and
+    /// never goes back (not even when `clear` starts a new table).
+    #[test]
+    fn changes_count_every_mutating_call() {
+        let mut t = SegTable::new();
+        let mut last = t.changes();
+        let mut bumped = |t: &SegTable<E>, what: &str| {
+            assert!(t.changes() > last, "{what} did not count");
+            last = t.changes();
+        };
+        for i in 0..2000 {
+            t.insert(e(&format!("k{i}")));
+        }
+        bumped(&t, "insert");
+        let before = t.changes();
+        assert!(t.get(h("k1"), b"k1").is_some());
+        t.for_each(|_| {});
+        assert_eq!(t.changes(), before, "reads count nothing");
+        t.get_mut(h("k1"), b"k1").unwrap().1 = h("k1");
+        bumped(&t, "get_mut");
+        t.remove(h("k2"), b"k2");
+        bumped(&t, "remove");
+        t.retain(|_| true);
+        bumped(&t, "retain");
+        t.clear();
+        bumped(&t, "clear");
+        assert!(t.is_empty());
     }
 
     #[test]
