@@ -2169,8 +2169,6 @@ mod tests {
         });
     }
 
-    /// A key that expired while the server was down gets a tombstone at startup (else an
-    /// older version could come back once the expired record's block is reclaimed).
     /// One command's values stay resident together even past the read buffer's entry cap
     /// (its mark protects them); the next command's call trims the buffer to the cap:
     /// [`READ_BUF_CACHED_MAX_ENTRIES`] with the value cache on, [`READ_BUF_MAX_ENTRIES`] off.
@@ -2210,6 +2208,8 @@ mod tests {
         }
     }
 
+    /// A key that expired while the server was down gets a tombstone at startup (else an
+    /// older version could come back once the expired record's block is reclaimed).
     #[test]
     fn keys_expired_at_recovery_get_tombstones() {
         compio::runtime::Runtime::new().unwrap().block_on(async {
