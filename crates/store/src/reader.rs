@@ -14,6 +14,11 @@ use crate::AlignedBuf;
 /// capacity (or of the device alignment, when that is larger).
 const POOLED_READ_BYTES: usize = 4096;
 
+/// Capacity of a pooled read buffer for a device of alignment `align_bytes`.
+fn pooled_read_capacity(align_bytes: usize) -> usize {
+    POOLED_READ_BYTES.max(align_bytes)
+}
+
 /// Pooled read buffers kept per writer (one per read in flight is enough; beyond this,
 /// buffers are freed).
 const POOLED_READ_BUFS_KEPT: usize = 256;
@@ -86,7 +91,7 @@ impl Writer {
     /// A buffer of `len_bytes` (a multiple of `align_bytes`) for a device read: from the
     /// pool when it is small, else a fresh one.
     fn read_buf(&self, len_bytes: usize, align_bytes: usize) -> AlignedBuf {
-        let pooled_bytes = POOLED_READ_BYTES.max(align_bytes);
+        let pooled_bytes = pooled_read_capacity(align_bytes);
         if len_bytes > pooled_bytes {
             return AlignedBuf::zeroed(len_bytes, align_bytes);
         }
@@ -105,7 +110,7 @@ impl Writer {
         let Bytes::Aligned(buf) = record.bytes else {
             return;
         };
-        if buf.capacity_bytes() == POOLED_READ_BYTES.max(buf.align_bytes()) {
+        if buf.capacity_bytes() == pooled_read_capacity(buf.align_bytes()) {
             let mut pool = self.read_bufs.borrow_mut();
             if pool.len() < POOLED_READ_BUFS_KEPT {
                 pool.push(buf);

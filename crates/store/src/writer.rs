@@ -585,26 +585,11 @@ impl Writer {
     /// finished write buffers and its pooled read buffers (an idle writer's [`Writer::tick`]
     /// frees the first two).
     pub fn kept_buffer_bytes(&self) -> usize {
-        let spare: usize = self
-            .state
-            .borrow()
-            .spare
-            .iter()
-            .map(|b| b.capacity_bytes())
-            .sum();
-        let writes: usize = self
-            .write_bufs
-            .borrow()
-            .iter()
-            .map(|b| b.capacity_bytes())
-            .sum();
-        let reads: usize = self
-            .read_bufs
-            .borrow()
-            .iter()
-            .map(|b| b.capacity_bytes())
-            .sum();
-        spare + writes + reads
+        let capacity =
+            |bufs: &[AlignedBuf]| bufs.iter().map(AlignedBuf::capacity_bytes).sum::<usize>();
+        capacity(&self.state.borrow().spare)
+            + capacity(&self.write_bufs.borrow())
+            + capacity(&self.read_bufs.borrow())
     }
 
     /// Counters.

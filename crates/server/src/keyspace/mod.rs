@@ -210,8 +210,6 @@ struct ReadBuf {
     bytes: usize,
     /// Insertion number of the next entry.
     next: u64,
-    /// True when the value cache is on ([`READ_BUF_CACHED_MAX_ENTRIES`] applies).
-    cache_on: bool,
 }
 
 const READ_BUF_BUDGET_BYTES: usize = 8 << 20;
@@ -235,13 +233,9 @@ impl ReadBuf {
         }
     }
 
-    /// Evicts the oldest entries past the budget, keeping those inserted at or after `mark`.
-    fn make_room(&mut self, mark: u64) {
-        let max_entries = if self.cache_on {
-            READ_BUF_CACHED_MAX_ENTRIES
-        } else {
-            READ_BUF_MAX_ENTRIES
-        };
+    /// Evicts the oldest entries past the budget and past `max_entries`, keeping those
+    /// inserted at or after `mark`.
+    fn make_room(&mut self, mark: u64, max_entries: usize) {
         while self.bytes > READ_BUF_BUDGET_BYTES || self.order.len() > max_entries {
             match self.order.front() {
                 Some(&(_, n)) if n < mark => {}
@@ -676,7 +670,6 @@ impl Keyspace {
     pub fn set_value_cache_bytes(&mut self, capacity_bytes: usize) {
         let before = self.cache.stats().used_bytes;
         self.cache.set_capacity(capacity_bytes);
-        self.read_buf.cache_on = capacity_bytes != 0;
         if self.cache.stats().used_bytes < before / 2 {
             crate::worker::collect_allocator();
         }
@@ -875,6 +868,18 @@ impl Keyspace {
         v
     }
 
+    /// Trims the read buffer ([`ReadBuf::make_room`]) to its budget and to its entry cap,
+    /// which follows the value cache: [`READ_BUF_CACHED_MAX_ENTRIES`] when it is on,
+    /// [`READ_BUF_MAX_ENTRIES`] when it is off.
+    fn trim_read_buf(&mut self, mark: u64) {
+        let max_entries = if self.cache.enabled() {
+            READ_BUF_CACHED_MAX_ENTRIES
+        } else {
+            READ_BUF_MAX_ENTRIES
+        };
+        self.read_buf.make_room(mark, max_entries);
+    }
+
     /// The read buffer's mark: values made resident after it are not evicted by calls
     /// passing it (take it once per command, before its first [`Keyspace::missing`]).
     pub fn read_mark(&self) -> u64 {
@@ -914,7 +919,7 @@ impl Keyspace {
     /// Locations of the values of `keys` (in `db`) that are not resident; expired keys are
     /// removed on the way. Older values than `mark` may be evicted from the read buffer.
     pub fn missing(&mut self, db: usize, keys: &[&[u8]], now_ms: i64, mark: u64) -> Vec<Location> {
-        self.read_buf.make_room(mark);
+        self.trim_read_buf(mark);
         self.colls.make_room();
         let mut out = Vec::new();
         for key in keys {
@@ -943,7 +948,7 @@ impl Keyspace {
     /// `mark` past the budget first) and the value cache. Err with the reply message when a
     /// read failed.
     pub fn fill(&mut self, got: Vec<Fetched>, mark: u64) -> Result<(), String> {
-        self.read_buf.make_room(mark);
+        self.trim_read_buf(mark);
         let mut first_err = None;
         for f in got {
             match f.value {
@@ -1092,21 +1097,13 @@ impl Keyspace {
         Ok(Some(f(&v)))
     }
 
-    fn value_type_at(&self, db: usize, hash: u64, key: &[u8]) -> u8 {
-        self.dbs[db]
-            .table
-            .get(hash, key)
-            .map_or(VALUE_TYPE_STRING, |e| e.value_type())
-    }
-
     /// [`Keyspace::get`] without touching hit/miss counters (for writes that read).
     pub fn peek(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<Got> {
         if let Some(l) = self.lent_for(db, key) {
             return l.get(db, key, now_ms).map(|v| v.to_got());
         }
         let hash = hash_key(key);
-        let (loc, expire_at_ms) = self.live_loc(db, hash, key, now_ms)?;
-        let value_type = self.value_type_at(db, hash, key);
+        let (loc, expire_at_ms, value_type) = self.live_loc_typed(db, hash, key, now_ms)?;
         if value_type != VALUE_TYPE_STRING {
             if self.is_grouped_key(db, key) {
                 // The whole collection as one value (the caller made its groups resident).
@@ -1391,10 +1388,9 @@ impl Keyspace {
         if self.lent_for(db, key).is_none() && self.is_grouped_key(db, key) {
             // Only the root carries the expiry: rewrite it alone.
             let hash = hash_key(key);
-            let Some((loc, _)) = self.live_loc(db, hash, key, now_ms) else {
+            let Some((loc, _, value_type)) = self.live_loc_typed(db, hash, key, now_ms) else {
                 return false;
             };
-            let value_type = self.value_type_at(db, hash, key);
             let decoded = self.colls.take(self.buf_key(loc));
             let root = match &decoded {
                 Some(c) => {
@@ -1582,10 +1578,10 @@ impl Keyspace {
         now_ms: i64,
     ) -> Result<Option<colls::CollKey>, CollError> {
         let hash = hash_key(key);
-        let Some((loc, _)) = self.live_loc(db, hash, key, now_ms) else {
+        let Some((loc, _, found_type)) = self.live_loc_typed(db, hash, key, now_ms) else {
             return Ok(None);
         };
-        if self.value_type_at(db, hash, key) != value_type {
+        if found_type != value_type {
             return Err(CollError::WrongType);
         }
         let k = self.buf_key(loc);
@@ -1753,8 +1749,7 @@ impl Keyspace {
             });
         }
         let hash = hash_key(key);
-        let (loc, _) = self.live_loc(db, hash, key, now_ms)?;
-        let value_type = self.value_type_at(db, hash, key);
+        let (loc, _, value_type) = self.live_loc_typed(db, hash, key, now_ms)?;
         if value_type == VALUE_TYPE_STRING {
             let v = self.resident_value(loc)?;
             return Some(string_encoding(&v));
