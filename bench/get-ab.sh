@@ -70,8 +70,6 @@ for s in A B; do
         --require-no-errors --json "$DATA_DIR/fill-$s.json" >/dev/null
 done
 
-# json_num FILE KEY: a number field of skerry-bench's one-line JSON.
-json_num() { grep -o "\"$2\":[-0-9.e]*" "$1" | head -n 1 | cut -d: -f2; }
 rows=()
 for ((rep = 1; rep <= REPEATS; rep++)); do
     for s in A B; do

@@ -58,3 +58,5 @@ median_of() {
 # fio_iops JSON: the read IOPS (rounded) of a fio --output-format=json file; empty when
 # there is none.
 fio_iops() { awk '/"read" : \{/ { r = 1 } r && /"iops" :/ { gsub(/[ ,]/, ""); split($0, a, ":"); printf "%.0f", a[2]; exit }' "$1"; }
+# json_num FILE KEY: a number (or null) field of skerry-bench's one-line JSON.
+json_num() { grep -o "\"$2\":[-0-9.enul]*" "$1" | head -n 1 | cut -d: -f2; }

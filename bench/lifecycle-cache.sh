@@ -152,7 +152,6 @@ start_server() {
 }
 rcli() { redis-cli -h 127.0.0.1 -p "$PORT" "$@" 2>&1; }
 info_num() { rcli info storage | tr -d '\r' | awk -F: -v k="$1" '$1 == k { print $2; exit }'; }
-json_num() { grep -o "\"$2\":[-0-9.enul]*" "$1" | head -n 1 | cut -d: -f2; }
 human_bytes() { awk -v b="$1" 'BEGIN { split("B KiB MiB GiB TiB", u); i = 1; while (b >= 1024 && i < 5) { b /= 1024; i++ } printf "%.1f %s", b, u[i] }'; }
 
 # bench NAME REP ARGS...: one skerry-bench run, JSON in raw/NAME-rREP.json.

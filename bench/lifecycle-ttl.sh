@@ -146,7 +146,6 @@ trap cleanup EXIT
 trap 'log "interrupted"; exit 130' INT TERM
 
 rcli() { redis-cli -h 127.0.0.1 -p "$PORT" "$@" 2>&1; }
-json_num() { grep -o "\"$2\":[-0-9.enul]*" "$1" | head -n 1 | cut -d: -f2; }
 # fcalc EXPR: like calc, with 6 decimals (calc's %s would print Unix times as 1.76e+09).
 fcalc() { awk "BEGIN { printf \"%.6f\", $1 }"; }
 is_true() { awk "BEGIN { exit !($1) }"; }

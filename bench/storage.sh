@@ -150,8 +150,6 @@ if [[ -n $MEMCAP_MIB ]]; then
     [[ $EUID -eq 0 ]] || die "memcap needs root"
 fi
 
-# json_num FILE KEY: a number (or null) field of skerry-bench's one-line JSON.
-json_num() { grep -o "\"$2\":[-0-9.enul]*" "$1" | head -n 1 | cut -d: -f2; }
 human_bytes() { awk -v b="$1" 'BEGIN { split("B KiB MiB GiB TiB", u); i = 1; while (b >= 1024 && i < 5) { b /= 1024; i++ } printf "%.1f %s", b, u[i] }'; }
 
 declare -A PID PORT WRAP DIR

@@ -139,7 +139,6 @@ for n in $DATASETS; do
         die "dataset $n needs memcap (../shared/tools/memcap, as root; set MEMCAP_BIN or MEMCAP_FROM_N)"
 done
 
-json_num() { grep -o "\"$2\":[-0-9.enul]*" "$1" | head -n 1 | cut -d: -f2; }
 label_of() { # N -> 100k, 1M, 10M
     local n=$1
     if ((n % 1000000 == 0)); then echo "$((n / 1000000))M"
