@@ -12,10 +12,10 @@ fn main() {
     unsafe {
         libmimalloc_sys::mi_option_set(libmimalloc_sys::mi_option_large_os_pages, 1);
     }
-    skerry_server::set_allocator_collect(|| {
+    skerry_server::set_allocator_collect(|thorough| {
         // SAFETY: `mi_collect` only frees and purges mimalloc's own unused memory; it may
         // be called from any thread at any time.
-        unsafe { libmimalloc_sys::mi_collect(false) }
+        unsafe { libmimalloc_sys::mi_collect(thorough) }
     });
     std::process::exit(skerry_server::main_from_args(std::env::args_os()));
 }

@@ -598,21 +598,24 @@ pub fn spawn_worker(
 
 /// The allocator's "give unused memory back" call, set by the binary (see
 /// [`set_allocator_collect`]).
-static ALLOCATOR_COLLECT: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
+static ALLOCATOR_COLLECT: std::sync::OnceLock<fn(bool)> = std::sync::OnceLock::new();
 
 /// Registers the allocator's collect call: each worker makes it once a second, so memory
 /// freed by a finished burst (index segments rebuilt while growing, connection buffers)
 /// goes back to the OS even when no further allocation would trigger the allocator's own
-/// delayed purge. A second registration is ignored.
-pub fn set_allocator_collect(f: fn()) {
+/// delayed purge. Its argument asks for a thorough collect (mimalloc's `force`: also the
+/// thread's caches of free memory), which a worker asks for when it ran no command in the
+/// last second. A second registration is ignored.
+pub fn set_allocator_collect(f: fn(bool)) {
     let _ = ALLOCATOR_COLLECT.set(f);
 }
 
 /// Gives the allocator's unused memory back to the OS now (when the binary registered a
-/// collect call).
-pub(crate) fn collect_allocator() {
+/// collect call); `thorough` also empties the calling thread's caches (see
+/// [`set_allocator_collect`]).
+pub(crate) fn collect_allocator(thorough: bool) {
     if let Some(collect) = ALLOCATOR_COLLECT.get() {
-        collect();
+        collect(thorough);
     }
 }
 
@@ -622,6 +625,7 @@ async fn cron(shared: Arc<Shared>, _id: usize) {
     const TICK: Duration = Duration::from_millis(100);
     const EXPIRE_BUDGET: Duration = Duration::from_millis(25);
     let mut ticks: u64 = 0;
+    let mut commands_at_collect = u64::MAX;
     loop {
         compio::time::sleep(TICK).await;
         ticks += 1;
@@ -630,7 +634,9 @@ async fn cron(shared: Arc<Shared>, _id: usize) {
         // Flush staged records every tick; once a second sync (everysec) and reclaim
         // blocks whose records are all obsolete.
         let r = if ticks.is_multiple_of(10) {
-            collect_allocator();
+            let commands = shard.borrow().stats.total_commands;
+            collect_allocator(commands == commands_at_collect);
+            commands_at_collect = commands;
             log.tick().await
         } else {
             log.flush().await

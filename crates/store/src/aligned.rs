@@ -173,6 +173,45 @@ impl AlignedBuf {
         self.as_mut_slice()[start..end].copy_from_slice(src);
     }
 
+    /// Zeroes every whole page inside `[from_bytes, to_bytes)` of the capacity and, for a
+    /// mapped buffer, gives their memory back to the OS (`MADV_DONTNEED`: the pages read
+    /// as zero again, and are resident only once written). Bytes of the partial pages at
+    /// either end are unchanged. Returns the bytes zeroed (a multiple of the page size).
+    ///
+    /// # Panics
+    /// If `to_bytes` exceeds the capacity.
+    pub fn zero_pages(&mut self, from_bytes: usize, to_bytes: usize) -> usize {
+        assert!(
+            to_bytes <= self.capacity_bytes,
+            "range end {to_bytes} exceeds capacity {}",
+            self.capacity_bytes
+        );
+        let start = from_bytes.next_multiple_of(PAGE_BYTES);
+        let end = to_bytes / PAGE_BYTES * PAGE_BYTES;
+        if start >= end {
+            return 0;
+        }
+        if is_mapped(self.capacity_bytes, self.align_bytes) {
+            // SAFETY: `[start, end)` is a page-aligned range inside the private anonymous
+            // mapping `new` made (a mapping is page aligned and `end <= capacity_bytes`);
+            // MADV_DONTNEED on such a range replaces its pages with zero-fill-on-demand
+            // ones, so every byte stays initialised (zero). `&mut self` means no borrow of
+            // the bytes is alive, and no I/O owns the buffer while we hold it.
+            let rc = unsafe {
+                libc::madvise(
+                    self.ptr.as_ptr().add(start).cast(),
+                    end - start,
+                    libc::MADV_DONTNEED,
+                )
+            };
+            if rc == 0 {
+                return end - start;
+            }
+        }
+        self.full_mut()[start..end].fill(0);
+        end - start
+    }
+
     /// The initialised bytes up to the length.
     pub fn as_slice(&self) -> &[u8] {
         &self.full()[..self.len_bytes]
@@ -311,6 +350,53 @@ mod tests {
         assert_eq!(slice.as_init().len(), 188);
         let buf = slice.into_inner();
         assert_eq!(buf.len_bytes(), 700);
+    }
+
+    /// Resident pages of `buf`'s capacity (mincore).
+    fn resident_pages(buf: &AlignedBuf) -> usize {
+        let pages = buf.capacity_bytes() / PAGE_BYTES;
+        let mut vec = vec![0u8; pages];
+        // SAFETY: the buffer is a page-aligned mapping of `pages` pages, and `vec` has one
+        // byte per page, as mincore requires.
+        let rc = unsafe {
+            libc::mincore(
+                buf.full().as_ptr() as *mut libc::c_void,
+                buf.capacity_bytes(),
+                vec.as_mut_ptr(),
+            )
+        };
+        assert_eq!(rc, 0, "mincore: {}", std::io::Error::last_os_error());
+        vec.iter().filter(|&&v| v & 1 != 0).count()
+    }
+
+    #[test]
+    fn zero_pages_zeroes_whole_pages_and_returns_mapped_memory() {
+        // Mapped: the pages go back to the OS, the partial pages at the ends stay.
+        let cap = MMAP_MIN_BYTES * 2;
+        let mut buf = AlignedBuf::zeroed(cap, 4096);
+        buf.full_mut().fill(0xA5);
+        assert_eq!(resident_pages(&buf), cap / PAGE_BYTES);
+        let (from, to) = (PAGE_BYTES + 100, cap - PAGE_BYTES - 1);
+        let zeroed = buf.zero_pages(from, to);
+        assert_eq!(zeroed, cap - 4 * PAGE_BYTES);
+        assert_eq!(resident_pages(&buf), 4, "two pages kept at each end");
+        assert!(buf[..2 * PAGE_BYTES].iter().all(|&b| b == 0xA5));
+        assert!(buf[2 * PAGE_BYTES..cap - 2 * PAGE_BYTES]
+            .iter()
+            .all(|&b| b == 0));
+        assert!(buf[cap - 2 * PAGE_BYTES..].iter().all(|&b| b == 0xA5));
+        buf[3 * PAGE_BYTES] = 1;
+        assert_eq!(buf[3 * PAGE_BYTES], 1, "a released page takes writes again");
+        // Heap-allocated: the same bytes are zeroed, in place.
+        let mut small = AlignedBuf::zeroed(4 * PAGE_BYTES, 4096);
+        small.full_mut().fill(7);
+        assert_eq!(small.zero_pages(1, 3 * PAGE_BYTES), 2 * PAGE_BYTES);
+        assert!(small[..PAGE_BYTES].iter().all(|&b| b == 7));
+        assert!(small[PAGE_BYTES..3 * PAGE_BYTES].iter().all(|&b| b == 0));
+        assert!(small[3 * PAGE_BYTES..].iter().all(|&b| b == 7));
+        // No whole page inside: nothing changes.
+        assert_eq!(small.zero_pages(10, PAGE_BYTES + 10), 0);
+        assert_eq!(small[PAGE_BYTES - 1], 7);
     }
 
     #[test]

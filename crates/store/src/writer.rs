@@ -95,7 +95,9 @@ impl Notify {
 /// The RAM image of one block being written.
 struct StagedBlock {
     alloc: AllocatedBlock,
-    /// The whole block; bytes past `used_bytes` are zero.
+    /// The whole block; bytes past `used_bytes` are zero, and so are the whole pages
+    /// between the header and `staged_from` once released (their records are read from
+    /// the device).
     buf: AlignedBuf,
     /// Bytes in use from the block start (header included).
     used_bytes: usize,
@@ -117,8 +119,10 @@ struct StagedBlock {
     header_durable: bool,
     /// Records before this offset are read from the device, not from the
     /// image: those of an adopted block that recovery found there (durable;
-    /// at-rest damage is reported as for any recovered record).
-    /// [`BLOCK_HEADER_BYTES`] for a block this writer allocated.
+    /// at-rest damage is reported as for any recovered record), and those that
+    /// were durable when an idle writer released the image's pages
+    /// ([`StagedBlock::release_durable_records`]). [`BLOCK_HEADER_BYTES`] for a
+    /// block this writer allocated, until then.
     staged_from: usize,
     /// The summary of the records appended so far, written after them when the block is
     /// sealed (see [`crate::format::summary`]); `None` once given up ([`SUMMARY_MAX_SHARE`]).
@@ -129,6 +133,24 @@ struct StagedBlock {
 impl StagedBlock {
     fn is_durable(&self) -> bool {
         self.sealed && self.header_synced && self.synced_bytes == self.used_bytes
+    }
+
+    /// When every record of the (open) block is durable: its records are read from the
+    /// device from now on, and the image's pages below the last partial sector go back to
+    /// the OS (the header page and that sector stay: sealing rewrites the one, the next
+    /// flush the other). Returns the bytes released.
+    fn release_durable_records(&mut self, align_bytes: usize) -> usize {
+        if self.sealed
+            || self.synced_bytes != self.used_bytes
+            || self.staged_from >= self.used_bytes
+        {
+            return 0;
+        }
+        self.staged_from = self.used_bytes;
+        self.buf.zero_pages(
+            BLOCK_HEADER_BYTES,
+            self.used_bytes / align_bytes * align_bytes,
+        )
     }
 
     /// True when a record of `len` bytes fits, and with it its summary entry of
@@ -504,6 +526,10 @@ impl Writer {
                     .await?;
             }
         }
+        // The recovered records are read from the device (`staged_from`), and the tail is
+        // zero: only the header page and the last partial sector stay in RAM.
+        buf.zero_pages(BLOCK_HEADER_BYTES, valid_end / align * align);
+        buf.zero_pages(valid_end, block_size);
         Ok(Some(StagedBlock {
             alloc: AllocatedBlock { id, block_seq },
             buf,
@@ -937,7 +963,8 @@ impl Writer {
 
     /// Copies the record at `location` out of the staging images, if this
     /// writer still holds it (not yet durable, or in the open block; not the
-    /// records an adopted block held when it was adopted: those are read
+    /// records an adopted block held when it was adopted, nor those that were
+    /// durable when an idle writer released its open image: those are read
     /// from the device).
     pub fn staged(&self, location: &Location) -> Option<crate::RecordBytes> {
         let st = self.state.borrow();
@@ -1010,7 +1037,10 @@ impl Writer {
 
     /// Periodic work; call about once per second: [`Durability::EverySec`]
     /// syncs, [`Durability::No`] and [`Durability::Always`] flush; then
-    /// [`Writer::reclaim`] (which syncs if releases are pending).
+    /// [`Writer::reclaim`] (which syncs if releases are pending). A writer with no
+    /// appends since the previous tick frees its spare image and write buffers, and the
+    /// pages of its open block's image whose records are durable (they are read from the
+    /// device from then on).
     pub async fn tick(&self) -> Result<()> {
         match self.durability.get() {
             Durability::EverySec => self.commit().await?,
@@ -1020,10 +1050,16 @@ impl Writer {
             // An idle writer gives its spare block image and its kept write buffers
             // back to the OS (up to 8 MiB and WRITE_BUFS_KEPT mapped buffers of up to a
             // block each); a busy one keeps them to write without page faults.
+            // Its open block's image keeps only what the next append needs once every
+            // record in it is durable (`Durability::No` may not get there).
             let mut st = self.state.borrow_mut();
             if st.appends == st.appends_at_last_tick {
                 st.spare.clear();
                 self.write_bufs.borrow_mut().clear();
+                if let Some(b) = st.open.as_mut() {
+                    let align = self.store.align_bytes(b.alloc.id.device);
+                    b.release_durable_records(align);
+                }
             }
             st.appends_at_last_tick = st.appends;
         }

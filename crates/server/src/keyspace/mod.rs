@@ -671,7 +671,7 @@ impl Keyspace {
         let before = self.cache.stats().used_bytes;
         self.cache.set_capacity(capacity_bytes);
         if self.cache.stats().used_bytes < before / 2 {
-            crate::worker::collect_allocator();
+            crate::worker::collect_allocator(true);
         }
     }
 
