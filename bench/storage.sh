@@ -330,11 +330,14 @@ run_point() {
     local s=$1 step=$2 test=$3 rep=$4 conns=$5 pid c0 c1 raw rc=0 cpu ops dur opc sutil ccpu cutil
     shift 5
     pid=${PID[$s]}
+    # A warm-up draws other keys than the points after it (the same seed would replay them).
+    local seed=$rep
+    [[ $test == warmup ]] && seed=$((1000 + rep))
     raw=$OUT/raw/$s-$test-r$rep.json
     check_alive "$s"
     c0=$(cpu_ticks "$pid")
     taskset -c "$CLIENT_CPU" "$BENCH_BIN" --host 127.0.0.1 -p "${PORT[$s]}" -q -n "$N" -d "$DATA_SIZE" \
-        -t "$BENCH_THREADS" -c "$((conns / BENCH_THREADS > 0 ? conns / BENCH_THREADS : 1))" --seed "$rep" \
+        -t "$BENCH_THREADS" -c "$((conns / BENCH_THREADS > 0 ? conns / BENCH_THREADS : 1))" --seed "$seed" \
         --json "$raw" "$@" >"$raw.txt" 2>&1 || rc=$?
     c1=$(cpu_ticks "$pid" || echo "$c0")
     if [[ ! -s $raw ]]; then
