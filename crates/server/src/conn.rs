@@ -571,7 +571,11 @@ impl Conn {
                     self.flush_pending().await;
                     match cross {
                         Some(cmd) => self.run_async(idx, cmd, argv).await,
-                        None if matches!(spec.group, "hash" | "list" | "set" | "sorted-set") => {
+                        None if matches!(
+                            spec.group,
+                            "hash" | "list" | "set" | "sorted-set" | "bitmap"
+                        ) =>
+                        {
                             let mark = self.reply.buf.len();
                             self.info.blocked_in_command.set(true);
                             self.cross_keyed(idx, argv).await;

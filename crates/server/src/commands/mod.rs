@@ -4,6 +4,7 @@
 //! One file per command family: `string.rs`, `hash.rs`, `list.rs`, `set.rs`, `zset.rs`,
 //! `keyspace.rs`, `connection.rs`, `server.rs`.
 
+pub mod bitops;
 pub mod connection;
 pub mod docs;
 pub mod hash;
@@ -320,6 +321,9 @@ const A_STR_W: &[&str] = &["@write", "@string"];
 const A_STR_WF: &[&str] = &["@write", "@string", "@fast"];
 const A_STR_R: &[&str] = &["@read", "@string"];
 const A_STR_RF: &[&str] = &["@read", "@string", "@fast"];
+const A_BIT_W: &[&str] = &["@write", "@bitmap", "@slow"];
+const A_BIT_R: &[&str] = &["@read", "@bitmap", "@slow"];
+const A_BIT_RF: &[&str] = &["@read", "@bitmap", "@fast"];
 #[allow(dead_code)] // until every family uses it
 const A_HASH_W: &[&str] = &["@write", "@hash", "@slow"];
 const A_HASH_WF: &[&str] = &["@write", "@hash", "@fast"];
@@ -402,6 +406,7 @@ const NOKEY: (i32, i32, i32) = (0, 0, 0);
 const K1: (i32, i32, i32) = (1, 1, 1);
 const KALL: (i32, i32, i32) = (1, -1, 1);
 
+use bitops as b;
 use connection as c;
 use hash as h;
 use keyspace as k;
@@ -436,6 +441,12 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("substr", 4, R, K1, "string", "1.0.0", "Returns a substring from a string value.", A_STR_R, keyed(s::getrange)),
     spec("setrange", 4, W, K1, "string", "2.2.0", "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.", A_STR_W, keyed(s::setrange)),
     spec("lcs", -3, R, (1, 2, 1), "string", "7.0.0", "Finds the longest common substring.", A_STR_R, keyed_x(s::lcs, AsyncCmd::Lcs)),
+    // bitmap (commands/bitops.rs)
+    spec("setbit", 4, W, K1, "bitmap", "2.2.0", "Sets or clears the bit at offset of the string value. Creates the key if it doesn't exist.", A_BIT_W, keyed(b::setbit)),
+    spec("getbit", 3, RF, K1, "bitmap", "2.2.0", "Returns a bit value by offset.", A_BIT_RF, keyed(b::getbit)),
+    spec("bitcount", -2, R, K1, "bitmap", "2.6.0", "Counts the number of set bits (population counting) in a string.", A_BIT_R, keyed(b::bitcount)),
+    spec("bitop", -4, W, (2, -1, 1), "bitmap", "2.6.0", "Performs bitwise operations on multiple strings, and stores the result.", A_BIT_W, keyed(b::bitop)),
+    spec("bitpos", -3, R, K1, "bitmap", "2.8.7", "Finds the first set (1) or clear (0) bit in a string.", A_BIT_R, keyed(b::bitpos)),
     // hash (commands/hash.rs)
     spec("hset", -4, WF, K1, "hash", "2.0.0", "Creates or modifies the value of a field in a hash.", A_HASH_WF, keyed(h::hset)),
     spec("hsetnx", 4, WF, K1, "hash", "2.0.0", "Sets the value of a field in a hash only when the field doesn't exist.", A_HASH_WF, keyed(h::hsetnx)),

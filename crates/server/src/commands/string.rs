@@ -6,7 +6,7 @@ use crate::keyspace::{Expiry, Value};
 use crate::reply::errors::*;
 
 /// The string under `key`: Ok(None) when missing, Err(()) after replying WRONGTYPE.
-fn read_str(x: &mut Exec, key: &[u8]) -> Result<Option<Vec<u8>>, ()> {
+pub(super) fn read_str(x: &mut Exec, key: &[u8]) -> Result<Option<Vec<u8>>, ()> {
     let found = x.ks.get(x.db, key, x.now_ms).map(|g| g.value);
     match found {
         None => Ok(None),
@@ -19,7 +19,7 @@ fn read_str(x: &mut Exec, key: &[u8]) -> Result<Option<Vec<u8>>, ()> {
 }
 
 /// Like [`read_str`] but without counting a keyspace hit or miss (for writes).
-fn peek_str(x: &mut Exec, key: &[u8]) -> Result<Option<Vec<u8>>, ()> {
+pub(super) fn peek_str(x: &mut Exec, key: &[u8]) -> Result<Option<Vec<u8>>, ()> {
     match x.ks.peek(x.db, key, x.now_ms).map(|g| g.value) {
         None => Ok(None),
         Some(Value::Str(s)) => Ok(Some(s)),
@@ -30,7 +30,7 @@ fn peek_str(x: &mut Exec, key: &[u8]) -> Result<Option<Vec<u8>>, ()> {
     }
 }
 
-fn max_len(x: &Exec) -> u64 {
+pub(super) fn max_len(x: &Exec) -> u64 {
     x.config
         .hot
         .proto_max_bulk_len

@@ -517,6 +517,52 @@ pub static DOCS: &[Doc] = &[
             integer("offset"),
             string("value"),
         ]),
+    doc("setbit", "2.2.0", "O(1)")
+        .args(&[
+            key("key", 0),
+            integer("offset"),
+            integer("value"),
+        ]),
+    doc("getbit", "2.2.0", "O(1)")
+        .args(&[
+            key("key", 0),
+            integer("offset"),
+        ]),
+    doc("bitcount", "2.6.0", "O(N)")
+        .history(&[("7.0.0", "Added the `BYTE|BIT` option.")])
+        .args(&[
+            key("key", 0),
+            block("range", &[
+                integer("start"),
+                integer("end"),
+                oneof("unit", &[
+                    pure("byte", "BYTE"),
+                    pure("bit", "BIT"),
+                ]).since("7.0.0").optional(),
+            ]).optional(),
+        ]),
+    doc("bitop", "2.6.0", "O(N)")
+        .args(&[
+            string("operation"),
+            key("destkey", 0),
+            key("key", 1).multiple(),
+        ]),
+    doc("bitpos", "2.8.7", "O(N)")
+        .history(&[("7.0.0", "Added the `BYTE|BIT` option.")])
+        .args(&[
+            key("key", 0),
+            integer("bit"),
+            block("range", &[
+                integer("start"),
+                block("end-unit-block", &[
+                    integer("end"),
+                    oneof("unit", &[
+                        pure("byte", "BYTE"),
+                        pure("bit", "BIT"),
+                    ]).since("7.0.0").optional(),
+                ]).optional(),
+            ]).optional(),
+        ]),
     doc("lcs", "7.0.0", "O(N*M) where N and M are the lengths of s1 and s2, respectively")
         .args(&[
             key("key1", 0),

@@ -1,0 +1,406 @@
+//! Bit commands on strings (Redis's `bitops.c`): SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP.
+//! Bits are numbered from the most significant bit of the first byte, as in Redis; a
+//! missing key reads as an endless run of zero bits.
+
+use super::{is, parse_i64, Exec};
+use crate::keyspace::Expiry;
+use crate::reply::errors::*;
+
+const BIT_OFFSET_ERR: &str = "ERR bit offset is not an integer or out of range";
+const BIT_VALUE_ERR: &str = "ERR bit is not an integer or out of range";
+
+/// The bit offset argument: 0 up to (but excluding) `proto-max-bulk-len` bytes' worth of
+/// bits, as Redis's `getBitOffsetFromArgument`. Replies with the error otherwise.
+fn bit_offset(x: &mut Exec, arg: &[u8]) -> Option<u64> {
+    match parse_i64(arg) {
+        Some(o) if o >= 0 && ((o as u64) >> 3) < super::string::max_len(x) => Some(o as u64),
+        _ => {
+            x.reply.error(BIT_OFFSET_ERR);
+            None
+        }
+    }
+}
+
+/// Bit `offset` of `v` (0 past its end).
+fn bit_at(v: &[u8], offset: u64) -> u8 {
+    let byte = (offset >> 3) as usize;
+    v.get(byte).map_or(0, |b| (b >> (7 - (offset & 7))) & 1)
+}
+
+/// SETBIT key offset value
+pub fn setbit(x: &mut Exec, a: &[&[u8]]) {
+    let Some(offset) = bit_offset(x, a[2]) else {
+        return;
+    };
+    let on = match parse_i64(a[3]) {
+        Some(b @ (0 | 1)) => b as u8,
+        _ => {
+            x.reply.error(BIT_VALUE_ERR);
+            return;
+        }
+    };
+    let Ok(cur) = super::string::peek_str(x, a[1]) else {
+        return;
+    };
+    let mut v = cur.unwrap_or_default();
+    let byte = (offset >> 3) as usize;
+    if v.len() <= byte {
+        v.resize(byte + 1, 0);
+    }
+    let shift = 7 - (offset & 7);
+    let old = (v[byte] >> shift) & 1;
+    v[byte] = (v[byte] & !(1 << shift)) | (on << shift);
+    // Redis writes (and creates the key) even when the bit does not change.
+    x.ks.put(x.db, a[1], &v, Expiry::Keep, x.now_ms);
+    x.reply.int(i64::from(old));
+}
+
+/// GETBIT key offset
+pub fn getbit(x: &mut Exec, a: &[&[u8]]) {
+    let Some(offset) = bit_offset(x, a[2]) else {
+        return;
+    };
+    match x.ks.with_value(x.db, a[1], x.now_ms, |v| bit_at(v, offset)) {
+        Ok(Some(b)) => x.reply.int(i64::from(b)),
+        Ok(None) => x.reply.int(0),
+        Err(_) => x.reply.error(WRONGTYPE),
+    }
+}
+
+/// A BITCOUNT / BITPOS range: inclusive bit positions, or None when it is empty.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct BitRange {
+    first: u64,
+    last: u64,
+}
+
+/// Clamps `start..=end` (negative counts from the end, in bytes or in bits as `in_bits`)
+/// to a string of `len_bytes`, as Redis does; converts it to bit positions.
+fn clamp_range(len_bytes: usize, start: i64, end: i64, in_bits: bool) -> Option<BitRange> {
+    let total = if in_bits {
+        len_bytes as i64 * 8
+    } else {
+        len_bytes as i64
+    };
+    let (mut s, mut e) = (start, end);
+    if s < 0 {
+        s += total;
+    }
+    if e < 0 {
+        e += total;
+    }
+    let s = s.max(0);
+    let e = e.max(0).min(total - 1);
+    if total == 0 || s > e {
+        return None;
+    }
+    let (s, e) = (s as u64, e as u64);
+    Some(if in_bits {
+        BitRange { first: s, last: e }
+    } else {
+        BitRange {
+            first: s * 8,
+            last: e * 8 + 7,
+        }
+    })
+}
+
+/// Set bits of `v` in `r`.
+fn count_ones(v: &[u8], r: BitRange) -> u64 {
+    let (fb, lb) = ((r.first >> 3) as usize, (r.last >> 3) as usize);
+    // Masks of the bits of the edge bytes inside the range.
+    let first_mask = 0xFFu8 >> (r.first & 7);
+    let last_mask = 0xFFu8 << (7 - (r.last & 7));
+    if fb == lb {
+        return u64::from((v[fb] & first_mask & last_mask).count_ones());
+    }
+    let middle: u64 = v[fb + 1..lb]
+        .iter()
+        .map(|b| u64::from(b.count_ones()))
+        .sum();
+    middle
+        + u64::from((v[fb] & first_mask).count_ones())
+        + u64::from((v[lb] & last_mask).count_ones())
+}
+
+/// The first bit equal to `bit` in `r` of `v`.
+fn first_bit(v: &[u8], r: BitRange, bit: u8) -> Option<u64> {
+    let skip = if bit == 1 { 0x00 } else { 0xFF };
+    let mut pos = r.first;
+    while pos <= r.last {
+        let byte = v[(pos >> 3) as usize];
+        if pos & 7 == 0 && pos + 7 <= r.last && byte == skip {
+            pos += 8;
+            continue;
+        }
+        if (byte >> (7 - (pos & 7))) & 1 == bit {
+            return Some(pos);
+        }
+        pos += 1;
+    }
+    None
+}
+
+/// Parses a trailing BYTE | BIT unit; replies with a syntax error otherwise.
+fn unit_in_bits(x: &mut Exec, arg: &[u8]) -> Option<bool> {
+    if is(arg, "bit") {
+        Some(true)
+    } else if is(arg, "byte") {
+        Some(false)
+    } else {
+        x.reply.error(SYNTAX);
+        None
+    }
+}
+
+/// BITCOUNT key [start end [BYTE | BIT]]
+pub fn bitcount(x: &mut Exec, a: &[&[u8]]) {
+    let Ok(v) = super::string::read_str(x, a[1]) else {
+        return;
+    };
+    let Some(v) = v else {
+        x.reply.int(0);
+        return;
+    };
+    let range = match a.len() {
+        2 => clamp_range(v.len(), 0, -1, false),
+        4 | 5 => {
+            let (Some(start), Some(end)) = (parse_i64(a[2]), parse_i64(a[3])) else {
+                x.reply.error(NOT_INT);
+                return;
+            };
+            let in_bits = if a.len() == 5 {
+                let Some(b) = unit_in_bits(x, a[4]) else {
+                    return;
+                };
+                b
+            } else {
+                false
+            };
+            if start < 0 && end < 0 && start > end {
+                None
+            } else {
+                clamp_range(v.len(), start, end, in_bits)
+            }
+        }
+        _ => {
+            x.reply.error(SYNTAX);
+            return;
+        }
+    };
+    x.reply.int(range.map_or(0, |r| count_ones(&v, r)) as i64);
+}
+
+/// BITPOS key bit [start [end [BYTE | BIT]]]
+pub fn bitpos(x: &mut Exec, a: &[&[u8]]) {
+    let bit = match parse_i64(a[2]) {
+        Some(b @ (0 | 1)) => b as u8,
+        Some(_) => {
+            x.reply.error("ERR The bit argument must be 1 or 0.");
+            return;
+        }
+        None => {
+            x.reply.error(NOT_INT);
+            return;
+        }
+    };
+    let Ok(v) = super::string::read_str(x, a[1]) else {
+        return;
+    };
+    // A missing key is all zero bits: the first clear bit is 0, there is no set bit.
+    let Some(v) = v else {
+        x.reply.int(if bit == 1 { -1 } else { 0 });
+        return;
+    };
+    if a.len() > 6 {
+        x.reply.error(SYNTAX);
+        return;
+    }
+    let mut end_given = false;
+    let range = if a.len() == 3 {
+        clamp_range(v.len(), 0, -1, false)
+    } else {
+        let Some(start) = parse_i64(a[3]) else {
+            x.reply.error(NOT_INT);
+            return;
+        };
+        let in_bits = if a.len() == 6 {
+            let Some(b) = unit_in_bits(x, a[5]) else {
+                return;
+            };
+            b
+        } else {
+            false
+        };
+        let end = if a.len() >= 5 {
+            let Some(e) = parse_i64(a[4]) else {
+                x.reply.error(NOT_INT);
+                return;
+            };
+            end_given = true;
+            e
+        } else {
+            -1
+        };
+        clamp_range(v.len(), start, end, in_bits)
+    };
+    // An empty range holds neither a 0 nor a 1.
+    let Some(r) = range else {
+        x.reply.int(-1);
+        return;
+    };
+    let pos = match first_bit(&v, r, bit) {
+        Some(p) => p as i64,
+        // No clear bit: without an explicit end the string continues with zeros, so
+        // the answer is the first bit after the range's last byte (Redis's behaviour).
+        None if bit == 0 && !end_given => (((r.last >> 3) + 1) * 8) as i64,
+        None => -1,
+    };
+    x.reply.int(pos);
+}
+
+/// BITOP's operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum BitOp {
+    And,
+    Or,
+    Xor,
+    Not,
+}
+
+/// `op` over `srcs`, each zero-padded to the longest (NOT: the one source inverted).
+fn bitop_result(op: BitOp, srcs: &[Vec<u8>]) -> Vec<u8> {
+    let len = srcs.iter().map(Vec::len).max().unwrap_or(0);
+    let byte = |s: &Vec<u8>, i: usize| s.get(i).copied().unwrap_or(0);
+    (0..len)
+        .map(|i| match op {
+            BitOp::Not => !byte(&srcs[0], i),
+            BitOp::And => srcs.iter().fold(0xFF, |acc, s| acc & byte(s, i)),
+            BitOp::Or => srcs.iter().fold(0, |acc, s| acc | byte(s, i)),
+            BitOp::Xor => srcs.iter().fold(0, |acc, s| acc ^ byte(s, i)),
+        })
+        .collect()
+}
+
+/// BITOP AND | OR | XOR | NOT destkey key [key ...]
+pub fn bitop(x: &mut Exec, a: &[&[u8]]) {
+    let op = if is(a[1], "and") {
+        BitOp::And
+    } else if is(a[1], "or") {
+        BitOp::Or
+    } else if is(a[1], "xor") {
+        BitOp::Xor
+    } else if is(a[1], "not") {
+        BitOp::Not
+    } else {
+        x.reply.error(SYNTAX);
+        return;
+    };
+    if op == BitOp::Not && a.len() != 4 {
+        x.reply
+            .error("ERR BITOP NOT must be called with a single source key.");
+        return;
+    }
+    // Every source is read (and type-checked) before the destination is written.
+    let mut srcs = Vec::with_capacity(a.len() - 3);
+    for key in &a[3..] {
+        let Ok(v) = super::string::read_str(x, key) else {
+            return;
+        };
+        srcs.push(v.unwrap_or_default());
+    }
+    let result = bitop_result(op, &srcs);
+    if result.is_empty() {
+        // All sources empty or missing: the destination is deleted, as in Redis.
+        x.ks.delete(x.db, a[2], x.now_ms);
+    } else {
+        x.ks.put(x.db, a[2], &result, Expiry::Persist, x.now_ms);
+    }
+    x.reply.int(result.len() as i64);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_clamp_as_redis() {
+        let r = |s, e, b| clamp_range(4, s, e, b);
+        assert_eq!(r(0, -1, false), Some(BitRange { first: 0, last: 31 }));
+        assert_eq!(r(1, 1, false), Some(BitRange { first: 8, last: 15 }));
+        assert_eq!(
+            r(-2, 100, false),
+            Some(BitRange {
+                first: 16,
+                last: 31
+            })
+        );
+        assert_eq!(r(5, 10, true), Some(BitRange { first: 5, last: 10 }));
+        assert_eq!(
+            r(-3, -1, true),
+            Some(BitRange {
+                first: 29,
+                last: 31
+            })
+        );
+        assert_eq!(r(3, 2, false), None);
+        assert_eq!(r(10, 20, false), None);
+        assert_eq!(clamp_range(0, 0, -1, false), None);
+    }
+
+    #[test]
+    fn counts_and_positions_inside_partial_bytes() {
+        let v = [0b1010_1100u8, 0xFF, 0b0000_0001];
+        let all = BitRange { first: 0, last: 23 };
+        assert_eq!(count_ones(&v, all), 4 + 8 + 1);
+        assert_eq!(count_ones(&v, BitRange { first: 2, last: 5 }), 3);
+        assert_eq!(count_ones(&v, BitRange { first: 6, last: 17 }), 8);
+        assert_eq!(
+            count_ones(
+                &v,
+                BitRange {
+                    first: 23,
+                    last: 23
+                }
+            ),
+            1
+        );
+        assert_eq!(first_bit(&v, all, 1), Some(0));
+        assert_eq!(first_bit(&v, all, 0), Some(1));
+        assert_eq!(first_bit(&v, BitRange { first: 8, last: 15 }, 0), None);
+        assert_eq!(first_bit(&v, BitRange { first: 8, last: 23 }, 0), Some(16));
+        assert_eq!(
+            first_bit(
+                &v,
+                BitRange {
+                    first: 16,
+                    last: 22
+                },
+                1
+            ),
+            None
+        );
+        assert_eq!(
+            first_bit(&[0, 0, 0, 0x10], BitRange { first: 0, last: 31 }, 1),
+            Some(27)
+        );
+    }
+
+    #[test]
+    fn bitop_pads_shorter_sources_with_zeros() {
+        let srcs = vec![vec![0xF0, 0xFF], vec![0x3C]];
+        assert_eq!(bitop_result(BitOp::And, &srcs), vec![0x30, 0x00]);
+        assert_eq!(bitop_result(BitOp::Or, &srcs), vec![0xFC, 0xFF]);
+        assert_eq!(bitop_result(BitOp::Xor, &srcs), vec![0xCC, 0xFF]);
+        assert_eq!(bitop_result(BitOp::Not, &srcs[1..]), vec![0xC3]);
+        assert_eq!(bitop_result(BitOp::Or, &[vec![], vec![]]), Vec::<u8>::new());
+    }
+
+    #[test]
+    fn bits_read_msb_first() {
+        assert_eq!(bit_at(&[0x80], 0), 1);
+        assert_eq!(bit_at(&[0x80], 1), 0);
+        assert_eq!(bit_at(&[0x01], 7), 1);
+        assert_eq!(bit_at(&[0x01], 8), 0);
+    }
+}
