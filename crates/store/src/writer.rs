@@ -147,9 +147,16 @@ impl StagedBlock {
             return 0;
         }
         self.staged_from = self.used_bytes;
+        self.release_unstaged_pages(align_bytes)
+    }
+
+    /// Gives back the image's pages between the header page and the sector holding
+    /// `staged_from` (records there are read from the device); the header page and that
+    /// partial sector stay, for sealing and the next flush. Returns the bytes released.
+    fn release_unstaged_pages(&mut self, align_bytes: usize) -> usize {
         self.buf.zero_pages(
             BLOCK_HEADER_BYTES,
-            self.used_bytes / align_bytes * align_bytes,
+            self.staged_from / align_bytes * align_bytes,
         )
     }
 
@@ -526,11 +533,7 @@ impl Writer {
                     .await?;
             }
         }
-        // The recovered records are read from the device (`staged_from`), and the tail is
-        // zero: only the header page and the last partial sector stay in RAM.
-        buf.zero_pages(BLOCK_HEADER_BYTES, valid_end / align * align);
-        buf.zero_pages(valid_end, block_size);
-        Ok(Some(StagedBlock {
+        let mut block = StagedBlock {
             alloc: AllocatedBlock { id, block_seq },
             buf,
             used_bytes: valid_end,
@@ -549,7 +552,12 @@ impl Writer {
             header_durable: true,
             staged_from: valid_end,
             summary,
-        }))
+        };
+        // The recovered records are read from the device (`staged_from`), and the tail is
+        // zero: only the header page and the last partial sector stay in RAM.
+        block.release_unstaged_pages(align);
+        block.buf.zero_pages(valid_end, block_size);
+        Ok(Some(block))
     }
 
     /// One aligned write of `bytes` at `offset_bytes` of `id`'s device, then
