@@ -47,8 +47,8 @@ pub fn setbit(x: &mut Exec, a: &[&[u8]]) {
     if v.len() <= byte {
         v.resize(byte + 1, 0);
     }
+    let old = bit_at(&v, offset);
     let shift = 7 - (offset & 7);
-    let old = (v[byte] >> shift) & 1;
     v[byte] = (v[byte] & !(1 << shift)) | (on << shift);
     // Redis writes (and creates the key) even when the bit does not change.
     x.ks.put(x.db, a[1], &v, Expiry::Keep, x.now_ms);
@@ -77,24 +77,8 @@ struct BitRange {
 /// Clamps `start..=end` (negative counts from the end, in bytes or in bits as `in_bits`)
 /// to a string of `len_bytes`, as Redis does; converts it to bit positions.
 fn clamp_range(len_bytes: usize, start: i64, end: i64, in_bits: bool) -> Option<BitRange> {
-    let total = if in_bits {
-        len_bytes as i64 * 8
-    } else {
-        len_bytes as i64
-    };
-    let (mut s, mut e) = (start, end);
-    if s < 0 {
-        s += total;
-    }
-    if e < 0 {
-        e += total;
-    }
-    let s = s.max(0);
-    let e = e.max(0).min(total - 1);
-    if total == 0 || s > e {
-        return None;
-    }
-    let (s, e) = (s as u64, e as u64);
+    let units = len_bytes as i64 * if in_bits { 8 } else { 1 };
+    let (s, e) = super::string::clamp_index_range(units, start, end)?;
     Some(if in_bits {
         BitRange { first: s, last: e }
     } else {
@@ -141,15 +125,17 @@ fn first_bit(v: &[u8], r: BitRange, bit: u8) -> Option<u64> {
     None
 }
 
-/// Parses a trailing BYTE | BIT unit; replies with a syntax error otherwise.
-fn unit_in_bits(x: &mut Exec, arg: &[u8]) -> Option<bool> {
-    if is(arg, "bit") {
-        Some(true)
-    } else if is(arg, "byte") {
-        Some(false)
-    } else {
-        x.reply.error(SYNTAX);
-        None
+/// The optional trailing BYTE | BIT unit (BYTE when absent): whether the range counts
+/// bits. Replies with a syntax error for anything else.
+fn range_in_bits(x: &mut Exec, arg: Option<&&[u8]>) -> Option<bool> {
+    match arg {
+        None => Some(false),
+        Some(u) if is(u, "bit") => Some(true),
+        Some(u) if is(u, "byte") => Some(false),
+        Some(_) => {
+            x.reply.error(SYNTAX);
+            None
+        }
     }
 }
 
@@ -169,13 +155,8 @@ pub fn bitcount(x: &mut Exec, a: &[&[u8]]) {
                 x.reply.error(NOT_INT);
                 return;
             };
-            let in_bits = if a.len() == 5 {
-                let Some(b) = unit_in_bits(x, a[4]) else {
-                    return;
-                };
-                b
-            } else {
-                false
+            let Some(in_bits) = range_in_bits(x, a.get(4)) else {
+                return;
             };
             if start < 0 && end < 0 && start > end {
                 None
@@ -224,13 +205,8 @@ pub fn bitpos(x: &mut Exec, a: &[&[u8]]) {
             x.reply.error(NOT_INT);
             return;
         };
-        let in_bits = if a.len() == 6 {
-            let Some(b) = unit_in_bits(x, a[5]) else {
-                return;
-            };
-            b
-        } else {
-            false
+        let Some(in_bits) = range_in_bits(x, a.get(5)) else {
+            return;
         };
         let end = if a.len() >= 5 {
             let Some(e) = parse_i64(a[4]) else {

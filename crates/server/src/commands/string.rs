@@ -466,9 +466,18 @@ pub fn strlen(x: &mut Exec, a: &[&[u8]]) {
     }
 }
 
+/// Redis's inclusive index range over a string of `len` units (bytes, or bits for the
+/// bitmap commands): negative indexes count from the end and both ends are clamped to the
+/// string. None when the range is empty.
+pub(super) fn clamp_index_range(len: i64, start: i64, end: i64) -> Option<(u64, u64)> {
+    let s = if start < 0 { start + len } else { start }.max(0);
+    let e = if end < 0 { end + len } else { end }.max(0).min(len - 1);
+    (len > 0 && s <= e).then_some((s as u64, e as u64))
+}
+
 /// GETRANGE key start end (also SUBSTR)
 pub fn getrange(x: &mut Exec, a: &[&[u8]]) {
-    let (Some(mut start), Some(mut end)) = (parse_i64(a[2]), parse_i64(a[3])) else {
+    let (Some(start), Some(end)) = (parse_i64(a[2]), parse_i64(a[3])) else {
         x.reply.error(NOT_INT);
         return;
     };
@@ -480,26 +489,15 @@ pub fn getrange(x: &mut Exec, a: &[&[u8]]) {
         }
         Ok(Some(v)) => v,
     };
-    let len = v.len() as i64;
-    if start < 0 && end < 0 && start > end {
+    let range = if start < 0 && end < 0 && start > end {
+        None
+    } else {
+        clamp_index_range(v.len() as i64, start, end)
+    };
+    let Some((start, end)) = range else {
         x.reply.bulk(b"");
         return;
-    }
-    if start < 0 {
-        start += len;
-    }
-    if end < 0 {
-        end += len;
-    }
-    start = start.max(0);
-    end = end.max(0);
-    if end >= len {
-        end = len - 1;
-    }
-    if start > end || len == 0 {
-        x.reply.bulk(b"");
-        return;
-    }
+    };
     let piece = v[start as usize..=end as usize].to_vec();
     x.reply.bulk(&piece);
 }
