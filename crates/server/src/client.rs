@@ -59,9 +59,19 @@ pub struct ClientInfo {
     pub multi: Cell<i64>,
     /// Authenticated user (empty when not authenticated).
     pub user: RefCell<&'static str>,
+    /// Channels subscribed to (SUBSCRIBE), patterns (PSUBSCRIBE) and shard channels
+    /// (SSUBSCRIBE): CLIENT LIST's `sub`, `psub` and `ssub`.
+    pub subscriptions: Cell<[u32; 3]>,
+    /// Since when the output has been over the soft `client-output-buffer-limit`.
+    pub over_soft_since: Cell<Option<Instant>>,
 }
 
 impl ClientInfo {
+    /// True while the client has a subscription of any kind (Redis's `CLIENT_PUBSUB`).
+    pub fn subscribed(&self) -> bool {
+        self.subscriptions.get().iter().any(|&n| n > 0)
+    }
+
     /// Marks the client for closing and wakes its connection task by shutting the socket down.
     pub fn kill(&self) {
         self.killed.set(true);
@@ -105,11 +115,15 @@ impl ClientInfo {
         if self.no_touch.get() {
             flags.push('T');
         }
+        let [sub, psub, ssub] = self.subscriptions.get();
+        if sub + psub + ssub > 0 {
+            flags.push('P');
+        }
         if flags.is_empty() {
             flags.push('N');
         }
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr,
             self.laddr,
@@ -119,6 +133,9 @@ impl ClientInfo {
             idle,
             flags,
             self.db.get(),
+            sub,
+            psub,
+            ssub,
             multi,
             self.qbuf.get(),
             self.obuf.get(),

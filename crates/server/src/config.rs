@@ -316,7 +316,7 @@ pub static PARAMS: &[Param] = &[
         true,
     ),
     p("latency-tracking", Kind::Bool, "yes", true),
-    p("notify-keyspace-events", Kind::Str, "", true),
+    p("notify-keyspace-events", Kind::Special, "", true),
     p(
         "lua-time-limit",
         Kind::Int {
@@ -520,8 +520,39 @@ pub struct Hot {
     pub output_soft_limit: AtomicU64,
     /// Seconds a client may stay over the soft limit.
     pub output_soft_seconds: AtomicU64,
+    /// Hard output limit for subscribed (pub/sub) clients in bytes (0 = none).
+    pub pubsub_hard_limit: AtomicU64,
+    /// Soft output limit for subscribed clients in bytes (0 = none).
+    pub pubsub_soft_limit: AtomicU64,
+    /// Seconds a subscribed client may stay over the soft limit.
+    pub pubsub_soft_seconds: AtomicU64,
     /// The collection encoding thresholds (`hash-max-listpack-entries`, ...).
     pub coll: crate::coll::HotThresholds,
+}
+
+impl Hot {
+    /// `client-output-buffer-limit` of a client's class, as (hard bytes, soft bytes, soft
+    /// seconds): the pubsub class for a client with subscriptions, else the normal class.
+    pub fn output_limits(&self, pubsub: bool) -> (u64, u64, u64) {
+        let (h, s, t) = if pubsub {
+            (
+                &self.pubsub_hard_limit,
+                &self.pubsub_soft_limit,
+                &self.pubsub_soft_seconds,
+            )
+        } else {
+            (
+                &self.output_hard_limit,
+                &self.output_soft_limit,
+                &self.output_soft_seconds,
+            )
+        };
+        (
+            h.load(Ordering::Relaxed),
+            s.load(Ordering::Relaxed),
+            t.load(Ordering::Relaxed),
+        )
+    }
 }
 
 /// Redis's old names for parameters (both names always hold the same value).
@@ -670,6 +701,12 @@ pub fn parse_output_limits(value: &str) -> Result<Vec<(String, i64, i64, i64)>, 
 
 fn check_special(name: &str, value: &str) -> Result<String, ConfigError> {
     match name {
+        // Keyspace notifications are not built yet: refuse to turn them on rather than
+        // accept a setting that would never deliver anything.
+        "notify-keyspace-events" if value.is_empty() => Ok(String::new()),
+        "notify-keyspace-events" => Err(ConfigError::BadValue(
+            "keyspace notifications are not supported by Skerry yet".into(),
+        )),
         "client-output-buffer-limit" => {
             let limits = parse_output_limits(value)?;
             // Merge into the full three-class form, as CONFIG GET prints it.
@@ -710,6 +747,9 @@ impl Config {
                 output_hard_limit: AtomicU64::new(0),
                 output_soft_limit: AtomicU64::new(0),
                 output_soft_seconds: AtomicU64::new(0),
+                pubsub_hard_limit: AtomicU64::new(0),
+                pubsub_soft_limit: AtomicU64::new(0),
+                pubsub_soft_seconds: AtomicU64::new(0),
                 coll: Default::default(),
             },
         };
@@ -793,6 +833,11 @@ impl Config {
                 h.output_hard_limit.store(*hard as u64, Ordering::Relaxed);
                 h.output_soft_limit.store(*soft as u64, Ordering::Relaxed);
                 h.output_soft_seconds.store(*secs as u64, Ordering::Relaxed);
+            }
+            if let Some((_, hard, soft, secs)) = limits.iter().find(|l| l.0 == "pubsub") {
+                h.pubsub_hard_limit.store(*hard as u64, Ordering::Relaxed);
+                h.pubsub_soft_limit.store(*soft as u64, Ordering::Relaxed);
+                h.pubsub_soft_seconds.store(*secs as u64, Ordering::Relaxed);
             }
         }
     }

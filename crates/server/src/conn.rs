@@ -119,6 +119,13 @@ pub struct Conn {
     cas_flag: Arc<std::sync::atomic::AtomicBool>,
     /// The keys this connection WATCHes.
     watched: Vec<(usize, Vec<u8>)>,
+    /// This connection's pub/sub subscriptions.
+    pub subs: crate::pubsub::ClientSubs,
+    /// The reply being written is a pub/sub notification, sent even under CLIENT REPLY
+    /// OFF or SKIP (Redis's `CLIENT_PUSHING`).
+    pub pushing: bool,
+    /// Queued commands of an EXEC are running (Redis's `CLIENT_DENY_BLOCKING` inside MULTI).
+    pub in_exec: bool,
 }
 
 /// A transaction being queued (MULTI ... EXEC).
@@ -364,6 +371,17 @@ fn record(
 }
 
 impl Conn {
+    /// This connection as a pub/sub receiver.
+    pub fn subscriber(&self) -> crate::pubsub::Subscriber {
+        crate::pubsub::Subscriber {
+            info: self.info.clone(),
+            out: self
+                .outbox
+                .clone()
+                .expect("a served connection has an outbox"),
+        }
+    }
+
     /// Runs `f` on worker `w` (inline when it is this worker).
     pub async fn on<R, F>(&self, w: usize, f: F) -> R
     where
@@ -475,6 +493,30 @@ impl Conn {
                 return;
             }
             self.authenticated = true;
+        }
+        if self.reply.proto == Proto::Resp2
+            && self.info.subscribed()
+            && !matches!(
+                spec.name,
+                "ping"
+                    | "subscribe"
+                    | "ssubscribe"
+                    | "unsubscribe"
+                    | "sunsubscribe"
+                    | "psubscribe"
+                    | "punsubscribe"
+                    | "quit"
+                    | "reset"
+            )
+        {
+            // RESP2 has no way to tell a reply from a message: Redis allows only these.
+            self.flush_pending().await;
+            let msg = format!(
+                "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+                self.subcommand.unwrap_or(spec.name)
+            );
+            self.with_reply_mode(|c| c.reject(Some(idx), &msg));
+            return;
         }
         if self.multi.is_some()
             && !matches!(
@@ -613,6 +655,15 @@ impl Conn {
 
     /// Drops the reply written since `mark` when CLIENT REPLY says so.
     fn apply_reply_mode(&mut self, mark: usize) {
+        if std::mem::take(&mut self.pushing) {
+            // Pub/sub notifications go out whatever CLIENT REPLY says; a SKIP is used up.
+            self.reply_mode = match self.reply_mode {
+                ReplyMode::Skip => ReplyMode::SkipThis,
+                ReplyMode::SkipThis => ReplyMode::On,
+                m => m,
+            };
+            return;
+        }
         match self.reply_mode {
             ReplyMode::On => {}
             ReplyMode::Off => self.reply.buf.truncate(mark),
@@ -665,6 +716,13 @@ impl Conn {
             AsyncCmd::Exec => self.exec_multi().await,
             AsyncCmd::Watch => self.watch_keys(&argv[1..]).await,
             AsyncCmd::Sort => crate::commands::sort::sort(self, argv).await,
+            AsyncCmd::Publish => {
+                crate::commands::pubsub::publish(self, argv, crate::pubsub::Space::Global).await
+            }
+            AsyncCmd::Spublish => {
+                crate::commands::pubsub::publish(self, argv, crate::pubsub::Space::Shard).await
+            }
+            AsyncCmd::Pubsub => crate::commands::pubsub::pubsub(self, argv).await,
         }
         self.info.blocked_in_command.set(false);
         self.sync_multi_worker_writes(COMMANDS[idx].has_flag("write"))
@@ -1035,6 +1093,7 @@ impl Conn {
         }
         self.reply.array(multi.queue.len());
         let mut wrote = false;
+        self.in_exec = true;
         for (idx, args) in multi.queue {
             let argv: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
             let spec = &COMMANDS[idx];
@@ -1078,6 +1137,8 @@ impl Conn {
                     .error("ERR this command cannot run inside MULTI in Skerry yet"),
             }
         }
+        self.in_exec = false;
+        self.pushing = false;
         for &w in &held {
             txn.run(w, |s| {
                 s.keyspace.end_command();
@@ -1529,7 +1590,7 @@ pub async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, worker: usi
 /// plus the bytes being written are the client's output buffer, which
 /// `client-output-buffer-limit` bounds (as Redis does for clients that do not read).
 #[derive(Default)]
-struct Outbox {
+pub struct Outbox {
     queued: RefCell<Vec<u8>>,
     in_flight: Cell<usize>,
     /// The reader is done: the writer sends what is queued and stops.
@@ -1540,8 +1601,20 @@ struct Outbox {
 }
 
 impl Outbox {
-    fn pending(&self) -> usize {
+    /// Bytes queued or being written.
+    pub fn pending(&self) -> usize {
         self.queued.borrow().len() + self.in_flight.get()
+    }
+
+    /// True once a write failed: the connection is gone.
+    pub fn failed(&self) -> bool {
+        self.failed.get()
+    }
+
+    /// Queues a copy of `bytes` (a pub/sub message) behind what is queued.
+    pub fn push_bytes(&self, bytes: &[u8]) {
+        self.queued.borrow_mut().extend_from_slice(bytes);
+        self.wake_writer();
     }
 
     fn wake_writer(&self) {
@@ -1631,6 +1704,8 @@ async fn serve(stream: TcpStream, addr: std::net::SocketAddr, shared: Arc<Shared
         blocked_waker: RefCell::new(None),
         multi: Cell::new(-1),
         user: RefCell::new("default"),
+        subscriptions: Cell::new([0; 3]),
+        over_soft_since: Cell::new(None),
     });
     let shard = local_shard();
     shard.borrow_mut().clients.insert(id, info.clone());
@@ -1650,12 +1725,16 @@ async fn serve(stream: TcpStream, addr: std::net::SocketAddr, shared: Arc<Shared
         multi: None,
         cas_flag: Arc::new(std::sync::atomic::AtomicBool::new(false)),
         watched: Vec::new(),
+        subs: Default::default(),
+        pushing: false,
+        in_exec: false,
     };
     let outbox = Rc::new(Outbox::default());
     conn.outbox = Some(outbox.clone());
     let writer_task = compio::runtime::spawn(writer(stream.clone(), outbox.clone(), shard.clone()));
     read_loop(stream, &mut conn, &outbox, &shard).await;
     conn.unwatch_all();
+    crate::commands::pubsub::drop_all(&mut conn);
     outbox.closing.set(true);
     outbox.wake_writer();
     let _ = writer_task.await;
@@ -1676,7 +1755,6 @@ async fn read_loop(
     let mut rbuf: Vec<u8> = Vec::with_capacity(16 * 1024);
     let mut start = 0usize;
     let mut parser = RequestParser::new();
-    let mut over_soft_since: Option<Instant> = None;
     'conn: loop {
         if rbuf.capacity() - rbuf.len() < 4096 {
             if start > 0 {
@@ -1715,11 +1793,20 @@ async fn read_loop(
                     }
                     let argv: Argv = parser.args(&rbuf[base..]).collect();
                     conn.dispatch(&argv).await;
+                    if info.subscribed() {
+                        // Messages go straight to the outbox: replies must be there
+                        // before the next one arrives, to keep their order.
+                        conn.flush_pending().await;
+                        conn.ack_local_writes().await;
+                        if !conn.reply.buf.is_empty() {
+                            outbox.push(&mut conn.reply.buf);
+                        }
+                    }
                     if conn.close_after_reply || info.killed.get() {
                         break;
                     }
                     let pending = conn.reply.buf.len() + outbox.pending();
-                    if !within_output_limits(conn, pending, &mut over_soft_since, shard) {
+                    if !within_output_limits(conn, pending, shard) {
                         break 'conn;
                     }
                 }
@@ -1774,7 +1861,7 @@ async fn read_loop(
         }
         let pending = outbox.pending();
         info.obuf.set(pending);
-        if !within_output_limits(conn, pending, &mut over_soft_since, shard) {
+        if !within_output_limits(conn, pending, shard) {
             break;
         }
         if conn.close_after_reply || info.killed.get() {
@@ -1786,27 +1873,36 @@ async fn read_loop(
     }
 }
 
-/// False (after logging) when `pending` reply bytes break `client-output-buffer-limit`: over
-/// the hard limit, or over the soft limit for longer than its seconds.
-fn within_output_limits(
-    conn: &Conn,
+/// True when `pending` output bytes of client `info` break `client-output-buffer-limit`
+/// (`hard`, `soft` bytes, `soft_s` seconds, 0 for none): over the hard limit, or over the
+/// soft limit for `soft_s` seconds or longer (tracked in `info.over_soft_since`).
+pub(crate) fn over_output_limit(
+    info: &ClientInfo,
     pending: usize,
-    over_soft_since: &mut Option<Instant>,
-    shard: &Rc<RefCell<Shard>>,
+    hard: u64,
+    soft: u64,
+    soft_s: u64,
+    now: Instant,
 ) -> bool {
-    let hot = &conn.shared.config.hot;
-    let hard = hot.output_hard_limit.load(Ordering::Relaxed) as usize;
-    let soft = hot.output_soft_limit.load(Ordering::Relaxed) as usize;
-    let soft_s = hot.output_soft_seconds.load(Ordering::Relaxed);
+    let pending = pending as u64;
     let mut over = hard > 0 && pending > hard;
     if soft > 0 && pending > soft {
-        let since = *over_soft_since.get_or_insert_with(Instant::now);
-        if since.elapsed() >= Duration::from_secs(soft_s) {
+        let since = info.over_soft_since.get().unwrap_or(now);
+        info.over_soft_since.set(Some(since));
+        if now.duration_since(since) >= Duration::from_secs(soft_s) {
             over = true;
         }
     } else {
-        *over_soft_since = None;
+        info.over_soft_since.set(None);
     }
+    over
+}
+
+/// False (after logging) when `pending` reply bytes break the `client-output-buffer-limit`
+/// of the client's class (pubsub while it has subscriptions, else normal).
+fn within_output_limits(conn: &Conn, pending: usize, shard: &Rc<RefCell<Shard>>) -> bool {
+    let (hard, soft, soft_s) = conn.shared.config.hot.output_limits(conn.info.subscribed());
+    let over = over_output_limit(&conn.info, pending, hard, soft, soft_s, Instant::now());
     if over {
         tracing::warn!(
             "Client id={} addr={} scheduled to be closed ASAP for overcoming of output buffer limits.",

@@ -16,6 +16,7 @@ pub mod keyspace;
 pub mod longdouble;
 pub mod metrics;
 pub mod persist;
+pub mod pubsub;
 pub mod reply;
 pub mod slot;
 pub mod space;
@@ -244,6 +245,7 @@ pub fn main_from_args<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
         total_connections: AtomicU64::new(0),
         rejected_connections: AtomicU64::new(0),
         blocked_clients: AtomicU64::new(0),
+        pubsub_active: pubsub::Active::new(threads),
         stopping: AtomicBool::new(false),
         lastsave_s: AtomicI64::new(unix_ms() / 1000),
         started: Instant::now(),

@@ -47,6 +47,8 @@ pub struct Shared {
     pub rejected_connections: AtomicU64,
     /// Clients waiting in a blocking command (INFO's `blocked_clients`).
     pub blocked_clients: AtomicU64,
+    /// Which workers hold pub/sub subscriptions (the workers a PUBLISH visits).
+    pub pubsub_active: crate::pubsub::Active,
     /// Set when the server is stopping.
     pub stopping: AtomicBool,
     /// Unix time of the last successful save (seconds).
@@ -160,6 +162,8 @@ pub struct Shard {
     hold_waiters: Vec<Waker>,
     /// Blocked commands waiting on this worker's keys.
     pub blocking: crate::blocking::Registry,
+    /// The pub/sub subscriptions of this worker's connections.
+    pub pubsub: crate::pubsub::Registry,
 }
 
 impl Shard {
@@ -450,9 +454,20 @@ where
     R: Send + 'static,
     F: Fn(&mut Shard) -> R + Send + Sync + Clone + 'static,
 {
-    // Send every remote job first so the workers run them in parallel, then run ours.
-    let mut waiting = Vec::with_capacity(shared.workers);
-    for w in 0..shared.workers {
+    let all: Vec<usize> = (0..shared.workers).collect();
+    run_on_workers(shared, me, &all, f).await
+}
+
+/// Runs `f` on the shards of `workers` (ascending, no repeats) and gathers the results in
+/// that order. The remote jobs are sent first, so the workers run them in parallel.
+pub async fn run_on_workers<R, F>(shared: &Shared, me: usize, workers: &[usize], f: F) -> Vec<R>
+where
+    R: Send + 'static,
+    F: Fn(&mut Shard) -> R + Send + Sync + Clone + 'static,
+{
+    debug_assert!(workers.windows(2).all(|w| w[0] < w[1]));
+    let mut waiting = Vec::with_capacity(workers.len());
+    for &w in workers {
         if w == me {
             waiting.push(None);
             continue;
@@ -467,14 +482,14 @@ where
         }
         waiting.push(Some(rx));
     }
-    local_unheld(0, false).await;
-    let mine = {
+    let mut mine = None;
+    if workers.contains(&me) {
+        local_unheld(0, false).await;
         let shard = local_shard();
         let mut s = shard.borrow_mut();
-        f(&mut s)
-    };
-    let mut out = Vec::with_capacity(shared.workers);
-    let mut mine = Some(mine);
+        mine = Some(f(&mut s));
+    }
+    let mut out = Vec::with_capacity(workers.len());
     for rx in waiting {
         match rx {
             None => out.push(mine.take().expect("own result")),
@@ -574,6 +589,7 @@ pub fn spawn_worker(
                     deferred: VecDeque::new(),
                     hold_waiters: Vec::new(),
                     blocking: Default::default(),
+                    pubsub: Default::default(),
                 }));
                 SHARD.with(|s| *s.borrow_mut() = Some(shard.clone()));
                 for l in listeners {

@@ -12,6 +12,13 @@ use crate::reply::errors::*;
 
 /// PING [message]
 pub fn ping(c: &mut Conn, a: &[&[u8]]) {
+    if c.reply.proto == Proto::Resp2 && c.info.subscribed() && a.len() <= 2 {
+        // In RESP2 subscribed mode a reply must look like a message: ["pong", message].
+        c.reply.array(2);
+        c.reply.bulk(b"pong");
+        c.reply.bulk(a.get(1).copied().unwrap_or(b""));
+        return;
+    }
     match a.len() {
         1 => c.reply.simple("PONG"),
         2 => c.reply.bulk(a[1]),
@@ -162,6 +169,7 @@ pub fn quit(c: &mut Conn, _a: &[&[u8]]) {
 
 /// RESET
 pub fn reset(c: &mut Conn, _a: &[&[u8]]) {
+    super::pubsub::drop_all(c);
     c.multi = None;
     c.info.multi.set(-1);
     c.unwatch_all();

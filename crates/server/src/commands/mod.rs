@@ -10,6 +10,7 @@ pub mod docs;
 pub mod hash;
 pub mod keyspace;
 pub mod list;
+pub mod pubsub;
 pub mod server;
 pub mod set;
 pub mod sort;
@@ -73,6 +74,12 @@ pub enum AsyncCmd {
     Watch,
     /// SORT / SORT_RO (BY and GET read keys on any worker).
     Sort,
+    /// PUBLISH (to the subscribers on every worker).
+    Publish,
+    /// SPUBLISH.
+    Spublish,
+    /// PUBSUB.
+    Pubsub,
 }
 
 /// How a command runs.
@@ -411,6 +418,7 @@ use connection as c;
 use hash as h;
 use keyspace as k;
 use list as l;
+use pubsub as ps;
 use server as sv;
 use set as st;
 use string as s;
@@ -640,6 +648,19 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: CLIENT_SUBS,
         ..spec("client", -2, &[], NOKEY, "connection", "2.4.0", "A container for client connection commands.", &["@slow"], Handler::Async(AsyncCmd::Client))
     },
+    // pub/sub (commands/pubsub.rs)
+    spec("subscribe", -2, PS_SUB, NOKEY, "pubsub", "2.0.0", "Listens for messages published to channels.", A_PS_SLOW, Handler::Conn(ps::subscribe)),
+    spec("unsubscribe", -1, PS_SUB, NOKEY, "pubsub", "2.0.0", "Stops listening to messages posted to channels.", A_PS_SLOW, Handler::Conn(ps::unsubscribe)),
+    spec("psubscribe", -2, PS_SUB, NOKEY, "pubsub", "2.0.0", "Listens for messages published to channels that match one or more patterns.", A_PS_SLOW, Handler::Conn(ps::psubscribe)),
+    spec("punsubscribe", -1, PS_SUB, NOKEY, "pubsub", "2.0.0", "Stops listening to messages published to channels that match one or more patterns.", A_PS_SLOW, Handler::Conn(ps::punsubscribe)),
+    spec("ssubscribe", -2, PS_SUB, KALL, "pubsub", "7.0.0", "Listens for messages published to shard channels.", A_PS_SLOW, Handler::Conn(ps::ssubscribe)),
+    spec("sunsubscribe", -1, PS_SUB, KALL, "pubsub", "7.0.0", "Stops listening to messages posted to shard channels.", A_PS_SLOW, Handler::Conn(ps::sunsubscribe)),
+    spec("publish", 3, PS_PUB, NOKEY, "pubsub", "2.0.0", "Posts a message to a channel.", A_PS_FAST, Handler::Async(AsyncCmd::Publish)),
+    spec("spublish", 3, PS_PUB, K1, "pubsub", "7.0.0", "Post a message to a shard channel", A_PS_FAST, Handler::Async(AsyncCmd::Spublish)),
+    CommandSpec {
+        subcommands: PUBSUB_SUBS,
+        ..spec("pubsub", -2, &[], NOKEY, "pubsub", "2.8.0", "A container for Pub/Sub commands.", &["@slow"], Handler::Async(AsyncCmd::Pubsub))
+    },
     // server
     CommandSpec {
         subcommands: COMMAND_SUBS,
@@ -659,6 +680,52 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("lastsave", 1, &["loading", "stale", "fast"], NOKEY, "server", "1.0.0", "Returns the Unix timestamp of the last successful save to disk.", &["@admin", "@fast", "@dangerous"], Handler::Conn(sv::lastsave)),
     spec("shutdown", -1, &["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"], NOKEY, "server", "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server.", A_ADMIN, Handler::Conn(sv::shutdown)),
     spec("debug", -2, ADMIN, NOKEY, "server", "1.0.0", "A container for debugging commands.", A_ADMIN, Handler::Conn(sv::debug)),
+];
+
+const PS_SUB: &[&str] = &["pubsub", "noscript", "loading", "stale"];
+const PS_PUB: &[&str] = &["pubsub", "loading", "stale", "fast", "may_replicate"];
+const PS_INFO: &[&str] = &["pubsub", "loading", "stale"];
+const A_PS_SLOW: &[&str] = &["@pubsub", "@slow"];
+const A_PS_FAST: &[&str] = &["@pubsub", "@fast"];
+
+/// PUBSUB's subcommands.
+pub static PUBSUB_SUBS: &[SubSpec] = &[
+    SubSpec {
+        name: "pubsub|channels",
+        arity: -2,
+        flags: PS_INFO,
+        summary: "Returns the active channels.",
+    },
+    SubSpec {
+        name: "pubsub|numsub",
+        arity: -2,
+        flags: PS_INFO,
+        summary: "Returns a count of subscribers to channels.",
+    },
+    SubSpec {
+        name: "pubsub|numpat",
+        arity: 2,
+        flags: PS_INFO,
+        summary: "Returns a count of unique pattern subscriptions.",
+    },
+    SubSpec {
+        name: "pubsub|shardchannels",
+        arity: -2,
+        flags: PS_INFO,
+        summary: "Returns the active shard channels.",
+    },
+    SubSpec {
+        name: "pubsub|shardnumsub",
+        arity: -2,
+        flags: PS_INFO,
+        summary: "Returns the count of subscribers of shard channels.",
+    },
+    SubSpec {
+        name: "pubsub|help",
+        arity: 2,
+        flags: &["loading", "stale"],
+        summary: "Returns helpful text about the different subcommands.",
+    },
 ];
 
 /// CLIENT's subcommands.

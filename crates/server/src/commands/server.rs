@@ -1116,7 +1116,14 @@ pub async fn info(c: &mut Conn, a: &[&[u8]]) {
         }
     }
     let gathered = c.on_all(gather).await;
-    let text = render_info(c, &sections, &gathered);
+    let mut pubsub = (0, 0);
+    if sections.iter().any(|s| s == "stats") {
+        pubsub = (
+            super::pubsub::channel_count(c, crate::pubsub::Space::Global).await,
+            super::pubsub::all_patterns(c).await.len(),
+        );
+    }
+    let text = render_info(c, &sections, &gathered, pubsub);
     c.reply.verbatim(text.as_bytes());
 }
 
@@ -1156,7 +1163,8 @@ fn add_stats(into: &mut super::CommandStats, from: &super::CommandStats) {
     into.failed += from.failed;
 }
 
-fn render_info(c: &Conn, sections: &[String], w: &[WorkerInfo]) -> String {
+/// INFO's text; `pubsub` is (unique channels, unique patterns) over every worker.
+fn render_info(c: &Conn, sections: &[String], w: &[WorkerInfo], pubsub: (usize, usize)) -> String {
     let shared = &c.shared;
     let mut out = String::new();
     let mut done = std::collections::HashSet::new();
@@ -1226,7 +1234,7 @@ fn render_info(c: &Conn, sections: &[String], w: &[WorkerInfo]) -> String {
                 let ops = sum(&|x| x.total_commands);
                 let _ = write!(
                     o,
-                    "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:0\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:0\r\npubsub_patterns:0\r\ntotal_error_replies:{}\r\nclient_query_buffer_limit_disconnections:{}\r\nclient_output_buffer_limit_disconnections:{}\r\n",
+                    "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:0\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\ntotal_error_replies:{}\r\nclient_query_buffer_limit_disconnections:{}\r\nclient_output_buffer_limit_disconnections:{}\r\n",
                     shared.total_connections.load(Ordering::Relaxed),
                     ops,
                     sum(&|x| x.net_in),
@@ -1235,6 +1243,8 @@ fn render_info(c: &Conn, sections: &[String], w: &[WorkerInfo]) -> String {
                     sum(&|x| x.expired),
                     sum(&|x| x.hits),
                     sum(&|x| x.misses),
+                    pubsub.0,
+                    pubsub.1,
                     sum(&|x| x.total_error_replies),
                     sum(&|x| x.query_limit_kills),
                     sum(&|x| x.out_limit_kills),

@@ -840,6 +840,61 @@ pub static DOCS: &[Doc] = &[
         ]),
     doc("quit", "1.0.0", "O(1)"),
     doc("reset", "6.2.0", "O(1)"),
+    doc("subscribe", "2.0.0", "O(N) where N is the number of channels to subscribe to.")
+        .args(&[
+            string("channel").multiple(),
+        ]),
+    doc("unsubscribe", "2.0.0", "O(N) where N is the number of clients already subscribed to a channel.")
+        .args(&[
+            string("channel").optional().multiple(),
+        ]),
+    doc("psubscribe", "2.0.0", "O(N) where N is the number of patterns the client is already subscribed to.")
+        .args(&[
+            block("pattern", &[
+                pattern("pattern"),
+            ]).multiple(),
+        ]),
+    doc("punsubscribe", "2.0.0", "O(N+M) where N is the number of patterns the client is already subscribed and M is the number of total patterns subscribed in the system (by any client).")
+        .args(&[
+            pattern("pattern").optional().multiple(),
+        ]),
+    doc("ssubscribe", "7.0.0", "O(N) where N is the number of shard channels to subscribe to.")
+        .args(&[
+            string("shardchannel").multiple(),
+        ]),
+    doc("sunsubscribe", "7.0.0", "O(N) where N is the number of clients already subscribed to a shard channel.")
+        .args(&[
+            string("shardchannel").optional().multiple(),
+        ]),
+    doc("publish", "2.0.0", "O(N+M) where N is the number of clients subscribed to the receiving channel and M is the total number of subscribed patterns (by any client).")
+        .args(&[
+            string("channel"),
+            string("message"),
+        ]),
+    doc("spublish", "7.0.0", "O(N) where N is the number of clients subscribed to the receiving shard channel.")
+        .args(&[
+            string("shardchannel"),
+            string("message"),
+        ]),
+    doc("pubsub", "2.8.0", "Depends on subcommand."),
+    doc("pubsub|channels", "2.8.0", "O(N) where N is the number of active channels, and assuming constant time pattern matching (relatively short channels and patterns)")
+        .args(&[
+            pattern("pattern").optional(),
+        ]),
+    doc("pubsub|numsub", "2.8.0", "O(N) for the NUMSUB subcommand, where N is the number of requested channels")
+        .args(&[
+            string("channel").optional().multiple(),
+        ]),
+    doc("pubsub|numpat", "2.8.0", "O(1)"),
+    doc("pubsub|shardchannels", "7.0.0", "O(N) where N is the number of active shard channels, and assuming constant time pattern matching (relatively short shard channels).")
+        .args(&[
+            pattern("pattern").optional(),
+        ]),
+    doc("pubsub|shardnumsub", "7.0.0", "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels")
+        .args(&[
+            string("shardchannel").optional().multiple(),
+        ]),
+    doc("pubsub|help", "6.2.0", "O(1)"),
     doc("client", "2.4.0", "Depends on subcommand."),
     doc("client|id", "5.0.0", "O(1)"),
     doc("client|setname", "2.6.9", "O(1)")
@@ -1039,6 +1094,7 @@ mod tests {
     /// (documented through their subcommands; DEFRAG parses its own) and QUIT (it ignores its arguments).
     const NO_ARGUMENTS: &[&str] = &[
         "client", "object", "memory", "config", "command", "debug", "defrag", "function", "quit",
+        "pubsub",
     ];
 
     fn check_args(cmd: &str, args: &[Arg]) {
