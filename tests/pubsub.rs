@@ -135,6 +135,9 @@ fn patterns_count_once_per_match() {
     // a: the channel and both patterns; b: one pattern.
     assert_eq!(p.cmd(&["PUBLISH", "foo.bar", "m"]), int(4));
     assert_eq!(p.cmd(&["PUBSUB", "NUMPAT"]), int(3));
+    let info = String::from_utf8_lossy(&p.cmd_raw(&["INFO", "stats"])).to_string();
+    assert_eq!(info_field(&info, "pubsub_patterns").as_deref(), Some("3"));
+    assert_eq!(info_field(&info, "pubsub_channels").as_deref(), Some("1"));
     // NUMSUB counts channel subscribers only.
     assert_eq!(
         p.cmd(&["PUBSUB", "NUMSUB", "foo.bar"]),

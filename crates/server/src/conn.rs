@@ -1797,10 +1797,7 @@ async fn read_loop(
                         // Messages go straight to the outbox: replies must be there
                         // before the next one arrives, to keep their order.
                         conn.flush_pending().await;
-                        conn.ack_local_writes().await;
-                        if !conn.reply.buf.is_empty() {
-                            outbox.push(&mut conn.reply.buf);
-                        }
+                        hand_over_replies(conn, outbox).await;
                     }
                     if conn.close_after_reply || info.killed.get() {
                         break;
@@ -1855,10 +1852,7 @@ async fn read_loop(
             }
         }
         info.qbuf.set(rbuf.len() - start);
-        conn.ack_local_writes().await;
-        if !conn.reply.buf.is_empty() {
-            outbox.push(&mut conn.reply.buf);
-        }
+        hand_over_replies(conn, outbox).await;
         let pending = outbox.pending();
         info.obuf.set(pending);
         if !within_output_limits(conn, pending, shard) {
@@ -1869,6 +1863,15 @@ async fn read_loop(
         }
     }
     if !conn.reply.buf.is_empty() && !info.killed.get() {
+        outbox.push(&mut conn.reply.buf);
+    }
+}
+
+/// Moves the replies written so far to the outbox, once the writes they acknowledge are
+/// durable as `appendfsync` asks (see [`Conn::ack_local_writes`]).
+async fn hand_over_replies(conn: &mut Conn, outbox: &Outbox) {
+    conn.ack_local_writes().await;
+    if !conn.reply.buf.is_empty() {
         outbox.push(&mut conn.reply.buf);
     }
 }

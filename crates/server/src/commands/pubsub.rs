@@ -229,15 +229,10 @@ async fn all_channels(c: &Conn, space: Space, pattern: Option<Vec<u8>>) -> HashS
     per_worker.into_iter().flatten().collect()
 }
 
-/// The unique patterns subscribed to over every worker (PUBSUB NUMPAT, INFO).
-pub async fn all_patterns(c: &Conn) -> HashSet<Vec<u8>> {
+/// The unique patterns subscribed to over every worker (PUBSUB NUMPAT).
+async fn all_patterns(c: &Conn) -> HashSet<Vec<u8>> {
     let per_worker = c.on_all(|s| s.pubsub.pattern_names()).await;
     per_worker.into_iter().flatten().collect()
-}
-
-/// The number of unique channels of `space` over every worker (INFO's `pubsub_channels`).
-pub async fn channel_count(c: &Conn, space: Space) -> usize {
-    all_channels(c, space, None).await.len()
 }
 
 /// PUBSUB CHANNELS|NUMSUB|NUMPAT|SHARDCHANNELS|SHARDNUMSUB|HELP

@@ -1115,15 +1115,33 @@ pub async fn info(c: &mut Conn, a: &[&[u8]]) {
             _ => sections.push(s),
         }
     }
-    let gathered = c.on_all(gather).await;
-    let mut pubsub = (0, 0);
-    if sections.iter().any(|s| s == "stats") {
-        pubsub = (
-            super::pubsub::channel_count(c, crate::pubsub::Space::Global).await,
-            super::pubsub::all_patterns(c).await.len(),
-        );
-    }
-    let text = render_info(c, &sections, &gathered, pubsub);
+    // The stats section counts unique channels and patterns over every worker: their names
+    // come back with the same visit.
+    let want_pubsub = sections.iter().any(|s| s == "stats");
+    let (gathered, names): (Vec<WorkerInfo>, Vec<_>) = c
+        .on_all(move |s| {
+            let names = want_pubsub.then(|| {
+                (
+                    s.pubsub.channel_names(crate::pubsub::Space::Global, None),
+                    s.pubsub.pattern_names(),
+                )
+            });
+            (gather(s), names)
+        })
+        .await
+        .into_iter()
+        .unzip();
+    type Names = std::collections::HashSet<Vec<u8>>;
+    let (channels, patterns): (Names, Names) =
+        names
+            .into_iter()
+            .flatten()
+            .fold(Default::default(), |(mut ch, mut pat), (c, p)| {
+                ch.extend(c);
+                pat.extend(p);
+                (ch, pat)
+            });
+    let text = render_info(c, &sections, &gathered, (channels.len(), patterns.len()));
     c.reply.verbatim(text.as_bytes());
 }
 
