@@ -151,10 +151,22 @@ pub static PARAMS: &[Param] = &[
     // Skerry: the data files (repeatable, space-separated; default <dir>/skerry.data) and
     // the size each is created with.
     p("data-file", Kind::Str, "", false),
+    // Skerry: the largest size of each data file (0: no cap; a data file grows as data
+    // arrives until the file system would keep less than data-disk-reserve free).
     p(
         "data-size",
         Kind::Memory {
-            min: 16 * 1024 * 1024,
+            min: 0,
+            max: I64MAX,
+        },
+        "0",
+        false,
+    ),
+    // Skerry: free space a growing data file leaves on its file system.
+    p(
+        "data-disk-reserve",
+        Kind::Memory {
+            min: 0,
             max: I64MAX,
         },
         "1073741824",

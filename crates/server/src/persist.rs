@@ -9,9 +9,10 @@
 
 use std::path::PathBuf;
 
-use skerry_store::format::{RecordKind, VALUE_TYPE_STRING};
+use skerry_store::format::{RecordKind, RESERVED_BYTES, VALUE_TYPE_STRING};
 use skerry_store::{
-    AnyDevice, BlockId, Durability, FileDevice, Recovered, RecoveredOpenBlock, Store, StoreOptions,
+    AnyDevice, BlockId, Durability, FileDevice, GrowthOptions, Recovered, RecoveredOpenBlock,
+    Store, StoreOptions,
 };
 
 use crate::config::Config;
@@ -217,7 +218,23 @@ pub fn open(cfg: &Config, workers: usize, databases: usize, now_ms: i64) -> Resu
             paths.len()
         ));
     }
-    let size_bytes = cfg.get_i64("data-size") as u64;
+    let max_bytes = cfg.get_i64("data-size") as u64;
+    if max_bytes != 0 && max_bytes < MIN_DATA_SIZE_BYTES {
+        return Err(format!(
+            "data-size must be 0 (no cap) or at least {} MiB",
+            MIN_DATA_SIZE_BYTES >> 20
+        ));
+    }
+    let size_bytes = initial_file_bytes(max_bytes, workers);
+    let options = StoreOptions {
+        growth: Some(GrowthOptions {
+            max_device_bytes: max_bytes,
+            fs_reserve_bytes: cfg.get_i64("data-disk-reserve") as u64,
+            max_blocks_per_device: MAX_BLOCKS_PER_DEVICE,
+        }),
+        ..StoreOptions::default()
+    };
+    let options = &options;
     let dir = PathBuf::from(cfg.get("dir"));
     let rt = compio::runtime::Runtime::new()
         .map_err(|e| format!("cannot start the recovery runtime: {e}"))?;
@@ -245,7 +262,9 @@ pub fn open(cfg: &Config, workers: usize, databases: usize, now_ms: i64) -> Resu
             }
         }
         let mut scan = match files {
-            Some(files) => match open_checkpointed(devices, &files, workers, databases).await {
+            Some(files) => match open_checkpointed(devices, options, &files, workers, databases)
+                .await
+            {
                 Ok(scan) => scan,
                 Err(reason) => {
                     tracing::warn!(
@@ -253,10 +272,10 @@ pub fn open(cfg: &Config, workers: usize, databases: usize, now_ms: i64) -> Resu
                     );
                     fallback_reason(reason);
                     devices = open_devices(&paths, size_bytes).await?;
-                    open_scanning(devices, workers, databases).await
+                    open_scanning(devices, options, workers, databases).await
                 }
             },
-            None => open_scanning(devices, workers, databases).await,
+            None => open_scanning(devices, options, workers, databases).await,
         };
         let (store, recovery) = scan
             .opened
@@ -286,10 +305,19 @@ pub fn open(cfg: &Config, workers: usize, databases: usize, now_ms: i64) -> Resu
             keys += idx.finish(now_ms, |loc| store.add_live(loc));
         }
         store.recovery_done();
-        // One block per worker stays free for defrag's copies (fewer on a tiny store).
+        // One block per worker stays free for defrag's copies (fewer on a tiny store: one
+        // whose data files are capped small).
         let total_blocks: u64 = (0..store.device_count() as u16)
-            .map(|d| store.block_count(d))
-            .sum();
+            .map(|d| {
+                let bs = store.block_size_bytes(d);
+                let cap = if max_bytes == 0 {
+                    u64::MAX
+                } else {
+                    max_bytes.saturating_sub(RESERVED_BYTES) / bs
+                };
+                store.block_count(d).max(cap)
+            })
+            .fold(0u64, u64::saturating_add);
         store.set_defrag_reserve_blocks((workers as u64).min(total_blocks / 8));
         // Writes stall (crate::space) once a block rollover of every worker but one could
         // not find a free block above the reserve (one worker: once it could not).
@@ -362,6 +390,24 @@ fn take_fallback_reason() -> String {
     FALLBACK.with(|f| std::mem::take(&mut *f.borrow_mut()))
 }
 
+/// Smallest `data-size` other than 0.
+const MIN_DATA_SIZE_BYTES: u64 = 16 << 20;
+
+/// Size a new data file is created with: room for a few blocks per worker (each writes
+/// its own open block and holds a tombstone reserve; defrag keeps one per worker), within
+/// `data-size`. The file grows from there as data arrives.
+fn initial_file_bytes(max_bytes: u64, workers: usize) -> u64 {
+    let blocks = (4 * workers as u64).max(8);
+    let want = RESERVED_BYTES + blocks * skerry_store::format::DEFAULT_BLOCK_SIZE_BYTES;
+    if max_bytes == 0 {
+        want
+    } else {
+        want.min(max_bytes)
+    }
+}
+
+/// Opens the data files, creating a missing one with `size_bytes` (an existing shorter one
+/// is extended to it; the store grows them from there).
 async fn open_devices(paths: &[PathBuf], size_bytes: u64) -> Result<Vec<AnyDevice>, String> {
     let mut devices: Vec<AnyDevice> = Vec::new();
     for path in paths {
@@ -491,13 +537,18 @@ fn classify<'a>(
 }
 
 /// The full scan: every record straight into its owner's index (the last one wins).
-async fn open_scanning(devices: Vec<AnyDevice>, workers: usize, databases: usize) -> Scanned {
+async fn open_scanning(
+    devices: Vec<AnyDevice>,
+    options: &StoreOptions,
+    workers: usize,
+    databases: usize,
+) -> Scanned {
     let mut per_worker: Vec<RecoveredIndex> = (0..workers)
         .map(|_| RecoveredIndex::new(databases))
         .collect();
     let (mut damaged, mut beyond_databases) = (0u64, 0u64);
     let mut routing = Routing::default();
-    let opened = Store::create_or_open_reporting(devices, &StoreOptions::default(), |item| {
+    let opened = Store::create_or_open_reporting(devices, options, |item| {
         if let Some((w, db, key, item, _)) = classify(
             item,
             workers,
@@ -636,6 +687,7 @@ impl Pending {
 /// restore what the full scan would).
 async fn open_checkpointed(
     devices: Vec<AnyDevice>,
+    options: &StoreOptions,
     files: &[crate::checkpoint::CheckpointFile],
     workers: usize,
     databases: usize,
@@ -676,26 +728,25 @@ async fn open_checkpointed(
     };
     // The closure above borrows `routing`; records note theirs in a second one.
     let mut scan_routing = Routing::default();
-    let opened =
-        Store::open_with_checkpoint(devices, &StoreOptions::default(), &mut covered, |item| {
-            let Some((w, db, key, item, seq)) = classify(
-                item,
-                workers,
-                databases,
-                &mut scan_routing,
-                &mut damaged,
-                &mut beyond_databases,
-            ) else {
-                return;
-            };
-            let rk = crate::keyspace::record_key(db, key);
-            let p = match pending[w].get_mut(rk.as_slice()) {
-                Some(p) => p,
-                None => pending[w].entry(rk.to_vec()).or_default(),
-            };
-            p.note(item, seq, start_seq[w]);
-        })
-        .await;
+    let opened = Store::open_with_checkpoint(devices, options, &mut covered, |item| {
+        let Some((w, db, key, item, seq)) = classify(
+            item,
+            workers,
+            databases,
+            &mut scan_routing,
+            &mut damaged,
+            &mut beyond_databases,
+        ) else {
+            return;
+        };
+        let rk = crate::keyspace::record_key(db, key);
+        let p = match pending[w].get_mut(rk.as_slice()) {
+            Some(p) => p,
+            None => pending[w].entry(rk.to_vec()).or_default(),
+        };
+        p.note(item, seq, start_seq[w]);
+    })
+    .await;
     routing.blocks = scan_routing.blocks;
     let (store, recovery) = match opened {
         Ok(o) => o,
@@ -839,6 +890,7 @@ mod tests {
     fn three_open_blocks() -> (Store, Vec<RecoveredOpenBlock>) {
         let opts = StoreOptions {
             block_size_bytes: 64 << 10,
+            ..StoreOptions::default()
         };
         let dev = RamDevice::new(RESERVED_BYTES + 10 * (64 << 10), 512);
         let ctl = dev.control();

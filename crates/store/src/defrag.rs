@@ -171,7 +171,7 @@ impl Store {
         let mut out = DefragOutlook::default();
         for (d, metas) in self.inner().blocks.iter().enumerate() {
             let area = self.block_size_bytes(d as u16) - BLOCK_HEADER_BYTES as u64;
-            for m in metas {
+            for m in metas.iter() {
                 let state = m.state.load(Ordering::Relaxed);
                 if !matches!(state, block_state::SEALED | block_state::RECOVERED) {
                     continue;

@@ -34,6 +34,7 @@ pub mod defrag;
 pub mod device;
 mod error;
 pub mod format;
+pub mod grow;
 mod latency;
 mod reader;
 pub mod recovery;
@@ -45,6 +46,7 @@ pub use checkpoint::SealedBlock;
 pub use defrag::{BlockImage, DefragOutlook, DefragPolicy, Victim, VictimReason};
 pub use device::{AnyDevice, Device, FileDevice};
 pub use error::{Result, StoreError};
+pub use grow::{GrowthOptions, GrowthStats};
 pub use latency::{IoLatency, LatencyHistogram, LATENCY_BUCKETS};
 pub use reader::RecordBytes;
 pub use recovery::{

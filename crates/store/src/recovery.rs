@@ -60,7 +60,7 @@ use crate::format::{
     RecordIter, RecordKind, RecordMeta, RecordStop, BLOCK_HEADER_BYTES, MAX_KEY_BYTES,
     MAX_VALUE_BYTES, RECORD_FLAG_JOIN, RECORD_HEADER_BYTES,
 };
-use crate::store::{block_state, io_err, BlockId, BlockMeta, DeviceInfo, Location};
+use crate::store::{block_state, io_err, BlockId, BlockMeta, BlockMetas, DeviceInfo, Location};
 use crate::AlignedBuf;
 
 /// Whole-block reads kept in flight while data blocks are delivered in order.
@@ -404,7 +404,7 @@ impl Progress {
 pub(crate) async fn scan(
     devices: &[AnyDevice],
     infos: &[DeviceInfo],
-    blocks: &[Vec<BlockMeta>],
+    blocks: &[BlockMetas],
     covered: &mut dyn FnMut(BlockId, &BlockHeader) -> Option<bool>,
     mut on_record: impl FnMut(Recovered<'_, '_>),
 ) -> Result<Recovery> {
@@ -471,7 +471,7 @@ pub(crate) async fn scan(
             rec.used_blocks += 1;
             rec.max_block_seq = rec.max_block_seq.max(header.block_seq);
             rec.max_mutation_seq = rec.max_mutation_seq.max(header.last_mutation_seq);
-            let meta = &blocks[usize::from(d)][b as usize];
+            let meta = blocks[usize::from(d)].get(b as u32);
             meta.seq.store(header.block_seq, Ordering::Relaxed);
             meta.header_durable.store(true, Ordering::Relaxed);
             if header.kind != BlockKind::Data {
@@ -604,7 +604,7 @@ pub(crate) async fn scan(
         };
         r.res.map_err(|e| io_err(r.id.device, r.offset_bytes, e))?;
         rec.bytes_read += r.buf.len_bytes() as u64;
-        let meta = &blocks[usize::from(block.id.device)][block.id.block as usize];
+        let meta = blocks[usize::from(block.id.device)].get(block.id.block);
         commands.before_block(block.header.owner_worker, block.order_seq, &mut rec);
         let summarised = summary.is_some_and(|skip| {
             match deliver_summary(

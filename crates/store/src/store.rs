@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use compio::BufResult;
 
@@ -23,6 +23,7 @@ use crate::format::{
     format_device, read_superblock, FormatParams, Superblock, SuperblockError, BLOCK_HEADER_BYTES,
     DEFAULT_BLOCK_SIZE_BYTES, SUPERBLOCK_SLOT_BYTES,
 };
+use crate::grow::{self, Growth, GrowthOptions, GrowthStats, Urgency};
 use crate::recovery::{self, Recovered, RecoveredOpenBlock, RecoveredRecord, Recovery};
 use crate::{AlignedBuf, FileDevice};
 
@@ -31,12 +32,16 @@ use crate::{AlignedBuf, FileDevice};
 pub struct StoreOptions {
     /// Block size of freshly formatted devices (power of two, 64 KiB..1 GiB).
     pub block_size_bytes: u64,
+    /// Data files (not block devices, not RAM devices) grow as data arrives, within these
+    /// limits (see [`crate::grow`]); `None`: every device keeps its size.
+    pub growth: Option<GrowthOptions>,
 }
 
 impl Default for StoreOptions {
     fn default() -> Self {
         Self {
             block_size_bytes: DEFAULT_BLOCK_SIZE_BYTES,
+            growth: None,
         }
     }
 }
@@ -116,6 +121,70 @@ pub(crate) struct BlockMeta {
     pub(crate) run_writer: AtomicU32,
 }
 
+/// Blocks per chunk of a [`BlockMetas`] table.
+const META_CHUNK_BLOCKS: usize = 1024;
+
+/// The [`BlockMeta`] of every block of one device. Grows without moving: chunks of
+/// [`META_CHUNK_BLOCKS`] are allocated as the device grows, so a reference to a block's
+/// metadata stays valid and lookups take no lock.
+pub(crate) struct BlockMetas {
+    chunks: Box<[OnceLock<Box<[BlockMeta]>>]>,
+    /// Blocks the device has now.
+    len: AtomicU64,
+}
+
+impl BlockMetas {
+    /// A table of `len` blocks that may grow to `max_len`.
+    fn new(len: u64, max_len: u64) -> Self {
+        let max_len = max_len.max(len);
+        let chunks = (max_len as usize).div_ceil(META_CHUNK_BLOCKS);
+        let table = BlockMetas {
+            chunks: (0..chunks).map(|_| OnceLock::new()).collect(),
+            len: AtomicU64::new(0),
+        };
+        table.grow_to(len);
+        table
+    }
+
+    /// Blocks the device has now.
+    pub(crate) fn len(&self) -> u64 {
+        self.len.load(Ordering::Acquire)
+    }
+
+    /// The metadata of block `b`.
+    ///
+    /// # Panics
+    /// If block `b` is beyond every block the device has had in this run.
+    pub(crate) fn get(&self, b: u32) -> &BlockMeta {
+        let i = b as usize;
+        &self.chunks[i / META_CHUNK_BLOCKS]
+            .get()
+            .unwrap_or_else(|| panic!("block {b} is beyond the device ({} blocks)", self.len()))
+            [i % META_CHUNK_BLOCKS]
+    }
+
+    /// Every block the device has now, in block order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &BlockMeta> + '_ {
+        (0..self.len() as u32).map(|b| self.get(b))
+    }
+
+    /// Makes blocks `len()..new_len` exist (free, zeroed metadata).
+    fn grow_to(&self, new_len: u64) {
+        assert!(
+            new_len as usize <= self.chunks.len() * META_CHUNK_BLOCKS,
+            "growing a block table past its bound"
+        );
+        for c in 0..(new_len as usize).div_ceil(META_CHUNK_BLOCKS) {
+            self.chunks[c].get_or_init(|| {
+                (0..META_CHUNK_BLOCKS)
+                    .map(|_| BlockMeta::default())
+                    .collect()
+            });
+        }
+        self.len.fetch_max(new_len, Ordering::AcqRel);
+    }
+}
+
 struct Allocator {
     /// Free blocks per device, highest index first (pop gives the lowest).
     free: Vec<Vec<u32>>,
@@ -128,7 +197,11 @@ struct Allocator {
 pub(crate) struct Inner {
     devices: Vec<DeviceInfo>,
     /// Per device, per block.
-    pub(crate) blocks: Vec<Vec<BlockMeta>>,
+    pub(crate) blocks: Vec<BlockMetas>,
+    /// Per device, its usable size in bytes, shared with every file handle of it.
+    sizes: Vec<Arc<AtomicU64>>,
+    /// Data files that grow (`None`: no device grows).
+    pub(crate) growth: Option<Growth>,
     allocator: Mutex<Allocator>,
     /// Set after something happened that may make a block reclaimable
     /// (live bytes reached 0, a block became durable, a block was freed,
@@ -322,12 +395,36 @@ impl Store {
             });
             ordered.push(device);
         }
-        let blocks: Vec<Vec<BlockMeta>> = infos
+        let growth = match options.growth {
+            Some(opts) => {
+                let paths = ordered
+                    .iter()
+                    .map(|d| match d {
+                        AnyDevice::File(f) if !f.is_block_device() => Some(f.path().to_path_buf()),
+                        _ => None,
+                    })
+                    .collect();
+                let sbs: Vec<Superblock> = infos.iter().map(|d| d.superblock).collect();
+                Growth::new(opts, paths, &sbs).map_err(|e| io_err(0, 0, e))?
+            }
+            None => None,
+        };
+        let sizes: Vec<Arc<AtomicU64>> = ordered
+            .iter_mut()
+            .map(|d| match d {
+                AnyDevice::File(f) => f.shared_size(),
+                AnyDevice::Ram(r) => Arc::new(AtomicU64::new(r.size_bytes())),
+            })
+            .collect();
+        let blocks: Vec<BlockMetas> = infos
             .iter()
-            .map(|d| {
-                (0..d.superblock.block_count)
-                    .map(|_| BlockMeta::default())
-                    .collect()
+            .enumerate()
+            .map(|(i, d)| {
+                let max = growth
+                    .as_ref()
+                    .and_then(|g| g.max_blocks(i))
+                    .unwrap_or(d.superblock.block_count);
+                BlockMetas::new(d.superblock.block_count, max)
             })
             .collect();
         let recovery = recovery::scan(&ordered, &infos, &blocks, covered, on_record).await?;
@@ -337,9 +434,7 @@ impl Store {
             .map(|metas| {
                 (0..metas.len() as u32)
                     .rev()
-                    .filter(|&b| {
-                        metas[b as usize].state.load(Ordering::Relaxed) == block_state::FREE
-                    })
+                    .filter(|&b| metas.get(b).state.load(Ordering::Relaxed) == block_state::FREE)
                     .collect()
             })
             .collect();
@@ -347,6 +442,8 @@ impl Store {
             inner: Arc::new(Inner {
                 devices: infos,
                 blocks,
+                sizes,
+                growth,
                 reclaim_hint: AtomicBool::new(false),
                 recovery_done: AtomicBool::new(false),
                 reclaimed_blocks: AtomicU64::new(0),
@@ -380,9 +477,24 @@ impl Store {
         self.info(device).superblock.block_size_bytes
     }
 
-    /// Number of blocks of `device`.
+    /// Number of blocks `device` has now (a growing data file adds blocks).
     pub fn block_count(&self, device: u16) -> u64 {
-        self.info(device).superblock.block_count
+        self.inner.blocks[usize::from(device)].len()
+    }
+
+    /// Current size of `device`, in bytes.
+    pub fn device_size_bytes(&self, device: u16) -> u64 {
+        self.inner.sizes[usize::from(device)].load(Ordering::Acquire)
+    }
+
+    /// Growth counters of the data files (all zero and `enabled: false` when no device
+    /// grows).
+    pub fn growth_stats(&self) -> GrowthStats {
+        self.inner
+            .growth
+            .as_ref()
+            .map(Growth::stats)
+            .unwrap_or_default()
     }
 
     /// Direct-I/O alignment of `device`, in bytes.
@@ -392,12 +504,14 @@ impl Store {
 
     /// Device offset of a block's first byte (its header).
     pub fn block_offset_bytes(&self, id: BlockId) -> u64 {
-        self.info(id.device)
-            .superblock
-            .block_offset_bytes(u64::from(id.block))
+        let sb = &self.info(id.device).superblock;
+        debug_assert!(u64::from(id.block) < self.block_count(id.device));
+        sb.first_block_offset_bytes + u64::from(id.block) * sb.block_size_bytes
     }
 
-    /// The superblock of `device`.
+    /// The superblock of `device` as it was when the store was opened (its ids and block
+    /// size; [`Store::block_count`] and [`Store::device_size_bytes`] give today's
+    /// geometry of a growing data file).
     pub fn superblock(&self, device: u16) -> &Superblock {
         &self.info(device).superblock
     }
@@ -448,10 +562,18 @@ impl Store {
     /// blocks are at most the defrag reserve plus [`Store::set_low_space_blocks`]. One
     /// atomic load each; callers use it to hold writes back while space comes back (a sync
     /// applying releases, reclaim, defrag).
+    ///
+    /// When space is low and a data file can grow, this asks for a growth step (the
+    /// write stall that follows sees the new blocks as progress).
     pub fn space_low(&self) -> bool {
-        self.inner.free_count.load(Ordering::Relaxed)
-            <= self.inner.defrag_reserve_blocks.load(Ordering::Relaxed)
-                + self.inner.low_space_blocks.load(Ordering::Relaxed)
+        let low =
+            self.inner.free_count.load(Ordering::Relaxed) <= self.inner.reserved_free_blocks();
+        if low && self.inner.growth.is_some() {
+            for d in 0..self.inner.devices.len() {
+                grow::request(&self.inner, d, Urgency::Urgent);
+            }
+        }
+        low
     }
 
     /// A cheap progress mark of space coming back: free blocks and blocks reclaimed so far
@@ -464,7 +586,28 @@ impl Store {
     }
 
     /// [`Store::alloc_block`], but `None` while `keep` or fewer blocks are free.
+    ///
+    /// A growing data file grows ahead of need when its free blocks run short, and at
+    /// once (the caller waits for the step) when there is no block to give.
     pub(crate) fn alloc_block_keeping(&self, worker: u16, keep: u64) -> Option<AllocatedBlock> {
+        if let Some(got) = self.try_alloc_block(worker, keep) {
+            return Some(got);
+        }
+        let g = self.inner.growth.as_ref()?;
+        let mut grown = false;
+        for d in 0..self.inner.devices.len() {
+            if g.growable(d) {
+                grown |= grow::grow(&self.inner, d, Urgency::Urgent);
+            }
+        }
+        if grown {
+            self.try_alloc_block(worker, keep)
+        } else {
+            None
+        }
+    }
+
+    fn try_alloc_block(&self, worker: u16, keep: u64) -> Option<AllocatedBlock> {
         let mut a = self.lock();
         if keep > 0 && a.free.iter().map(|f| f.len() as u64).sum::<u64>() <= keep {
             return None;
@@ -474,6 +617,14 @@ impl Store {
             let device = (a.next_device + step) % n;
             if let Some(block) = a.free[device].pop() {
                 self.update_free_count(&a);
+                if self.inner.growth.is_some() {
+                    let count = self.inner.blocks[device].len();
+                    if a.free[device].len() as u64
+                        <= grow::ahead_threshold(count) + self.inner.reserved_free_blocks()
+                    {
+                        grow::request(&self.inner, device, Urgency::Ahead);
+                    }
+                }
                 a.next_device = (device + 1) % n;
                 let id = BlockId {
                     device: device as u16,
@@ -676,7 +827,7 @@ impl Store {
             block_size_bytes: self.block_size_bytes(0),
             ..StoreStats::default()
         };
-        for m in self.inner.blocks.iter().flatten() {
+        for m in self.inner.blocks.iter().flat_map(BlockMetas::iter) {
             st.total_blocks += 1;
             let live = m.live_bytes.load(Ordering::Relaxed);
             st.live_bytes += live;
@@ -804,7 +955,7 @@ impl Store {
         let mut min_seq = u64::MAX;
         let mut min_count = 0u32;
         let mut max_durable_seq = 0u64;
-        for m in self.inner.blocks.iter().flatten() {
+        for m in self.inner.blocks.iter().flat_map(BlockMetas::iter) {
             let state = m.state.load(Ordering::SeqCst);
             if matches!(state, block_state::FREE | block_state::RESERVED) {
                 continue;
@@ -952,11 +1103,13 @@ impl Store {
         let mut out = Vec::with_capacity(self.inner.devices.len());
         for (i, info) in self.inner.devices.iter().enumerate() {
             out.push(match &info.source {
-                DeviceSource::File(path) => AnyDevice::File(
-                    FileDevice::open(path)
+                DeviceSource::File(path) => {
+                    let mut device = FileDevice::open(path)
                         .await
-                        .map_err(|e| io_err(i as u16, 0, e))?,
-                ),
+                        .map_err(|e| io_err(i as u16, 0, e))?;
+                    device.share_size(Arc::clone(&self.inner.sizes[i]));
+                    AnyDevice::File(device)
+                }
                 DeviceSource::Ram(control) => AnyDevice::Ram(control.device()),
             });
         }
@@ -973,7 +1126,7 @@ impl Store {
     }
 
     pub(crate) fn meta(&self, id: BlockId) -> &BlockMeta {
-        &self.inner.blocks[usize::from(id.device)][id.block as usize]
+        self.inner.blocks[usize::from(id.device)].get(id.block)
     }
 
     fn lock(&self) -> MutexGuard<'_, Allocator> {
@@ -993,6 +1146,50 @@ mod tests {
     #[test]
     fn store_is_shared_between_threads() {
         assert_send_sync::<Store>();
+    }
+}
+
+impl Inner {
+    /// Free blocks that value appends leave alone: the defrag reserve plus the low-space
+    /// margin ([`Store::space_low`]).
+    pub(crate) fn reserved_free_blocks(&self) -> u64 {
+        self.defrag_reserve_blocks.load(Ordering::Relaxed)
+            + self.low_space_blocks.load(Ordering::Relaxed)
+    }
+
+    /// Free blocks of device `d`.
+    pub(crate) fn free_on_device(&self, d: usize) -> u64 {
+        self.allocator
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .free
+            .get(d)
+            .map_or(0, |f| f.len() as u64)
+    }
+
+    /// Direct-I/O alignment of device `d`.
+    pub(crate) fn align_bytes_of(&self, d: usize) -> usize {
+        self.devices[d].align_bytes
+    }
+
+    /// Block size of device `d`.
+    pub(crate) fn block_size_of(&self, d: usize) -> u64 {
+        self.devices[d].superblock.block_size_bytes
+    }
+
+    /// Device `d` now has `block_count` blocks and `size_bytes` bytes, durably (its
+    /// superblock says so): makes the new blocks usable.
+    pub(crate) fn publish_blocks(&self, d: usize, block_count: u64, size_bytes: u64) {
+        self.sizes[d].fetch_max(size_bytes, Ordering::AcqRel);
+        let metas = &self.blocks[d];
+        let old = metas.len();
+        metas.grow_to(block_count);
+        let mut a = self.allocator.lock().unwrap_or_else(|e| e.into_inner());
+        // Blocks already free go out first, then the new ones, lowest first (the free
+        // list pops from its end).
+        a.free[d].splice(0..0, (old as u32..block_count as u32).rev());
+        let n: u64 = a.free.iter().map(|f| f.len() as u64).sum();
+        self.free_count.store(n, Ordering::Relaxed);
     }
 }
 

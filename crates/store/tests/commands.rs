@@ -15,6 +15,7 @@ const BLOCK_BYTES: u64 = 64 << 10;
 fn opts() -> StoreOptions {
     StoreOptions {
         block_size_bytes: BLOCK_BYTES,
+        ..StoreOptions::default()
     }
 }
 

@@ -53,6 +53,7 @@ fn key(k: u32) -> Vec<u8> {
 fn opts() -> StoreOptions {
     StoreOptions {
         block_size_bytes: BLOCK_BYTES,
+        ..StoreOptions::default()
     }
 }
 

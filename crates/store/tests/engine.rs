@@ -17,6 +17,7 @@ const KIB: u64 = 1 << 10;
 fn opts() -> StoreOptions {
     StoreOptions {
         block_size_bytes: 64 * KIB,
+        ..StoreOptions::default()
     }
 }
 
@@ -338,6 +339,7 @@ fn file_device_round_trip_10k() {
         let dev = FileDevice::open_or_create(&path, size).await.unwrap();
         let options = StoreOptions {
             block_size_bytes: 1 << 20,
+            ..StoreOptions::default()
         };
         let (store, rec) = Store::create_or_open(vec![AnyDevice::File(dev)], &options, |_| {})
             .await
@@ -395,6 +397,7 @@ fn group_commit_on_file_device_waiters_share_syncs() {
             .unwrap();
         let options = StoreOptions {
             block_size_bytes: 1 << 20,
+            ..StoreOptions::default()
         };
         let (store, _) = Store::create_or_open(vec![AnyDevice::File(dev)], &options, |_| {})
             .await

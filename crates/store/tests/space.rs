@@ -785,6 +785,7 @@ fn reclaim_on_a_file_device() {
     let path = dir.join("data");
     let options = StoreOptions {
         block_size_bytes: 1 << 20,
+        ..StoreOptions::default()
     };
     let mut rng = StdRng::seed_from_u64(3);
     let mut live: HashMap<u32, (Location, Vec<u8>)> = HashMap::new();

@@ -49,6 +49,7 @@ const NOW_MS: i64 = 1_000_000;
 fn opts() -> StoreOptions {
     StoreOptions {
         block_size_bytes: 1 << 20,
+        ..StoreOptions::default()
     }
 }
 

@@ -662,6 +662,7 @@ mod tests {
                 let dev = RamDevice::new(64 << 20, 512);
                 let opts = StoreOptions {
                     block_size_bytes: 1 << 20,
+                    ..StoreOptions::default()
                 };
                 let (store, rec) = Store::create_or_open(vec![dev.into()], &opts, |_| {})
                     .await

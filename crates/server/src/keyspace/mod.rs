@@ -2033,6 +2033,7 @@ mod tests {
                 let dev = RamDevice::new(64 << 20, 512);
                 let opts = StoreOptions {
                     block_size_bytes: 1 << 20,
+                    ..StoreOptions::default()
                 };
                 let (store, rec) = Store::create_or_open(vec![dev.into()], &opts, |_| {})
                     .await
@@ -2212,6 +2213,7 @@ mod tests {
             let control = dev.control();
             let opts = StoreOptions {
                 block_size_bytes: 1 << 20,
+                ..StoreOptions::default()
             };
             let (store, rec) = Store::create_or_open(vec![dev.into()], &opts, |_| {})
                 .await

@@ -5,6 +5,8 @@ use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use compio::buf::{IntoInner, IoBuf};
 use compio::fs::{File, OpenOptions};
@@ -23,11 +25,17 @@ const FALLBACK_ALIGN_BYTES: usize = 4096;
 /// All I/O is submitted to the io_uring of the compio runtime that runs the
 /// calling task; a handle is used from one worker thread (open one handle per
 /// worker). `sync` is `fdatasync` through the ring.
+///
+/// A data file may grow while it is open ([`Store`](crate::Store) grows it as data
+/// arrives): every handle of one device shares its usable size
+/// ([`FileDevice::share_size`]), so I/O to blocks added by another thread passes the
+/// bounds check.
 #[derive(Debug)]
 pub struct FileDevice {
     file: File,
     path: PathBuf,
-    size_bytes: u64,
+    /// Usable size in bytes, shared by every handle of the device.
+    size_bytes: Arc<AtomicU64>,
     align_bytes: usize,
     is_block_device: bool,
 }
@@ -93,10 +101,22 @@ impl FileDevice {
         Ok(Self {
             file,
             path: path.to_path_buf(),
-            size_bytes: info.len_bytes / align * align,
+            size_bytes: Arc::new(AtomicU64::new(info.len_bytes / align * align)),
             align_bytes: info.align_bytes,
             is_block_device: info.is_block_device,
         })
+    }
+
+    /// Makes this handle use `size` as its usable size (the store's shared size of the
+    /// device), raised first to this handle's own probed size if that is larger.
+    pub fn share_size(&mut self, size: Arc<AtomicU64>) {
+        size.fetch_max(self.size_bytes.load(Ordering::Acquire), Ordering::AcqRel);
+        self.size_bytes = size;
+    }
+
+    /// The shared usable size of this device (see [`FileDevice::share_size`]).
+    pub fn shared_size(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.size_bytes)
     }
 
     /// The path this device was opened from.
@@ -112,7 +132,7 @@ impl FileDevice {
 
 impl Device for FileDevice {
     fn size_bytes(&self) -> u64 {
-        self.size_bytes
+        self.size_bytes.load(Ordering::Acquire)
     }
 
     fn align_bytes(&self) -> usize {
@@ -124,7 +144,7 @@ impl Device for FileDevice {
         mut buf: AlignedBuf,
         offset_bytes: u64,
     ) -> BufResult<usize, AlignedBuf> {
-        assert_io_ok(self.size_bytes, self.align_bytes, &buf, offset_bytes);
+        assert_io_ok(self.size_bytes(), self.align_bytes, &buf, offset_bytes);
         let len = buf.len_bytes();
         let mut done = 0usize;
         while done < len {
@@ -142,7 +162,7 @@ impl Device for FileDevice {
                             "{}: end of file at offset {} (device size {})",
                             self.path.display(),
                             offset_bytes + done as u64,
-                            self.size_bytes
+                            self.size_bytes()
                         ),
                     );
                     return BufResult(Err(err), buf);
@@ -161,7 +181,7 @@ impl Device for FileDevice {
         mut buf: AlignedBuf,
         offset_bytes: u64,
     ) -> BufResult<usize, AlignedBuf> {
-        assert_io_ok(self.size_bytes, self.align_bytes, &buf, offset_bytes);
+        assert_io_ok(self.size_bytes(), self.align_bytes, &buf, offset_bytes);
         let len = buf.len_bytes();
         let mut done = 0usize;
         let mut file = &self.file;
@@ -271,6 +291,54 @@ fn preallocate(fd: RawFd, size_bytes: u64) -> io::Result<()> {
             return Ok(());
         }
         return Err(io::Error::last_os_error());
+    }
+    Err(err)
+}
+
+/// Free space of the file system holding `file`, in bytes, as an unprivileged writer
+/// sees it (`fstatvfs`: `f_bavail × f_frsize`), and its total size.
+pub(crate) fn fs_space(file: &std::fs::File) -> io::Result<(u64, u64)> {
+    // SAFETY: `statvfs` is plain data; all-zero is a valid value.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: the descriptor is open for the duration of the call and `st` is a valid,
+    // writable `statvfs`.
+    let rc = unsafe { libc::fstatvfs(file.as_raw_fd(), &mut st) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let frsize = st.f_frsize as u64;
+    Ok((
+        (st.f_bavail as u64).saturating_mul(frsize),
+        (st.f_blocks as u64).saturating_mul(frsize),
+    ))
+}
+
+/// Extends `file` to at least `len_bytes` with allocated space (`fallocate` of the range
+/// past its current end; a sparse extension on file systems without `fallocate`). Does
+/// not sync.
+pub(crate) fn extend_file(file: &std::fs::File, len_bytes: u64) -> io::Result<()> {
+    let cur = file.metadata()?.len();
+    if cur >= len_bytes {
+        return Ok(());
+    }
+    let (off, len) = (
+        libc::off_t::try_from(cur),
+        libc::off_t::try_from(len_bytes - cur),
+    );
+    let (Ok(off), Ok(len)) = (off, len) else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "size too large",
+        ));
+    };
+    // SAFETY: fallocate on a valid descriptor has no memory effects.
+    let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, off, len) };
+    if rc == 0 {
+        return Ok(());
+    }
+    let err = io::Error::last_os_error();
+    if err.raw_os_error() == Some(libc::EOPNOTSUPP) {
+        return file.set_len(len_bytes);
     }
     Err(err)
 }

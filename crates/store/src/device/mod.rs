@@ -18,6 +18,7 @@ mod file;
 mod ram;
 
 pub use file::FileDevice;
+pub(crate) use file::{extend_file, fs_space};
 pub use ram::{CrashSpec, Fault, FaultOp, RamControl, RamDevice, RamStats, SECTOR_BYTES};
 
 /// Positional, aligned, asynchronous block I/O.

@@ -106,6 +106,7 @@ pub mod small {
     pub fn opts() -> StoreOptions {
         StoreOptions {
             block_size_bytes: BLOCK_BYTES,
+            ..StoreOptions::default()
         }
     }
 
