@@ -49,7 +49,7 @@ fn fill_until_full(
     loop {
         assert!(
             i - from < 64 * 1024,
-            "a 64 MiB device took 256 MiB of values without filling up"
+            "a capped device took 256 MiB of values without filling up"
         );
         let cmds: Vec<Vec<Vec<u8>>> = (i..i + BATCH)
             .map(|k| vec![b"SET".to_vec(), fill_key(k), fill_value(k, gen)])
@@ -155,16 +155,21 @@ fn full_device_refuses_writes_loses_nothing_and_recovers() {
         "--appendonly",
         "yes",
         "--data-size",
-        "64mb",
+        "96mb",
         "--threads",
         "2",
     ]);
+    // The data file starts below its cap and grows to it: 11 blocks of 8 MiB after the
+    // first MiB.
+    let cap_len = (1 << 20) + 11 * (8 << 20);
+    assert!(std::fs::metadata(s.data_file()).unwrap().len() < cap_len);
     let mut r = s.raw();
     let mut model = BTreeMap::new();
     let next = fill_until_full(&mut r, &mut model, 0, 1);
+    assert_eq!(std::fs::metadata(s.data_file()).unwrap().len(), cap_len);
     assert!(
         model.len() * 4096 >= 24 << 20,
-        "only {} values of 4 KiB fit on a 64 MiB device",
+        "only {} values of 4 KiB fit on a 96 MiB device",
         model.len()
     );
     let reclaimed_when_full = storage_info(&mut r, "storage_reclaimed_blocks");
@@ -671,6 +676,118 @@ fn data_size_change_keeps_the_existing_store() {
         drop(r);
         s.stop_clean();
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A data file that grows.
+
+/// A distinct 1 MiB value per key: a shared random body with the key stamped every 64 KiB.
+fn big_value(base: &[u8], i: usize) -> Vec<u8> {
+    let mut v = base.to_vec();
+    let stamp = format!("<{i:08}>");
+    for at in (0..v.len()).step_by(64 << 10) {
+        v[at..at + stamp.len()].copy_from_slice(stamp.as_bytes());
+    }
+    v
+}
+
+/// Checks that keys `0..n` are all there with their length, and the values of every
+/// `stride`-th one byte for byte.
+fn check_big_values(r: &mut Raw, base: &[u8], n: usize, stride: usize, what: &str) {
+    assert_eq!(r.cmd(&["DBSIZE"]), int(n as i64), "{what}: DBSIZE");
+    let cmds: Vec<Vec<Vec<u8>>> = (0..n)
+        .map(|i| vec![b"STRLEN".to_vec(), format!("big:{i}").into_bytes()])
+        .collect();
+    for (i, reply) in pipeline(r, &cmds).into_iter().enumerate() {
+        assert_eq!(reply, int(base.len() as i64), "{what}: STRLEN big:{i}");
+    }
+    for chunk in (0..n).step_by(stride).collect::<Vec<_>>().chunks(8) {
+        let cmds: Vec<Vec<Vec<u8>>> = chunk
+            .iter()
+            .map(|&i| vec![b"GET".to_vec(), format!("big:{i}").into_bytes()])
+            .collect();
+        for (&i, reply) in chunk.iter().zip(pipeline(r, &cmds)) {
+            match reply {
+                Value::Bulk(v) => assert!(v == big_value(base, i), "{what}: big:{i} differs"),
+                other => panic!("{what}: GET big:{i}: {other:?}"),
+            }
+        }
+    }
+}
+
+/// A server started with no data flags creates a small data file and grows it as values
+/// arrive: it takes 3 GiB, more than the 1 GiB the data file used to be fixed at, with no
+/// error, and has them all after a clean restart and after `kill -9`.
+#[test]
+fn a_server_with_no_flags_takes_3_gib_and_keeps_it() {
+    skip_if_redis!();
+    const N: usize = 3072; // × 1 MiB
+    let mut s = Server::start(&[]);
+    let start_len = std::fs::metadata(s.data_file()).unwrap().len();
+    assert!(
+        start_len < 256 << 20,
+        "a new data file starts small: {start_len}"
+    );
+    let base = Rng::new(7).bytes(1 << 20);
+    let mut r = s.raw();
+    for chunk in (0..N).collect::<Vec<_>>().chunks(16) {
+        let cmds: Vec<Vec<Vec<u8>>> = chunk
+            .iter()
+            .map(|&i| {
+                vec![
+                    b"SET".to_vec(),
+                    format!("big:{i}").into_bytes(),
+                    big_value(&base, i),
+                ]
+            })
+            .collect();
+        for (&i, reply) in chunk.iter().zip(pipeline(&mut r, &cmds)) {
+            assert_eq!(reply, ok(), "SET big:{i}");
+        }
+    }
+    let len = std::fs::metadata(s.data_file()).unwrap().len();
+    assert!(len >= 3 << 30, "the data file grew to {len} bytes");
+    assert!(
+        storage_info(&mut r, "storage_data_file_grows") >= 1,
+        "INFO counts the growth steps"
+    );
+    drop(r);
+    s.stop_clean();
+    s.start_again();
+    let mut r = s.raw();
+    check_big_values(&mut r, &base, N, 4, "after a clean restart");
+    drop(r);
+    s.kill();
+    s.start_again();
+    let mut r = s.raw();
+    check_big_values(&mut r, &base, N, 1, "after kill -9");
+}
+
+/// A data file made with a fixed size (as every data file was before they grew, and as
+/// `--data-size` caps one) grows once the cap is lifted, and keeps what it held.
+#[test]
+fn a_capped_data_file_grows_once_the_cap_is_lifted() {
+    skip_if_redis!();
+    let mut s = Server::start(&["--data-size", "32mb", "--threads", "1"]);
+    let mut r = s.raw();
+    let mut model = BTreeMap::new();
+    let next = fill_until_full(&mut r, &mut model, 0, 1);
+    assert_eq!(std::fs::metadata(s.data_file()).unwrap().len(), 32 << 20);
+    drop(r);
+    s.stop_clean();
+    s.set_args(&["--threads", "1"]);
+    s.start_again();
+    let mut r = s.raw();
+    check_model(&mut r, &model, "after the cap was lifted");
+    let cmds: Vec<Vec<Vec<u8>>> = (next..next + 8192)
+        .map(|k| vec![b"SET".to_vec(), fill_key(k), fill_value(k, 1)])
+        .collect();
+    for (k, reply) in (next..).zip(pipeline(&mut r, &cmds)) {
+        assert_eq!(reply, ok(), "SET {k} once the file may grow");
+        model.insert(k, fill_value(k, 1));
+    }
+    assert!(std::fs::metadata(s.data_file()).unwrap().len() > 64 << 20);
+    check_model(&mut r, &model, "grown");
 }
 
 /// A second server on a data file already in use refuses to start (an exclusive lock), and

@@ -250,6 +250,12 @@ pub struct StoreStats {
     /// Block size of device 0, in bytes (the devices of a store are formatted
     /// together, with one block size).
     pub block_size_bytes: u64,
+    /// Bytes of all data devices now (a growing data file adds blocks).
+    pub device_bytes: u64,
+    /// Growth steps of the data files since the store was opened.
+    pub grows: u64,
+    /// Growth attempts that added nothing (cap, file system reserve, I/O error).
+    pub grow_refusals: u64,
 }
 
 /// The shared store handle (clone per worker).
@@ -820,11 +826,17 @@ impl Store {
             let a = self.lock();
             (a.free.iter().map(|f| f.len() as u64).sum(), a.reserved)
         };
+        let growth = self.growth_stats();
         let mut st = StoreStats {
             free_blocks: free,
             reserved_blocks: reserved,
             reclaimed_blocks: self.inner.reclaimed_blocks.load(Ordering::Relaxed),
             block_size_bytes: self.block_size_bytes(0),
+            device_bytes: (0..self.device_count() as u16)
+                .map(|d| self.device_size_bytes(d))
+                .sum(),
+            grows: growth.grows,
+            grow_refusals: growth.refused,
             ..StoreStats::default()
         };
         for m in self.inner.blocks.iter().flat_map(BlockMetas::iter) {

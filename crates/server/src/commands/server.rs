@@ -753,6 +753,30 @@ pub(crate) fn storage_figures(shared: &crate::worker::Shared, w: &[WorkerInfo]) 
             st.total_blocks * st.block_size_bytes,
         ),
         num(
+            "data_file_bytes",
+            Gauge,
+            "Bytes of all data devices (a data file grows as data arrives).",
+            st.device_bytes,
+        ),
+        num(
+            "data_size_limit_bytes",
+            Gauge,
+            "Largest size of one data file (data-size; 0: none but the file system's data-disk-reserve).",
+            shared.config.get_i64("data-size") as u64,
+        ),
+        num(
+            "data_file_grows",
+            Counter,
+            "Growth steps of the data files since start.",
+            st.grows,
+        ),
+        num(
+            "data_file_grow_refusals",
+            Counter,
+            "Growth attempts that added nothing (data-size reached, data-disk-reserve, I/O error; the log says which).",
+            st.grow_refusals,
+        ),
+        num(
             "block_size_bytes",
             Gauge,
             "Size of one block.",
