@@ -561,3 +561,121 @@ fn damaged_values_are_reported_with_the_cache_on() {
     assert_eq!(r.cmd(&["SET", "victim", "replaced"]), ok());
     assert_eq!(r.cmd(&["GET", "victim"]), bulk("replaced"));
 }
+
+fn rss_bytes(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    let kib: u64 = line[6..]
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .unwrap();
+    kib * 1024
+}
+
+/// `value-cache-mb auto` is the default: the budget comes from the machine's RAM (or the
+/// cgroup's limit) and INFO says how; `auto` and numbers are accepted by CONFIG SET, other
+/// words refused.
+#[test]
+fn value_cache_mb_auto_is_the_default() {
+    skip_if_redis!();
+    let s = Server::start(&["--threads", "2"]);
+    let mut r = s.raw();
+    assert_eq!(
+        r.cmd(&["CONFIG", "GET", "value-cache-mb"]),
+        bulks(&["value-cache-mb", "auto"])
+    );
+    let info = r.cmd(&["INFO", "storage"]).text();
+    let source = info_field(&info, "storage_cache_budget_source").unwrap();
+    assert!(
+        source == "auto:machine" || source == "auto:cgroup",
+        "{source}"
+    );
+    let limit = storage(&mut r, "storage_memory_limit_bytes");
+    let budget = storage(&mut r, "storage_cache_budget_bytes");
+    let non_cache = storage(&mut r, "storage_memory_non_cache_bytes");
+    assert!(
+        budget > 0 && budget + non_cache < limit,
+        "{budget} {non_cache} {limit}"
+    );
+    // Each worker takes its share (integer division may drop a byte each).
+    let capacity = storage(&mut r, "storage_cache_capacity_bytes");
+    assert!(
+        capacity <= budget && capacity + 2 >= budget,
+        "{capacity} of {budget}"
+    );
+    assert_eq!(r.cmd(&["CONFIG", "SET", "value-cache-mb", "8"]), ok());
+    assert_eq!(storage(&mut r, "storage_cache_capacity_bytes"), 8 << 20);
+    assert_eq!(
+        info_field(
+            &r.cmd(&["INFO", "storage"]).text(),
+            "storage_cache_budget_source"
+        )
+        .unwrap(),
+        "fixed"
+    );
+    assert_eq!(r.cmd(&["CONFIG", "SET", "value-cache-mb", "AUTO"]), ok());
+    assert_eq!(
+        r.cmd(&["CONFIG", "GET", "value-cache-mb"]),
+        bulks(&["value-cache-mb", "auto"])
+    );
+    assert!(storage(&mut r, "storage_cache_capacity_bytes") > 8 << 20);
+    match r.cmd(&["CONFIG", "SET", "value-cache-mb", "lots"]) {
+        Value::Error(e) => assert!(e.contains("'auto'"), "{e}"),
+        other => panic!("CONFIG SET value-cache-mb lots: {other:?}"),
+    }
+}
+
+/// With `maxmemory`, the cache's budget is what the limit leaves after the rest of the
+/// process and a margin: reading back more values than fit keeps the process under the
+/// limit. Once the rest of the process alone is over `maxmemory`, writes are refused with
+/// Redis's OOM error while reads go on; lifting the limit takes writes again.
+#[test]
+fn maxmemory_bounds_the_process_and_the_cache_gives_way_first() {
+    skip_if_redis!();
+    const N: usize = 20_000; // × 4 KiB: 80 MiB of values, more than the limit leaves
+    let args = ["--threads", "2", "--maxmemory", "128mb"];
+    let (s, model) = written_and_restarted(&args, N, 4096);
+    let mut r = s.raw();
+    let info = r.cmd(&["INFO", "storage"]).text();
+    assert_eq!(
+        info_field(&info, "storage_cache_budget_source").unwrap(),
+        "auto:maxmemory"
+    );
+    assert_eq!(storage(&mut r, "storage_memory_limit_bytes"), 128 << 20);
+    let budget = storage(&mut r, "storage_cache_budget_bytes");
+    assert!(
+        budget < (128 - 64) << 20,
+        "budget {budget} leaves the margin"
+    );
+    check_all(&mut r, &model, "first pass");
+    check_all(&mut r, &model, "second pass");
+    let used = storage(&mut r, "storage_cache_used_bytes");
+    assert!(
+        used > 8 << 20 && used <= budget,
+        "cache holds {used} of {budget}"
+    );
+    assert!(storage(&mut r, "storage_cache_evictions") > 0);
+    let rss = rss_bytes(s.pid());
+    assert!(rss < 128 << 20, "RSS {rss} over maxmemory 128mb");
+
+    // A limit the process cannot meet even with an empty cache: writes refused.
+    assert_eq!(r.cmd(&["CONFIG", "SET", "maxmemory", "1mb"]), ok());
+    assert_eq!(storage(&mut r, "storage_cache_capacity_bytes"), 0);
+    std::thread::sleep(Duration::from_millis(1500));
+    match r.cmd(&["SET", "new", "v"]) {
+        Value::Error(e) => assert_eq!(e, "OOM command not allowed when used memory > 'maxmemory'."),
+        other => panic!("SET over maxmemory: {other:?}"),
+    }
+    let one: BTreeMap<usize, Option<Vec<u8>>> = model
+        .iter()
+        .take(100)
+        .map(|(k, v)| (*k, v.clone()))
+        .collect();
+    check_all(&mut r, &one, "reads over maxmemory");
+    assert_eq!(r.cmd(&["DEL", "key:000000"]), int(1), "DEL is not refused");
+    assert_eq!(r.cmd(&["CONFIG", "SET", "maxmemory", "0"]), ok());
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(r.cmd(&["SET", "new", "v"]), ok());
+}

@@ -182,16 +182,9 @@ pub static PARAMS: &[Param] = &[
         "300",
         true,
     ),
-    // Skerry: RAM for the value cache in MiB, split evenly over the workers (0 disables).
-    p(
-        "value-cache-mb",
-        Kind::Int {
-            min: 0,
-            max: 1 << 40,
-        },
-        "64",
-        true,
-    ),
+    // Skerry: RAM for the value cache in MiB, split evenly over the workers (0 disables;
+    // auto: from the memory the process may use, see crate::memory).
+    p("value-cache-mb", Kind::Special, "auto", true),
     // Skerry: defrag of the data devices (crate::defrag; DEFRAG command).
     p("storage-defrag", Kind::Bool, "yes", true),
     p(
@@ -719,6 +712,13 @@ fn check_special(name: &str, value: &str) -> Result<String, ConfigError> {
         "notify-keyspace-events" => Err(ConfigError::BadValue(
             "keyspace notifications are not supported by Skerry yet".into(),
         )),
+        "value-cache-mb" if value.eq_ignore_ascii_case("auto") => Ok("auto".into()),
+        "value-cache-mb" => match parse_int(value) {
+            Some(n) if (0..=1 << 40).contains(&n) => Ok(n.to_string()),
+            _ => Err(ConfigError::BadValue(
+                "argument must be 'auto' or a number of MiB between 0 and 1099511627776".into(),
+            )),
+        },
         "client-output-buffer-limit" => {
             let limits = parse_output_limits(value)?;
             // Merge into the full three-class form, as CONFIG GET prints it.

@@ -550,6 +550,12 @@ impl Conn {
             self.with_reply_mode(|c| c.reply.simple("QUEUED"));
             return;
         }
+        if crate::memory::over_maxmemory() && spec.has_flag("denyoom") {
+            // Over maxmemory with the value cache already given up: Redis's refusal.
+            self.flush_pending().await;
+            self.with_reply_mode(|c| c.reply.error(crate::memory::OOM_ERROR));
+            return;
+        }
         if crate::space::space_low() && spec.has_flag("denyoom") {
             // Nearly full data devices: wait for room rather than fail (crate::space).
             self.flush_pending().await;

@@ -14,6 +14,7 @@ pub mod defrag;
 pub mod glob;
 pub mod keyspace;
 pub mod longdouble;
+pub mod memory;
 pub mod metrics;
 pub mod persist;
 pub mod pubsub;
@@ -268,6 +269,23 @@ pub fn main_from_args<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
             return 1;
         }
     };
+    // The value cache's budget (value-cache-mb auto) from the memory left after the index.
+    memory::update(&shared.config, threads);
+    let b = memory::budget();
+    tracing::info!(
+        "Value cache: {} ({} MiB limit from {}, {} MiB used by the rest of the process)",
+        if memory::cache_is_auto(&shared.config) {
+            format!("auto, {} MiB", b.cache_bytes >> 20)
+        } else {
+            format!(
+                "{} MiB (value-cache-mb)",
+                shared.config.get("value-cache-mb")
+            )
+        },
+        b.limit_bytes >> 20,
+        b.source.map_or("?", memory::Source::name),
+        b.non_cache_bytes >> 20
+    );
     let persisted: Vec<_> = opened
         .per_worker
         .into_iter()

@@ -635,9 +635,24 @@ pub(crate) fn collect_allocator(thorough: bool) {
     }
 }
 
+/// Once a second: publishes what this worker's value cache holds, recomputes the memory
+/// budget (worker 0) and gives the cache its share of it (`crate::memory`).
+fn resize_value_cache(shared: &Shared, id: usize) {
+    let shard = local_shard();
+    let stats = shard.borrow().keyspace.value_cache_stats();
+    crate::memory::publish_cache_used(id, stats.used_bytes);
+    if id == 0 {
+        crate::memory::update(&shared.config, shared.workers);
+    }
+    let want = crate::memory::per_worker_cache_bytes(&shared.config, shared.workers);
+    if want as u64 != stats.capacity_bytes {
+        shard.borrow_mut().keyspace.set_value_cache_bytes(want);
+    }
+}
+
 /// Periodic per-worker housekeeping, every 100 ms: active expiry (at most a quarter of the
 /// worker's time, as Redis's slow expire cycle) and the idle client timeout.
-async fn cron(shared: Arc<Shared>, _id: usize) {
+async fn cron(shared: Arc<Shared>, id: usize) {
     const TICK: Duration = Duration::from_millis(100);
     const EXPIRE_BUDGET: Duration = Duration::from_millis(25);
     let mut ticks: u64 = 0;
@@ -650,6 +665,7 @@ async fn cron(shared: Arc<Shared>, _id: usize) {
         // Flush staged records every tick; once a second sync (everysec) and reclaim
         // blocks whose records are all obsolete.
         let r = if ticks.is_multiple_of(10) {
+            resize_value_cache(&shared, id);
             let commands = shard.borrow().stats.total_commands;
             collect_allocator(commands == commands_at_collect);
             commands_at_collect = commands;

@@ -463,7 +463,7 @@ pub async fn config(c: &mut Conn, a: &[&[u8]]) {
                 if name == "appendfsync" {
                     durability = Some(crate::persist::durability_of(&cfg.get("appendfsync")));
                 }
-                cache_resized |= name == "value-cache-mb";
+                cache_resized |= name == "value-cache-mb" || name == "maxmemory";
             }
             if let Some(d) = durability {
                 // Every worker's log follows the new policy before the reply goes out.
@@ -472,6 +472,7 @@ pub async fn config(c: &mut Conn, a: &[&[u8]]) {
             if cache_resized {
                 // Every worker's cache has its new size (a smaller one evicted, 0 freed)
                 // before the reply goes out.
+                crate::memory::update(cfg, c.shared.workers);
                 let bytes = crate::keyspace::cache::per_worker_bytes(cfg, c.shared.workers);
                 c.on_all(move |s| s.keyspace.set_value_cache_bytes(bytes))
                     .await;
@@ -1017,6 +1018,38 @@ pub(crate) fn storage_figures(shared: &crate::worker::Shared, w: &[WorkerInfo]) 
             Gauge,
             "Bytes the value caches may hold (value-cache-mb).",
             sum(&|s| s.cache.capacity_bytes),
+        ),
+        text(
+            "cache_budget_source",
+            "How the value cache is sized: auto from maxmemory, cgroup or machine, or fixed (value-cache-mb).",
+            if crate::memory::cache_is_auto(&shared.config) {
+                format!(
+                    "auto:{}",
+                    crate::memory::budget()
+                        .source
+                        .map_or("?", crate::memory::Source::name)
+                )
+            } else {
+                "fixed".to_string()
+            },
+        ),
+        num(
+            "memory_limit_bytes",
+            Gauge,
+            "The memory limit the value cache's budget is derived from (maxmemory, the cgroup's limit or the machine's RAM).",
+            crate::memory::budget().limit_bytes,
+        ),
+        num(
+            "memory_non_cache_bytes",
+            Gauge,
+            "What the process holds besides the value caches (RSS less their bytes): index, buffers, connections.",
+            crate::memory::budget().non_cache_bytes,
+        ),
+        num(
+            "cache_budget_bytes",
+            Gauge,
+            "Bytes the value caches may take by the budget: limit less the rest of the process less a margin (1/16 of the limit, at least 64 MiB).",
+            crate::memory::budget().cache_bytes,
         ),
         num(
             "cache_used_bytes",

@@ -68,12 +68,10 @@ pub fn value_alloc_bytes(len: usize) -> usize {
     buffer + allocator_size_bytes(40)
 }
 
-/// One worker's share of `value-cache-mb` (MiB, split evenly over `workers`), in bytes.
+/// One worker's share of the value cache (`value-cache-mb`, or the budget when it is
+/// `auto`: see `crate::memory`), in bytes.
 pub fn per_worker_bytes(config: &crate::config::Config, workers: usize) -> usize {
-    let total_bytes = u64::try_from(config.get_i64("value-cache-mb"))
-        .unwrap_or(0)
-        .saturating_mul(1 << 20);
-    usize::try_from(total_bytes / workers.max(1) as u64).unwrap_or(usize::MAX)
+    crate::memory::per_worker_cache_bytes(config, workers)
 }
 
 /// Counters and sizes of one cache (INFO storage sums them over the workers).
