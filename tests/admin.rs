@@ -547,7 +547,6 @@ fn info_commandstats_and_errorstats() {
 }
 
 #[test]
-#[ignore = "needs hashes, lists, sets and sorted sets (issue 5)"]
 fn info_errorstats_wrongtype() {
     let (_s, mut r) = start();
     assert_eq!(r.cmd(&["RPUSH", "list", "a"]), int(1));
