@@ -1114,7 +1114,10 @@ fn zunionstore_zinterstore_zdiffstore() {
 fn set_operations_take_plain_sets_with_score_1() {
     let (_s, mut r) = start();
     assert_eq!(r.cmd(&["SADD", "{t}set", "x", "y", "q"]), int(3));
-    assert_eq!(r.cmd(&["ZADD", "{t}z", "5", "x", "7", "y", "9", "p"]), int(3));
+    assert_eq!(
+        r.cmd(&["ZADD", "{t}z", "5", "x", "7", "y", "9", "p"]),
+        int(3)
+    );
     assert_eq!(
         r.cmd(&[
             "ZUNION",
