@@ -26,6 +26,11 @@ echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== cargo test (unit + end-to-end)"
 cargo test --workspace --locked
+# The end-to-end tests (the root package's tests/, which start a server through
+# tests/common) again against Debian's redis-server 7.0, so that what they assert stays
+# Redis's behaviour; Skerry-only tests skip themselves (skip_if_redis!). About 40 s.
+echo "== end-to-end tests against redis-server (SKERRY_TEST_SERVER=redis)"
+SKERRY_TEST_SERVER=redis cargo test -p skerry --locked --test '*'
 echo "== Redis Tcl suite: units that must keep passing"
 cargo build --release --locked
 scripts/compat.sh --ci

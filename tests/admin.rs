@@ -547,7 +547,6 @@ fn info_commandstats_and_errorstats() {
 }
 
 #[test]
-#[ignore = "needs hashes, lists, sets and sorted sets (issue 5)"]
 fn info_errorstats_wrongtype() {
     let (_s, mut r) = start();
     assert_eq!(r.cmd(&["RPUSH", "list", "a"]), int(1));
@@ -707,4 +706,120 @@ fn sigint_stops_gracefully() {
         .wait_exit(Duration::from_secs(10))
         .expect("server did not exit on SIGINT");
     assert!(status.success(), "exit status {status}");
+}
+
+/// Parameters whose behaviour is not built take only the value that describes what Skerry
+/// does; any other is refused with the reason, at runtime and at start-up, instead of an OK
+/// that changes nothing.
+#[test]
+fn unbuilt_config_parameters_are_refused() {
+    skip_if_redis!(); // Redis implements them.
+    let (_s, mut r) = start();
+    for (name, value, reason, only) in [
+        (
+            "lazyfree-lazy-user-del",
+            "yes",
+            "lazy freeing is not supported by Skerry yet",
+            "no",
+        ),
+        (
+            "slowlog-log-slower-than",
+            "0",
+            "the slow log is not supported by Skerry yet",
+            "10000",
+        ),
+        (
+            "protected-mode",
+            "yes",
+            "protected mode is not supported by Skerry yet",
+            "no",
+        ),
+        (
+            "tcp-keepalive",
+            "60",
+            "TCP keepalive is not supported by Skerry yet",
+            "0",
+        ),
+        (
+            "hz",
+            "100",
+            "Skerry's background tasks run at a fixed 10 Hz",
+            "10",
+        ),
+        (
+            "save",
+            "900 1",
+            "RDB snapshots are not supported by Skerry",
+            "",
+        ),
+        (
+            "repl-backlog-size",
+            "10mb",
+            "replication is not supported by Skerry yet",
+            "1048576",
+        ),
+    ] {
+        assert_eq!(
+            r.cmd(&["CONFIG", "SET", name, value]),
+            err(&format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {reason} (only '{only}' is accepted)"))
+        );
+        assert_eq!(r.cmd(&["CONFIG", "GET", name]), bulks(&[name, only]));
+        // What Skerry does is accepted (in any spelling of it).
+        assert_eq!(
+            r.cmd(&["CONFIG", "SET", name, &only.to_uppercase()]),
+            ok(),
+            "{name}"
+        );
+    }
+    // In a CONFIG SET of several parameters, nothing changes.
+    assert_eq!(
+        r.cmd(&["CONFIG", "SET", "timeout", "7", "activedefrag", "yes"]),
+        err("ERR CONFIG SET failed (possibly related to argument 'activedefrag') - Redis's active memory defragmentation is not supported by Skerry yet (storage-defrag is the data files' defrag) (only 'no' is accepted)")
+    );
+    assert_eq!(
+        r.cmd(&["CONFIG", "GET", "timeout"]),
+        bulks(&["timeout", "0"])
+    );
+    // Accepted with no effect on purpose: Redis's own list and sort test units set them.
+    assert_eq!(r.cmd(&["CONFIG", "SET", "list-compress-depth", "2"]), ok());
+    assert_eq!(
+        r.cmd(&["CONFIG", "SET", "list-max-ziplist-size", "5"]),
+        ok()
+    );
+    // At start-up, from a flag or a config file, the refusal is fatal and says why.
+    for opts in [
+        Opts {
+            args: vec!["--unixsocket".into(), "/tmp/skerry.sock".into()],
+            ..Opts::default()
+        },
+        Opts {
+            config: Some("pidfile /tmp/skerry.pid\n".into()),
+            ..Opts::default()
+        },
+    ] {
+        let (status, log) = Server::run_expect_exit(opts, Duration::from_secs(10));
+        assert!(!status.success(), "exit status {status}; log:\n{log}");
+        assert!(log.contains("not supported by Skerry yet"), "{log}");
+    }
+}
+
+/// OBJECT REFCOUNT answers 1 (every Skerry value is referenced by its key alone; Redis says
+/// the same of every value except its shared small integers). OBJECT IDLETIME is refused:
+/// Skerry keeps no access time per key.
+#[test]
+fn object_refcount_and_idletime() {
+    let (_s, mut r) = start();
+    assert_eq!(r.cmd(&["SET", "s", "hello"]), ok());
+    assert_eq!(r.cmd(&["RPUSH", "l", "a"]), int(1));
+    assert_eq!(r.cmd(&["HSET", "h", "f", "v"]), int(1));
+    for k in ["s", "l", "h"] {
+        assert_eq!(r.cmd(&["OBJECT", "REFCOUNT", k]), int(1), "{k}");
+    }
+    assert_eq!(r.cmd(&["OBJECT", "REFCOUNT", "nokey"]), Value::Null);
+    if !is_redis() {
+        assert_eq!(
+            r.cmd(&["OBJECT", "IDLETIME", "s"]),
+            err("ERR OBJECT IDLETIME is not supported by Skerry yet: it keeps no access time per key")
+        );
+    }
 }

@@ -134,6 +134,7 @@ fn checkpoint_files(s: &Server) -> Vec<std::path::PathBuf> {
 
 #[test]
 fn clean_restart_loads_the_checkpoint_and_matches_the_full_scan() {
+    skip_if_redis!(); // index checkpoint files and INFO storage_recovery_* are Skerry's
     let mut s = start(&[]);
     let mut m = Model::default();
     fill(&s, &mut m, 700);
@@ -198,6 +199,7 @@ fn clean_restart_loads_the_checkpoint_and_matches_the_full_scan() {
 
 #[test]
 fn writes_after_a_timer_checkpoint_survive_kill_9() {
+    skip_if_redis!(); // index checkpoint files and INFO storage_recovery_* are Skerry's
     let mut s = start(&[
         "--appendfsync",
         "always",
@@ -256,6 +258,7 @@ fn writes_after_a_timer_checkpoint_survive_kill_9() {
 
 #[test]
 fn damaged_or_truncated_checkpoint_falls_back_to_the_full_scan() {
+    skip_if_redis!(); // index checkpoint files and INFO storage_recovery_* are Skerry's
     let mut s = start(&[]);
     let mut m = Model::default();
     fill(&s, &mut m, 400);
@@ -305,6 +308,7 @@ fn damaged_or_truncated_checkpoint_falls_back_to_the_full_scan() {
 
 #[test]
 fn checkpoint_from_another_thread_count_falls_back() {
+    skip_if_redis!(); // index checkpoint files and INFO storage_recovery_* are Skerry's
     let mut s = start(&[]);
     let mut m = Model::default();
     fill(&s, &mut m, 300);
@@ -335,9 +339,10 @@ fn checkpoint_from_another_thread_count_falls_back() {
 
 #[test]
 fn an_older_durable_version_survives_when_the_newer_is_lost() {
-    // `appendfsync no`: records reach the device within about 100 ms; a kill right after the
-    // overwrites loses most of them. The checkpoint (whose commit made every version 1
-    // durable) must never make a key vanish: each key is version 1 or version 2.
+    skip_if_redis!(); // index checkpoint files and INFO storage_recovery_* are Skerry's
+                      // `appendfsync no`: records reach the device within about 100 ms; a kill right after the
+                      // overwrites loses most of them. The checkpoint (whose commit made every version 1
+                      // durable) must never make a key vanish: each key is version 1 or version 2.
     let mut s = start(&["--appendfsync", "no", "--checkpoint-interval-seconds", "1"]);
     let n = 300u64;
     let mut r = s.raw();
@@ -390,9 +395,10 @@ fn an_older_durable_version_survives_when_the_newer_is_lost() {
 
 #[test]
 fn checkpoints_taken_under_writes_then_kill_9_keep_every_acknowledged_write() {
-    // A writer overwrites and deletes keys all the time while timer checkpoints run (each
-    // serializes the index while it changes); kill -9 at a random moment, three times. Under
-    // `appendfsync always` every acknowledged write survives, whichever checkpoint is loaded.
+    skip_if_redis!(); // index checkpoint files and INFO storage_recovery_* are Skerry's
+                      // A writer overwrites and deletes keys all the time while timer checkpoints run (each
+                      // serializes the index while it changes); kill -9 at a random moment, three times. Under
+                      // `appendfsync always` every acknowledged write survives, whichever checkpoint is loaded.
     let mut s = start(&[
         "--appendfsync",
         "always",

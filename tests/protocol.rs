@@ -510,7 +510,6 @@ fn resp3_encodings() {
 }
 
 #[test]
-#[ignore = "needs hashes, lists, sets and sorted sets (issue 5)"]
 fn resp3_collection_encodings() {
     let s = Server::start(&[]);
     let mut r = s.raw();

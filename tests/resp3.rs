@@ -154,7 +154,6 @@ fn server_family() {
 }
 
 #[test]
-#[ignore = "needs hashes, lists, sets and sorted sets (issue 5)"]
 fn hash_family() {
     let s = Server::start(&[]);
     let mut c = s.client_resp3();
@@ -173,7 +172,6 @@ fn hash_family() {
 }
 
 #[test]
-#[ignore = "needs hashes, lists, sets and sorted sets (issue 5)"]
 fn list_family() {
     let s = Server::start(&[]);
     let mut c = s.client_resp3();
@@ -188,7 +186,6 @@ fn list_family() {
 }
 
 #[test]
-#[ignore = "needs hashes, lists, sets and sorted sets (issue 5)"]
 fn set_family() {
     let s = Server::start(&[]);
     let mut c = s.client_resp3();
@@ -206,7 +203,6 @@ fn set_family() {
 }
 
 #[test]
-#[ignore = "needs hashes, lists, sets and sorted sets (issue 5)"]
 fn sorted_set_family() {
     let s = Server::start(&[]);
     let mut c = s.client_resp3();
@@ -225,7 +221,6 @@ fn sorted_set_family() {
 }
 
 #[test]
-#[ignore = "needs hashes, lists, sets and sorted sets (issue 5)"]
 fn raw_resp3_null_array_and_blocking_timeout() {
     let s = Server::start(&[]);
     let mut r = s.raw();

@@ -330,7 +330,12 @@ fn srandmember() {
         }
     }
     assert_eq!(hist.len(), 50);
-    assert!(hist.values().all(|&n| (100..=320).contains(&n)), "{hist:?}");
+    // Skerry's draw is uniform. Redis 7.0's is not (a set of 50 strings is a hashtable and
+    // dictGetFairRandomKey favours some buckets): a member came out more than 320 times in
+    // 24 of 200 such runs against redis-server 7.0.15, so the spread is checked on Skerry only.
+    if !is_redis() {
+        assert!(hist.values().all(|&n| (100..=320).contains(&n)), "{hist:?}");
+    }
 }
 
 #[test]

@@ -634,7 +634,6 @@ fn type_command() {
 }
 
 #[test]
-#[ignore = "needs hashes, lists, sets and sorted sets (issue 5)"]
 fn type_of_collections() {
     let (_s, mut r) = start();
     assert_eq!(r.cmd(&["RPUSH", "l", "a"]), int(1));
@@ -785,7 +784,6 @@ fn scan_match_count_type() {
 }
 
 #[test]
-#[ignore = "needs hashes, lists, sets and sorted sets (issue 5)"]
 fn scan_type_filter_with_collections() {
     let (_s, mut r) = start();
     for i in 0..50 {
@@ -810,7 +808,6 @@ fn scan_type_filter_with_collections() {
 
 /// String commands on keys of other types.
 #[test]
-#[ignore = "needs hashes, lists, sets and sorted sets (issue 5)"]
 fn wrongtype_errors_on_string_commands() {
     let (_s, mut r) = start();
     assert_eq!(r.cmd(&["RPUSH", "list", "a"]), int(1));

@@ -183,13 +183,16 @@ impl Server {
         argv.push("--dir".into());
         argv.push(self.dir.path().to_string_lossy().into_owned());
         if is_redis() {
-            // Redis 7 refuses DEBUG unless enabled; Skerry allows it.
+            // Redis 7 refuses DEBUG unless enabled; Skerry allows it. Skerry always keeps
+            // every acknowledged write: a test that names an `--appendfsync` policy (to
+            // restart and find its writes) gets Redis's AOF with that policy.
+            let durable = self.opts.args.iter().any(|a| a == "--appendfsync");
             argv.extend(
                 [
                     "--save",
                     "",
                     "--appendonly",
-                    "no",
+                    if durable { "yes" } else { "no" },
                     "--enable-debug-command",
                     "yes",
                 ]

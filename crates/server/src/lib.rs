@@ -248,6 +248,7 @@ pub fn main_from_args<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
         blocked_clients: AtomicU64::new(0),
         pubsub_active: pubsub::Active::new(threads),
         stopping: AtomicBool::new(false),
+        active_expire: AtomicBool::new(true),
         lastsave_s: AtomicI64::new(unix_ms() / 1000),
         started: Instant::now(),
         started_unix_ms: unix_ms(),

@@ -51,6 +51,9 @@ pub struct Shared {
     pub pubsub_active: crate::pubsub::Active,
     /// Set when the server is stopping.
     pub stopping: AtomicBool,
+    /// Active expiry on (`DEBUG SET-ACTIVE-EXPIRE 0|1`; on at start). When off, expired keys
+    /// go only when a command touches them.
+    pub active_expire: AtomicBool,
     /// Unix time of the last successful save (seconds).
     pub lastsave_s: AtomicI64,
     /// When the server started.
@@ -694,7 +697,7 @@ async fn cron(shared: Arc<Shared>, id: usize) {
                 .filter(|&db| s.keyspace.volatile_len(db) > 0)
                 .map(|db| s.keyspace.len(db))
                 .sum();
-            if tables > 0 {
+            if tables > 0 && shared.active_expire.load(Ordering::Relaxed) {
                 let base = (tables / 10).max(1024);
                 let (mut examined, mut removed) = (0usize, 0usize);
                 loop {

@@ -692,15 +692,22 @@ pub fn object(x: &mut Exec, a: &[&[u8]]) {
         }
         return;
     }
+    if is(a[1], "idletime") {
+        // Skerry keeps no access time per key: refuse rather than answer a made-up 0.
+        x.reply.error(
+            "ERR OBJECT IDLETIME is not supported by Skerry yet: it keeps no access time per key",
+        );
+        return;
+    }
     if !x.ks.exists(x.db, key, x.now_ms) {
         x.reply.null();
         return;
     }
     if is(a[1], "refcount") {
+        // True for every Skerry value: each is referenced by its key alone (Redis shares
+        // the integers 0-9999 between keys and answers 2147483647 for those; Skerry shares
+        // nothing).
         x.reply.int(1);
-    } else if is(a[1], "idletime") {
-        // Skerry keeps no access time per key.
-        x.reply.int(0);
     } else {
         x.reply.error("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.");
     }

@@ -82,14 +82,27 @@ pub fn debug(c: &mut Conn, a: &[&[u8]]) {
             std::thread::sleep(std::time::Duration::from_secs_f64(secs));
             c.reply.ok();
         }
-        b"set-active-expire" if a.len() == 3 => c.reply.ok(),
+        b"set-active-expire" if a.len() == 3 => {
+            // Redis reads the flag with atoi: anything not a non-zero number is 0 (off).
+            let on = super::parse_i64(a[2]).is_some_and(|n| n != 0);
+            c.shared.active_expire.store(on, Ordering::Relaxed);
+            c.reply.ok();
+        }
         b"help" => {
-            c.reply.array(3);
+            c.reply.array(7);
             c.reply
                 .simple("DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
             c.reply.simple("SLEEP <seconds>");
             c.reply
                 .simple("    Stop the server for <seconds>. Decimals allowed.");
+            c.reply.simple("SET-ACTIVE-EXPIRE <0|1>");
+            c.reply.simple(
+                "    Setting it to 0 disables expiring keys in background when they are not",
+            );
+            c.reply.simple(
+                "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
+            );
+            c.reply.simple("    default.");
         }
         _ => c.reply.error(&format!(
             "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
@@ -439,9 +452,7 @@ pub async fn config(c: &mut Conn, a: &[&[u8]]) {
                 let problem = if !param.mutable {
                     Some(ConfigError::Immutable.to_string())
                 } else {
-                    config::normalise(param, &value)
-                        .err()
-                        .map(|e| e.to_string())
+                    config::validate(param, &value).err().map(|e| e.to_string())
                 };
                 if let Some(p) = problem {
                     c.reply.error(&format!(
