@@ -600,17 +600,24 @@ impl Store {
             return Some(got);
         }
         let g = self.inner.growth.as_ref()?;
-        let mut grown = false;
-        for d in 0..self.inner.devices.len() {
-            if g.growable(d) {
-                grown |= grow::grow(&self.inner, d, Urgency::Urgent);
+        // A few rounds: other workers may take the new blocks first.
+        for _ in 0..3 {
+            let mut grown = false;
+            for d in 0..self.inner.devices.len() {
+                if g.growable(d) {
+                    // Waits for a step the grower thread may be taking (this one then
+                    // finds nothing to do, but that step's blocks are there).
+                    grown |= grow::grow(&self.inner, d, Urgency::Urgent);
+                }
+            }
+            if let Some(got) = self.try_alloc_block(worker, keep) {
+                return Some(got);
+            }
+            if !grown {
+                break;
             }
         }
-        if grown {
-            self.try_alloc_block(worker, keep)
-        } else {
-            None
-        }
+        None
     }
 
     fn try_alloc_block(&self, worker: u16, keep: u64) -> Option<AllocatedBlock> {
