@@ -599,7 +599,7 @@ impl Conn {
     /// Sends the queued commands to their workers without waiting for their replies
     /// (see [`Conn::flush_pending`]).
     pub fn send_pending(&mut self) {
-        self.hops.send(&self.shared, self.reply.proto, self.now_ms);
+        self.hops.send(self.worker, self.reply.proto, self.now_ms);
     }
 
     /// Sends queued commands to their workers and puts their replies in place: a barrier,

@@ -22,7 +22,7 @@ use smallvec::SmallVec;
 use crate::commands;
 use crate::conn::{exec_failed, exec_keyed, key_args, Argv};
 use crate::reply::Reply;
-use crate::worker::{local_shard, wait_local_unheld, Shard, Shared};
+use crate::worker::{local_shard, wait_local_unheld, Shard};
 
 /// Keyed commands waiting to go to another worker in one message.
 pub(crate) struct Pending {
@@ -67,8 +67,12 @@ pub(crate) struct BatchReply {
 enum ReplyTo {
     /// A blocking command sent alone: its reply (see `crate::blocking`).
     One(flume::Sender<Vec<u8>>),
-    /// A batch of a turn: its replies and where each ends.
-    Turn(flume::Sender<BatchReply>),
+    /// A batch of a turn: its replies and where each ends, to the connection on worker
+    /// `from`.
+    Turn {
+        tx: flume::Sender<BatchReply>,
+        from: usize,
+    },
 }
 
 /// The job that runs `p` on its worker and sends the reply of the blocking command it
@@ -92,7 +96,7 @@ fn batch_job(
 ) -> crate::worker::Job {
     Box::new(move |s: &mut Shard| {
         let ends = match tx {
-            ReplyTo::Turn(_) => Vec::with_capacity(p.cmds.len()),
+            ReplyTo::Turn { .. } => Vec::with_capacity(p.cmds.len()),
             ReplyTo::One(_) => Vec::new(),
         };
         let b = Batch {
@@ -140,7 +144,7 @@ impl Batch {
         self.start = start;
         self.next += 1;
         self.mark = None;
-        if let ReplyTo::Turn(_) = self.tx {
+        if let ReplyTo::Turn { .. } = self.tx {
             self.ends.push(self.reply.buf.len() as u32);
         }
     }
@@ -255,12 +259,21 @@ impl Batch {
             ReplyTo::One(tx) => {
                 let _ = tx.send(self.reply.buf);
             }
-            ReplyTo::Turn(tx) => {
-                let _ = tx.send(BatchReply {
+            ReplyTo::Turn { tx, from } => {
+                let reply = BatchReply {
                     worker,
                     buf: self.reply.buf,
                     ends: self.ends,
-                });
+                };
+                // With the other replies of this turn for `from`, in one message; handed to
+                // the connection on its own thread (a local wake-up).
+                crate::worker::post(
+                    from,
+                    true,
+                    Box::new(move |_: &mut Shard| {
+                        let _ = tx.send(reply);
+                    }),
+                );
             }
         }
     }
@@ -323,20 +336,19 @@ impl Hops {
 
     /// Sends every queued batch to its worker (they run in parallel); their replies are
     /// taken by [`Hops::gather`].
-    pub fn send(&mut self, shared: &Shared, proto: Proto, now_ms: i64) {
+    pub fn send(&mut self, me: usize, proto: Proto, now_ms: i64) {
         if self.queued.is_empty() {
             return;
         }
         let tx = self.chan.get_or_insert_with(flume::unbounded).0.clone();
         for p in self.queued.drain(..) {
             let w = p.worker;
-            let job = batch_job(p, proto, now_ms, ReplyTo::Turn(tx.clone()), None);
-            if shared.inboxes[w]
-                .send(crate::worker::Envelope { txn: 0, job })
-                .is_err()
-            {
-                panic!("worker {w} has stopped");
-            }
+            let to = ReplyTo::Turn {
+                tx: tx.clone(),
+                from: me,
+            };
+            // With the other batches of this turn for `w` (all connections), in one message.
+            crate::worker::post(w, false, batch_job(p, proto, now_ms, to, None));
             self.in_flight += 1;
         }
         self.queued_bytes = 0;
