@@ -143,3 +143,52 @@ fn replies_of_a_pipeline_over_several_workers_keep_their_order() {
         }
     }
 }
+
+#[test]
+fn client_reply_off_and_skip_with_commands_on_both_workers() {
+    let s = Server::start(&["--threads", "2"]);
+    let mut r = s.raw();
+    // Keys owned by each worker (the connection's own is one of them).
+    let k0: Vec<String> = (0..)
+        .map(|i| format!("cr:{i}"))
+        .filter(|k| owner(k, 2) == 0)
+        .take(3)
+        .collect();
+    let k1: Vec<String> = (0..)
+        .map(|i| format!("cr:{i}"))
+        .filter(|k| owner(k, 2) == 1)
+        .take(3)
+        .collect();
+    let c = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<String>>();
+    let cmds = vec![
+        c(&["SET", &k0[0], "a"]),
+        c(&["CLIENT", "REPLY", "OFF"]),
+        c(&["SET", &k1[0], "b"]),
+        c(&["SET", &k0[1], "c"]),
+        c(&["GET", &k1[0]]),
+        c(&["CLIENT", "REPLY", "ON"]),
+        c(&["GET", &k1[0]]),
+        c(&["CLIENT", "REPLY", "SKIP"]),
+        c(&["SET", &k1[1], "d"]),
+        c(&["GET", &k1[1]]),
+        c(&["CLIENT", "REPLY", "SKIP"]),
+        c(&["GET", &k0[1]]),
+        c(&["GET", &k0[0]]),
+    ];
+    let mut out = Vec::new();
+    for cmd in &cmds {
+        out.extend_from_slice(&common::resp::encode(cmd));
+    }
+    r.send(&out);
+    let want = [
+        Value::Simple("OK".into()),
+        Value::Simple("OK".into()),
+        bulk("b"),
+        bulk("d"),
+        bulk("a"),
+    ];
+    for (i, w) in want.iter().enumerate() {
+        assert_eq!(&r.read_value(), w, "reply {i}");
+    }
+    assert_eq!(r.cmd(&["PING"]), Value::Simple("PONG".into()));
+}
