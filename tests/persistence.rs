@@ -191,6 +191,10 @@ type Op = (String, Option<Vec<u8>>);
 
 /// How a run of kill -9 cycles goes.
 struct CrashRun {
+    /// `--threads` (keys and connections spread over that many workers).
+    threads: &'static str,
+    /// Operations each writer sends per round trip (1: one at a time; more: one pipeline).
+    pipeline: usize,
     /// Stop after this many cycles once `min_bytes` are acknowledged...
     cycles: usize,
     /// ...but go on (up to `max_cycles`) until the writers' acknowledged SETs add up to this.
@@ -243,7 +247,8 @@ fn is_no_space_error(e: &redis::RedisError) -> bool {
 
 struct WriterRun {
     acked: Vec<Op>,
-    in_flight: Option<Op>,
+    /// The operations sent and not answered when the server died.
+    in_flight: Vec<Op>,
     acked_bytes: u64,
     refused: u64,
 }
@@ -254,10 +259,13 @@ fn writer(mut con: redis::Connection, t: usize, cycle: usize, run: &CrashRun) ->
     let mut rng = Rng::new(((cycle as u64) << 16) | t as u64);
     let mut out = WriterRun {
         acked: Vec::new(),
-        in_flight: None,
+        in_flight: Vec::new(),
         acked_bytes: 0,
         refused: 0,
     };
+    if run.pipeline > 1 {
+        return pipelined_writer(con, t, cycle, run, rng, out);
+    }
     for _ in 0..10_000_000 {
         let key = format!("k{t}:{}", rng.range(0, run.keys_per_writer));
         let value = if rng.range(0, 6) == 0 {
@@ -288,7 +296,53 @@ fn writer(mut con: redis::Connection, t: usize, cycle: usize, run: &CrashRun) ->
             }
             Err(_) => {
                 // The server died: this operation may or may not have landed.
-                out.in_flight = Some((key, value));
+                out.in_flight = vec![(key, value)];
+                return out;
+            }
+        }
+    }
+    panic!("writer {t}: the server was never killed");
+}
+
+/// [`writer`] sending `run.pipeline` operations at a time in one pipeline (their keys spread
+/// over the workers: the owners' group commits cover them together).
+fn pipelined_writer(
+    mut con: redis::Connection,
+    t: usize,
+    cycle: usize,
+    run: &CrashRun,
+    mut rng: Rng,
+    mut out: WriterRun,
+) -> WriterRun {
+    for _ in 0..1_000_000 {
+        let mut p = redis::pipe();
+        let mut ops = Vec::with_capacity(run.pipeline);
+        for _ in 0..run.pipeline {
+            let key = format!("k{t}:{}", rng.range(0, run.keys_per_writer));
+            let value = if rng.range(0, 6) == 0 {
+                None
+            } else {
+                Some(varied_value(&mut rng, run.max_value))
+            };
+            match &value {
+                Some(v) => p.cmd("SET").arg(&key).arg(&v[..]).ignore(),
+                None => p.cmd("DEL").arg(&key).ignore(),
+            };
+            ops.push((key, value));
+        }
+        match p.query::<()>(&mut con) {
+            Ok(()) => {
+                for (key, value) in ops {
+                    out.acked_bytes += value.as_ref().map_or(0, |v| v.len() as u64);
+                    out.acked.push((key, value));
+                }
+            }
+            Err(e) if e.code().is_some() => {
+                panic!("writer {t}, cycle {cycle}: pipeline: error reply {e}")
+            }
+            Err(_) => {
+                // The server died: any of these may or may not have landed.
+                out.in_flight = ops;
                 return out;
             }
         }
@@ -355,7 +409,7 @@ fn kill_9_cycles(run: CrashRun) {
         "--appendfsync",
         "always",
         "--threads",
-        "2",
+        run.threads,
         "--data-size",
         run.data_size,
     ]);
@@ -385,7 +439,7 @@ fn kill_9_cycles(run: CrashRun) {
             schedule.range(run.window_ms.0, run.window_ms.1),
         ));
         s.kill(); // SIGKILL while the writers are writing
-        let mut in_flight: HashMap<String, Option<Vec<u8>>> = HashMap::new();
+        let mut in_flight: HashMap<String, Vec<Option<Vec<u8>>>> = HashMap::new();
         let mut acked = 0;
         for th in writers {
             let w = th.join().unwrap();
@@ -395,8 +449,8 @@ fn kill_9_cycles(run: CrashRun) {
             for (k, v) in w.acked {
                 model.insert(k, v);
             }
-            if let Some((k, v)) = w.in_flight {
-                in_flight.insert(k, v);
+            for (k, v) in w.in_flight {
+                in_flight.entry(k).or_default().push(v);
             }
         }
         for th in readers {
@@ -421,16 +475,17 @@ fn kill_9_cycles(run: CrashRun) {
                 if got == *want {
                     continue;
                 }
-                // Only the operation in flight when the server died may be newer than the
+                // Only an operation in flight when the server died may be newer than the
                 // last acknowledged one.
                 assert!(
-                    in_flight.get(k) == Some(&got),
-                    "cycle {cycle}: {k} is {}, last acknowledged: {}, in flight: {}",
+                    in_flight.get(k).is_some_and(|vs| vs.contains(&got)),
+                    "threads {}, cycle {cycle}: {k} is {}, last acknowledged: {}, in flight: {}",
+                    run.threads,
                     describe(&got),
                     describe(want),
                     in_flight
                         .get(k)
-                        .map(describe)
+                        .map(|vs| vs.iter().map(describe).collect::<Vec<_>>().join(" / "))
                         .unwrap_or_else(|| "none".into())
                 );
                 *want = got;
@@ -469,21 +524,49 @@ fn kill_9_cycles(run: CrashRun) {
     }
 }
 
-#[test]
-fn acknowledged_writes_survive_kill_9_with_appendfsync_always() {
+/// Every acknowledged write survives kill -9 under `appendfsync always`, whichever worker
+/// owned it and whether it came alone or in a pipeline over several workers (their owners'
+/// group commits, decision 0016).
+fn acknowledged_writes_survive(threads: &'static str, pipeline: usize, cycles: usize) {
     kill_9_cycles(CrashRun {
-        cycles: 20,
+        threads,
+        pipeline,
+        cycles,
         min_bytes: 0,
-        max_cycles: 20,
+        max_cycles: cycles,
         // Every restart leaves a partly used block behind (one per worker).
         data_size: "512mb",
         keys_per_writer: 200,
         max_value: 20 * 1024,
-        window_ms: (80, 300),
+        // A pipeline of 16 carries up to 320 KiB and its first one opens a block on every
+        // worker (tens of ms each in a debug build on a busy machine): give every writer
+        // time for a few.
+        window_ms: if pipeline > 1 { (800, 1500) } else { (80, 300) },
         readers: 0,
         may_fill: false,
         progress: false,
     });
+}
+
+#[test]
+fn acknowledged_writes_survive_kill_9_with_appendfsync_always() {
+    acknowledged_writes_survive("2", 1, 20);
+}
+
+#[test]
+fn acknowledged_writes_survive_kill_9_with_appendfsync_always_one_worker() {
+    acknowledged_writes_survive("1", 1, 10);
+}
+
+#[test]
+fn acknowledged_writes_survive_kill_9_with_appendfsync_always_four_workers() {
+    acknowledged_writes_survive("4", 1, 10);
+}
+
+#[test]
+fn acknowledged_pipelined_writes_survive_kill_9_with_appendfsync_always() {
+    acknowledged_writes_survive("2", 16, 6);
+    acknowledged_writes_survive("4", 16, 6);
 }
 
 /// Overwrites and deletes on a small device: the writers write several times its size, so
@@ -493,6 +576,8 @@ fn acknowledged_writes_survive_kill_9_with_appendfsync_always() {
 fn overwrites_wrap_a_small_device_across_kill_9() {
     skip_if_redis!();
     kill_9_cycles(CrashRun {
+        threads: "2",
+        pipeline: 1,
         cycles: 4,
         // Twice the device: impossible without reclaiming and reusing blocks.
         min_bytes: 2 * (64 << 20),
@@ -519,6 +604,8 @@ fn crash_loop() {
         .unwrap_or(100);
     let size = std::env::var("DATA_SIZE").unwrap_or_else(|_| "8gb".into());
     kill_9_cycles(CrashRun {
+        threads: "2",
+        pipeline: 1,
         cycles,
         min_bytes: 0,
         max_cycles: cycles,

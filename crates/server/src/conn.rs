@@ -24,7 +24,7 @@ use crate::worker::{
 };
 
 /// Argument vectors of up to this many arguments live on the stack.
-type Argv<'a> = SmallVec<[&'a [u8]; 8]>;
+pub(crate) type Argv<'a> = SmallVec<[&'a [u8]; 8]>;
 
 /// CLIENT REPLY state.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -37,54 +37,6 @@ pub enum ReplyMode {
     Skip,
     /// No reply for this command (SKIP was just given); back to On after it.
     SkipThis,
-}
-
-/// Keyed commands waiting to go to another worker in one message.
-struct Pending {
-    worker: usize,
-    /// Arguments of every command, back to back.
-    data: Vec<u8>,
-    /// (command index, database, argument end offsets into `data`).
-    cmds: Vec<(usize, usize, SmallVec<[u32; 8]>)>,
-}
-
-impl Pending {
-    /// Appends command `idx` of database `db` with its arguments.
-    fn push(&mut self, idx: usize, db: usize, argv: &[&[u8]]) {
-        let mut ends = SmallVec::new();
-        for a in argv {
-            self.data.extend_from_slice(a);
-            ends.push(self.data.len() as u32);
-        }
-        self.cmds.push((idx, db, ends));
-    }
-}
-
-/// The job that runs the commands of `p` on their worker as one [`Batch`], sending the
-/// replies on `tx`; `wait` for a blocking command sent alone.
-fn batch_job(
-    p: Pending,
-    proto: Proto,
-    now_ms: i64,
-    tx: flume::Sender<Vec<u8>>,
-    wait: Option<(Arc<crate::blocking::WaitState>, std::os::fd::RawFd)>,
-) -> crate::worker::Job {
-    Box::new(move |s: &mut Shard| {
-        let b = Batch {
-            p,
-            next: 0,
-            start: 0,
-            reply: Reply {
-                buf: Vec::with_capacity(256),
-                proto,
-            },
-            now_ms,
-            tx,
-            mark: None,
-            wait,
-        };
-        run_batch(s, b);
-    })
 }
 
 /// The state of one client connection.
@@ -109,7 +61,11 @@ pub struct Conn {
     pub now_ms: i64,
     /// The subcommand of the command being run (`config|get`), for its statistics.
     subcommand: Option<&'static str>,
-    pending: Option<Pending>,
+    /// Keyed commands of this turn for other workers (see `crate::hop`).
+    hops: crate::hop::Hops,
+    /// This connection may have appended to its own worker's log since its replies were
+    /// last handed over (under `appendfsync always` they wait for a commit).
+    local_writes: bool,
     /// The connection's outgoing queue (replies before a blocking command leave before it
     /// waits).
     outbox: Option<Rc<Outbox>>,
@@ -215,7 +171,7 @@ pub(crate) fn may_write_several(idx: usize, argv: &[&[u8]]) -> bool {
 
 /// Answers keyed command `idx` with `ERR msg` without running it (its values could not be
 /// read), recording the failed call.
-fn exec_failed(shard: &mut Shard, idx: usize, reply: &mut Reply, msg: &str) {
+pub(crate) fn exec_failed(shard: &mut Shard, idx: usize, reply: &mut Reply, msg: &str) {
     let started = quanta::Instant::now();
     let mark = reply.buf.len();
     reply.error(&format!("ERR {msg}"));
@@ -223,127 +179,12 @@ fn exec_failed(shard: &mut Shard, idx: usize, reply: &mut Reply, msg: &str) {
 }
 
 /// The key arguments of keyed command `idx`.
-fn key_args<'a>(idx: usize, argv: &[&'a [u8]]) -> SmallVec<[&'a [u8]; 4]> {
+pub(crate) fn key_args<'a>(idx: usize, argv: &[&'a [u8]]) -> SmallVec<[&'a [u8]; 4]> {
     COMMANDS[idx]
         .key_positions(argv)
         .into_iter()
         .map(|p| argv[p])
         .collect()
-}
-
-/// Keyed commands forwarded to their owner in one message, run there in order.
-struct Batch {
-    p: Pending,
-    /// Next command to run, and where its arguments start in `p.data`.
-    next: usize,
-    start: usize,
-    reply: Reply,
-    now_ms: i64,
-    tx: flume::Sender<Vec<u8>>,
-    /// Read-buffer mark of the command waiting for its values (see `Keyspace::read_mark`).
-    mark: Option<u64>,
-    /// Set for a blocking command sent alone (see `crate::blocking`), with the client's
-    /// socket.
-    wait: Option<(Arc<crate::blocking::WaitState>, std::os::fd::RawFd)>,
-}
-
-/// Runs the rest of `b` on the owner. A command whose values are not resident suspends the
-/// batch: its values are read together, then the batch continues (after any transaction
-/// that took the worker meanwhile), so the owner never blocks on the device.
-fn run_batch(s: &mut Shard, mut b: Batch) {
-    while b.next < b.p.cmds.len() {
-        let missing = {
-            let (idx, db, ref ends) = b.p.cmds[b.next];
-            let mut argv: Argv = SmallVec::new();
-            let mut start = b.start;
-            for &e in ends {
-                argv.push(&b.p.data[start..e as usize]);
-                start = e as usize;
-            }
-            let missing = if commands::reads_values(idx, &argv) {
-                let mark = *b.mark.get_or_insert_with(|| s.keyspace.read_mark());
-                s.keyspace
-                    .missing(db, &key_args(idx, &argv), b.now_ms, mark)
-            } else {
-                Vec::new()
-            };
-            if missing.is_empty() {
-                if let Some((wait, _)) = &b.wait {
-                    if !wait.claim_first_run() {
-                        // Its connection gave up (timed out, unblocked, went away) first.
-                        return;
-                    }
-                }
-                let asks_to_wait = exec_keyed(s, idx, db, b.now_ms, &mut b.reply, &argv);
-                if asks_to_wait.is_none() {
-                    if let Some((wait, _)) = &b.wait {
-                        wait.served();
-                    }
-                }
-                if let Some(req) = asks_to_wait {
-                    match b.wait.take() {
-                        Some((state, fd)) => {
-                            let w = crate::blocking::Waiter::new(
-                                db,
-                                idx,
-                                &argv,
-                                req.keys,
-                                b.reply.proto,
-                                b.tx,
-                                state,
-                                fd,
-                            );
-                            crate::blocking::register(s, w);
-                            return;
-                        }
-                        // Not sent as a blocking command: answer as if the time ran out.
-                        None => crate::blocking::timeout_reply(&mut b.reply, req.on_timeout),
-                    }
-                }
-                b.start = start;
-                b.next += 1;
-                b.mark = None;
-            }
-            missing
-        };
-        if !missing.is_empty() {
-            let log = s.keyspace.log().clone();
-            compio::runtime::spawn(async move {
-                let got = crate::keyspace::fetch(log, missing).await;
-                wait_local_unheld().await;
-                let shard = local_shard();
-                let mut s = shard.borrow_mut();
-                let mark = b.mark.unwrap_or(0);
-                if let Err(e) = s.keyspace.fill(got, mark) {
-                    let (idx, _, ref ends) = b.p.cmds[b.next];
-                    b.start = ends.last().map_or(b.start, |&e| e as usize);
-                    exec_failed(&mut s, idx, &mut b.reply, &e);
-                    b.next += 1;
-                    b.mark = None;
-                }
-                run_batch(&mut s, b);
-            })
-            .detach();
-            return;
-        }
-    }
-    // Under `appendfsync always` the owner answers only once what the batch wrote is durable
-    // (group commit on the owner's log).
-    let log = s.keyspace.take_wrote().then(|| s.keyspace.log().clone());
-    match log {
-        Some(log) if log.durability() == skerry_store::Durability::Always => {
-            compio::runtime::spawn(async move {
-                if let Err(e) = log.ack().await {
-                    tracing::error!("data file sync failed: {e}");
-                }
-                let _ = b.tx.send(b.reply.buf);
-            })
-            .detach();
-        }
-        _ => {
-            let _ = b.tx.send(b.reply.buf);
-        }
-    }
 }
 
 /// Records a command's (or subcommand's) call, time and error reply (if it replied with one).
@@ -440,6 +281,17 @@ impl Conn {
 
     /// Runs one command.
     pub async fn dispatch(&mut self, argv: &[&[u8]]) {
+        let writes = local_writes_count();
+        self.dispatch_command(argv).await;
+        // Whatever the command was, if this worker's log grew meanwhile (its writes, or
+        // others' while it waited: then the commit is shared), the replies wait for a
+        // commit under `appendfsync always` (see `Conn::ack_local_writes`).
+        if local_writes_count() != writes {
+            self.local_writes = true;
+        }
+    }
+
+    async fn dispatch_command(&mut self, argv: &[&[u8]]) {
         let Some(idx) = commands::lookup(argv[0]) else {
             self.flush_pending().await;
             if let Some(m) = &mut self.multi {
@@ -570,7 +422,8 @@ impl Conn {
             }
             Handler::Keyed { cross, .. } => match self.owner(spec, argv) {
                 Some(w) if w == self.worker => {
-                    self.flush_pending().await;
+                    // Not a barrier: commands queued for other workers run there in
+                    // parallel, their replies keep their place (crate::hop).
                     let shard = local_shard();
                     if commands::reads_values(idx, argv) {
                         let keys = key_args(idx, argv);
@@ -736,34 +589,35 @@ impl Conn {
         self.finish_local(idx, started, mark);
     }
 
-    /// Queues a keyed command for worker `w`; consecutive commands for one worker travel
-    /// together in one message.
+    /// Queues a keyed command for worker `w`: the commands of a turn for one worker travel
+    /// together in one message, sent at the end of the turn or at the next barrier.
     async fn forward(&mut self, w: usize, idx: usize, argv: &[&[u8]]) {
-        if self.pending.as_ref().is_some_and(|p| p.worker != w) {
+        if self.reply_mode != ReplyMode::On {
+            // Its reply may be dropped: it goes alone (see `Conn::flush_pending`).
             self.flush_pending().await;
         }
-        let p = self.pending.get_or_insert_with(|| Pending {
-            worker: w,
-            data: Vec::new(),
-            cmds: Vec::new(),
-        });
-        p.push(idx, self.db, argv);
-        if self.reply_mode != ReplyMode::On || p.data.len() > 1 << 20 {
+        let queued = self.hops.queue(w, idx, self.db, argv, self.reply.buf.len());
+        if self.reply_mode != ReplyMode::On || queued > 1 << 20 {
             self.flush_pending().await;
         }
     }
 
-    /// Sends queued commands to their worker and appends the replies.
+    /// Sends the queued commands to their workers without waiting for their replies
+    /// (see [`Conn::flush_pending`]).
+    pub fn send_pending(&mut self) {
+        self.hops.send(self.worker, self.reply.proto, self.now_ms);
+    }
+
+    /// Sends queued commands to their workers and puts their replies in place: a barrier,
+    /// after which every earlier command of the connection has run.
     pub async fn flush_pending(&mut self) {
-        let Some(p) = self.pending.take() else { return };
-        let proto = self.reply.proto;
-        let now_ms = self.now_ms;
-        let worker = p.worker;
+        if self.hops.is_empty() {
+            return;
+        }
         let mark = self.reply.buf.len();
-        let (tx, rx) = flume::bounded::<Vec<u8>>(1);
-        let job = batch_job(p, proto, now_ms, tx, None);
-        let out = self.send_job(worker, job, rx).await;
-        self.reply.buf.extend_from_slice(&out);
+        self.send_pending();
+        self.hops.gather(&mut self.reply.buf).await;
+        // With CLIENT REPLY OFF or SKIP the command is alone and its reply is last.
         self.apply_reply_mode(mark);
     }
 
@@ -1114,10 +968,11 @@ impl Conn {
                                 let argv: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
                                 let mut r = Reply::new(proto);
                                 // Inside MULTI a blocking command does not wait.
+                                let writes = s.keyspace.writes();
                                 if exec_keyed(s, idx, db, now, &mut r, &argv).is_some() {
                                     deny_blocking_reply(idx, &mut r);
                                 }
-                                (r.buf, s.keyspace.take_wrote())
+                                (r.buf, s.keyspace.writes() != writes)
                             })
                             .await;
                         match out {
@@ -1215,14 +1070,10 @@ impl Conn {
         let proto = self.reply.proto;
         let now_ms = self.now_ms;
         let (tx, rx) = flume::bounded::<Vec<u8>>(1);
-        let mut p = Pending {
-            worker: w,
-            data: Vec::new(),
-            cmds: Vec::new(),
-        };
+        let mut p = crate::hop::Pending::new(w);
         p.push(idx, self.db, argv);
         let wait = (state.clone(), self.info.fd);
-        self.submit_job(w, batch_job(p, proto, now_ms, tx, Some(wait)))
+        self.submit_job(w, crate::hop::blocking_job(p, proto, now_ms, tx, wait))
             .await;
         let started = Instant::now();
         // Not idle while blocked (the `timeout` config spares it, as Redis does).
@@ -1276,13 +1127,6 @@ impl Conn {
         self.apply_reply_mode(mark);
     }
 
-    /// Runs `job` on worker `w` (waiting for any transaction holding it, as `on` does) and
-    /// returns what it sends on `rx`.
-    async fn send_job<R>(&self, w: usize, job: crate::worker::Job, rx: flume::Receiver<R>) -> R {
-        self.submit_job(w, job).await;
-        rx.recv_async().await.expect("worker dropped a job")
-    }
-
     /// Runs `job` on worker `w`: inline once no transaction holds it when `w` is this
     /// worker, else through `w`'s inbox.
     async fn submit_job(&self, w: usize, job: crate::worker::Job) {
@@ -1299,21 +1143,27 @@ impl Conn {
         }
     }
 
-    /// Under `appendfsync always`, waits until this worker's appended records are durable
-    /// (group commit) before replies go out; other policies return at once.
+    /// Makes the replies written so far ready to leave: sends the commands queued for other
+    /// workers, and under `appendfsync always` makes this worker's appended records durable
+    /// (group commit) while they run, then puts their replies in place (each owner answers
+    /// once its own log is durable). Other policies only wait for the replies.
     pub async fn ack_local_writes(&mut self) {
-        let log = {
-            let shard = local_shard();
-            let mut s = shard.borrow_mut();
-            if !s.keyspace.take_wrote() {
-                return;
+        self.send_pending();
+        if std::mem::take(&mut self.local_writes) {
+            let log = local_shard().borrow().keyspace.log().clone();
+            if let Err(e) = log.ack().await {
+                tracing::error!("data file sync failed: {e}");
             }
-            s.keyspace.log().clone()
-        };
-        if let Err(e) = log.ack().await {
-            tracing::error!("data file sync failed: {e}");
         }
+        // (Under CLIENT REPLY OFF or SKIP nothing is in flight here: such a command is
+        // flushed alone, see `Conn::forward`.)
+        self.hops.gather(&mut self.reply.buf).await;
     }
+}
+
+/// Records appended so far on this worker's log (see `Keyspace::writes`).
+fn local_writes_count() -> u64 {
+    local_shard().borrow().keyspace.writes()
 }
 
 /// Cross-worker versions of multi-key string and keyspace commands: split the keys by owner,
@@ -1726,7 +1576,8 @@ async fn serve(stream: TcpStream, addr: std::net::SocketAddr, shared: Arc<Shared
         close_after_reply: false,
         now_ms: 0,
         subcommand: None,
-        pending: None,
+        hops: Default::default(),
+        local_writes: false,
         outbox: None,
         multi: None,
         cas_flag: Arc::new(std::sync::atomic::AtomicBool::new(false)),
@@ -1761,20 +1612,38 @@ async fn read_loop(
     let mut rbuf: Vec<u8> = Vec::with_capacity(16 * 1024);
     let mut start = 0usize;
     let mut parser = RequestParser::new();
+    // How much one read asks for: 16 KiB, doubled (up to READ_MAX) while reads fill what
+    // they ask for (a client streaming a pipeline), so a turn, and under `appendfsync
+    // always` its group commit and its hops, covers more commands (decision 0016).
+    const READ_MIN: usize = 16 * 1024;
+    const READ_MAX: usize = 256 * 1024;
+    let mut read_size = READ_MIN;
     'conn: loop {
-        if rbuf.capacity() - rbuf.len() < 4096 {
+        if rbuf.capacity() - rbuf.len() < read_size / 4 {
             if start > 0 {
                 rbuf.drain(..start);
                 start = 0;
             }
-            rbuf.reserve(16 * 1024);
+            rbuf.reserve(read_size);
         }
         let len = rbuf.len();
+        let asked = rbuf.capacity() - len;
         let BufResult(res, slice) = stream.read(rbuf.slice(len..)).await;
         rbuf = slice.into_inner();
         match res {
             Ok(0) | Err(_) => break,
-            Ok(n) => shard.borrow_mut().stats.net_input_bytes += n as u64,
+            Ok(n) => {
+                shard.borrow_mut().stats.net_input_bytes += n as u64;
+                if n == asked && read_size < READ_MAX {
+                    read_size *= 2;
+                } else if n < READ_MIN / 2 && read_size > READ_MIN {
+                    read_size = READ_MIN;
+                    if rbuf.len() == n && rbuf.capacity() > 4 * READ_MIN {
+                        // The stream ended: give the large buffer back.
+                        rbuf.shrink_to(READ_MIN.max(n));
+                    }
+                }
+            }
         }
         if info.killed.get() || outbox.failed.get() {
             break;
@@ -1832,7 +1701,9 @@ async fn read_loop(
                 }
             }
         }
-        conn.flush_pending().await;
+        // The turn's batches for other workers leave now; their replies are gathered
+        // with this worker's group commit (hand_over_replies).
+        conn.send_pending();
         if start == rbuf.len() {
             rbuf.clear();
             start = 0;
@@ -1868,6 +1739,8 @@ async fn read_loop(
             break;
         }
     }
+    // Commands sent or queued for other workers still run (and their writes are acked).
+    conn.ack_local_writes().await;
     if !conn.reply.buf.is_empty() && !info.killed.get() {
         outbox.push(&mut conn.reply.buf);
     }

@@ -18,6 +18,10 @@ use crate::keyspace::Keyspace;
 /// Work sent to a worker: runs on the worker's thread with its shard.
 pub type Job = Box<dyn FnOnce(&mut Shard) + Send>;
 
+/// The transaction id of an envelope whose jobs run at once even while a transaction holds
+/// the worker: they do not touch the shard (replies going back to connections).
+pub const UNHELD: u64 = u64::MAX;
+
 /// A job with the transaction it belongs to (0: none). While a worker is held by a
 /// transaction it runs only that transaction's jobs; the others wait in arrival order.
 pub struct Envelope {
@@ -171,7 +175,7 @@ pub struct Shard {
 
 impl Shard {
     fn accepts(&self, txn: u64) -> bool {
-        self.hold.is_none_or(|h| h == txn)
+        txn == UNHELD || self.hold.is_none_or(|h| h == txn)
     }
 
     /// Runs a job from the inbox now, or defers it while another transaction holds the shard.
@@ -253,6 +257,100 @@ async fn local_unheld(txn: u64, take: bool) {
     })
     .await
 }
+/// Jobs posted during this loop turn, per target worker, not yet sent (see [`post`]).
+#[derive(Default)]
+struct Posts {
+    /// Per worker: jobs for its shard (sent as one envelope of no transaction).
+    shard: Vec<Vec<Job>>,
+    /// Per worker: jobs that do not touch its shard ([`UNHELD`]).
+    unheld: Vec<Vec<Job>>,
+    /// Jobs are waiting to be sent.
+    any: bool,
+    /// The sending task, parked while nothing waits.
+    sender: Option<Waker>,
+}
+
+thread_local! {
+    static POSTS: RefCell<Posts> = RefCell::new(Posts::default());
+}
+
+/// Sends `job` to worker `w` at the end of this loop turn, in one message with every other
+/// job posted for `w` meanwhile (by any connection of this worker): a hop costs one inbox
+/// message and at most one wake-up of `w` per turn, not one per connection (decision 0016).
+/// `unheld`: the job does not touch `w`'s shard and runs even while a transaction holds it
+/// (a reply going back to a connection); else it runs as a job of no transaction.
+pub fn post(w: usize, unheld: bool, job: Job) {
+    POSTS.with(|p| {
+        let mut p = p.borrow_mut();
+        let lists = if unheld { &mut p.unheld } else { &mut p.shard };
+        if lists.len() <= w {
+            lists.resize_with(w + 1, Vec::new);
+        }
+        lists[w].push(job);
+        if !p.any {
+            p.any = true;
+            if let Some(waker) = p.sender.take() {
+                waker.wake();
+            }
+        }
+    })
+}
+
+/// The task sending posted jobs: woken by the first [`post`] of a turn, it runs after the
+/// tasks already scheduled in that turn (the other connections' turns), so their jobs leave
+/// together.
+async fn send_posts(shared: Arc<Shared>) {
+    loop {
+        std::future::poll_fn(|cx| {
+            POSTS.with(|p| {
+                let mut p = p.borrow_mut();
+                if p.any {
+                    Poll::Ready(())
+                } else {
+                    p.sender = Some(cx.waker().clone());
+                    Poll::Pending
+                }
+            })
+        })
+        .await;
+        let (shard, unheld) = POSTS.with(|p| {
+            let mut p = p.borrow_mut();
+            p.any = false;
+            let shard: Vec<(usize, Vec<Job>)> = p
+                .shard
+                .iter_mut()
+                .enumerate()
+                .filter(|(_, l)| !l.is_empty())
+                .map(|(w, l)| (w, std::mem::take(l)))
+                .collect();
+            let unheld: Vec<(usize, Vec<Job>)> = p
+                .unheld
+                .iter_mut()
+                .enumerate()
+                .filter(|(_, l)| !l.is_empty())
+                .map(|(w, l)| (w, std::mem::take(l)))
+                .collect();
+            (shard, unheld)
+        });
+        for (txn, lists) in [(UNHELD, unheld), (0, shard)] {
+            for (w, jobs) in lists {
+                let job: Job = if jobs.len() == 1 {
+                    jobs.into_iter().next().expect("one")
+                } else {
+                    Box::new(move |s: &mut Shard| {
+                        for job in jobs {
+                            job(s);
+                        }
+                    })
+                };
+                if shared.inboxes[w].send(Envelope { txn, job }).is_err() {
+                    tracing::error!("worker {w} has stopped");
+                }
+            }
+        }
+    }
+}
+
 /// Makes every record appended so far on every worker durable (clean shutdown, and
 /// `appendfsync always` after multi-worker writes). Returns once all workers answered.
 pub async fn sync_all(shared: &Shared, me: usize) {
@@ -601,6 +699,7 @@ pub fn spawn_worker(
                         .detach();
                 }
                 compio::runtime::spawn(cron(shared.clone(), id)).detach();
+                compio::runtime::spawn(send_posts(shared.clone())).detach();
                 compio::runtime::spawn(crate::checkpoint::timer(shared.clone(), id)).detach();
                 compio::runtime::spawn(crate::defrag::run(shared.clone(), id)).detach();
                 // The inbox: jobs from other workers.

@@ -278,8 +278,9 @@ pub struct Keyspace {
     /// Set when an append or a value read failed (the change was not applied); the
     /// dispatcher turns it into the command's error reply.
     error: Option<String>,
-    /// Something was appended since the last [`Keyspace::take_wrote`].
-    wrote: bool,
+    /// Writes appended so far (a counter: a caller compares two readings to learn whether
+    /// anything was appended in between; see [`Keyspace::writes`]).
+    writes: u64,
     /// Heap bytes of long keys.
     heap_key_bytes: usize,
     /// An early sync (too many full blocks waiting for durability) is running.
@@ -593,7 +594,7 @@ impl Keyspace {
             cache: cache::ValueCache::default(),
             colls: colls::CollCache::default(),
             error: None,
-            wrote: false,
+            writes: 0,
             heap_key_bytes: index.heap_key_bytes,
             early_sync: Rc::default(),
             watched: Default::default(),
@@ -614,7 +615,7 @@ impl Keyspace {
             }
         }
         ks.load_groups();
-        ks.wrote = false;
+        ks.writes = 0;
         ks
     }
 
@@ -629,9 +630,13 @@ impl Keyspace {
         self.error.take()
     }
 
-    /// True when something was appended since the last call.
-    pub fn take_wrote(&mut self) -> bool {
-        std::mem::take(&mut self.wrote)
+    /// How many records have been appended so far (value records and tombstones). Two
+    /// readings differ when something was appended in between; callers that must make
+    /// their own writes durable compare readings around their own work, so no caller can
+    /// consume another's "wrote" (under `appendfsync always` that let a reply out before
+    /// its write was durable).
+    pub fn writes(&self) -> u64 {
+        self.writes
     }
 
     /// Number of databases.
@@ -715,7 +720,7 @@ impl Keyspace {
         };
         match self.log.append(meta, &rk, value) {
             Ok(loc) => {
-                self.wrote = true;
+                self.writes += 1;
                 self.cmd_records += 1;
                 if loc.offset_bytes == skerry_store::format::BLOCK_HEADER_BYTES as u32 {
                     // A block was just opened (so one may have been sealed).
@@ -746,7 +751,7 @@ impl Keyspace {
         };
         match self.log.append(meta, &rk, &[]) {
             Ok(_) => {
-                self.wrote = true;
+                self.writes += 1;
                 self.cmd_records += 1;
                 true
             }
