@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use compio::buf::{BufResult, IntoInner, IoBuf};
-use compio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use compio::io::{AsyncRead, AsyncReadManaged, AsyncWrite, AsyncWriteExt};
 use compio::net::{TcpListener, TcpStream};
 use skerry_resp::{Limits, Parsed, Proto, RequestParser};
 use smallvec::SmallVec;
@@ -612,7 +612,8 @@ impl Conn {
                 None => {
                     self.flush_pending().await;
                     match cross {
-                        Some(cmd) => self.run_async(idx, cmd, argv).await,
+                        // Boxed: see `Handler::Async` below.
+                        Some(cmd) => Box::pin(self.run_async(idx, cmd, argv)).await,
                         None if matches!(
                             spec.group,
                             "hash" | "list" | "set" | "sorted-set" | "bitmap"
@@ -620,7 +621,7 @@ impl Conn {
                         {
                             let mark = self.reply.buf.len();
                             self.info.blocked_in_command.set(true);
-                            self.cross_keyed(idx, argv).await;
+                            Box::pin(self.cross_keyed(idx, argv)).await;
                             self.info.blocked_in_command.set(false);
                             self.apply_reply_mode(mark);
                         }
@@ -642,7 +643,10 @@ impl Conn {
             }
             Handler::Async(cmd) => {
                 self.flush_pending().await;
-                self.run_async(idx, cmd, argv).await;
+                // Boxed, as below: the futures of these commands are large (8 KiB), and
+                // inline they would size every connection's task, idle ones included
+                // (docs/decisions/0016-connection-memory.md).
+                Box::pin(self.run_async(idx, cmd, argv)).await;
             }
         }
     }
@@ -1553,6 +1557,11 @@ fn sanitize(a: &[u8], max: usize) -> String {
 
 /// Accepts connections on one listener of this worker.
 pub async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, worker: usize) {
+    // Sets up the worker's read buffer ring now, so that a failure (an old kernel) is known
+    // before the first connection reads.
+    if let Err(e) = compio::runtime::Runtime::with_current(|rt| rt.buffer_pool()) {
+        crate::netbuf::disable_ring(&e);
+    }
     loop {
         match listener.accept().await {
             Ok((stream, addr)) => {
@@ -1613,7 +1622,12 @@ impl Outbox {
 
     /// Queues a copy of `bytes` (a pub/sub message) behind what is queued.
     pub fn push_bytes(&self, bytes: &[u8]) {
-        self.queued.borrow_mut().extend_from_slice(bytes);
+        let mut q = self.queued.borrow_mut();
+        if q.capacity() == 0 {
+            *q = crate::netbuf::take();
+        }
+        q.extend_from_slice(bytes);
+        drop(q);
         self.wake_writer();
     }
 
@@ -1637,9 +1651,10 @@ impl Outbox {
     }
 }
 
-/// Sends queued replies until the reader closes the outbox and the queue is empty.
+/// Sends queued replies until the reader closes the outbox and the queue is empty. Each
+/// buffer sent goes back to the worker's free list (`crate::netbuf`): a connection with
+/// nothing to send holds none.
 async fn writer(mut stream: TcpStream, out: Rc<Outbox>, shard: Rc<RefCell<Shard>>) {
-    let mut spare: Vec<u8> = Vec::with_capacity(16 * 1024);
     loop {
         std::future::poll_fn(|cx| {
             if !out.queued.borrow().is_empty() || out.closing.get() {
@@ -1655,22 +1670,18 @@ async fn writer(mut stream: TcpStream, out: Rc<Outbox>, shard: Rc<RefCell<Shard>
             if q.is_empty() {
                 break; // closing and nothing left
             }
-            std::mem::replace(&mut *q, spare)
+            std::mem::take(&mut *q)
         };
         let n = buf.len();
         out.in_flight.set(n);
-        let BufResult(res, mut buf) = stream.write_all(buf).await;
+        let BufResult(res, buf) = stream.write_all(buf).await;
         out.in_flight.set(0);
         if res.is_err() {
             out.failed.set(true);
             break;
         }
         shard.borrow_mut().stats.net_output_bytes += n as u64;
-        buf.clear();
-        if buf.capacity() > 1 << 20 {
-            buf = Vec::with_capacity(16 * 1024);
-        }
-        spare = buf;
+        crate::netbuf::give(buf);
     }
     let _ = stream.shutdown().await;
 }
@@ -1714,7 +1725,11 @@ async fn serve(stream: TcpStream, addr: std::net::SocketAddr, shared: Arc<Shared
         worker,
         info: info.clone(),
         db: 0,
-        reply: Reply::new(Proto::Resp2),
+        // Taken from the worker's free list when a request arrives (`crate::netbuf`).
+        reply: Reply {
+            buf: Vec::new(),
+            proto: Proto::Resp2,
+        },
         authenticated: !shared.config.hot.auth_required.load(Ordering::Relaxed),
         reply_mode: ReplyMode::On,
         close_after_reply: false,
@@ -1744,6 +1759,11 @@ async fn serve(stream: TcpStream, addr: std::net::SocketAddr, shared: Arc<Shared
 
 /// Reads, parses and runs requests, handing replies to the writer, until the connection
 /// should close.
+///
+/// Between requests the connection holds no buffer: a recv takes one of the worker's ring
+/// buffers when the bytes arrive (see `crate::netbuf`), and it goes back once the requests in
+/// it have run. Only the start of a request that did not arrive whole moves into `rbuf`, the
+/// connection's own buffer, which reads continue into until the request is complete.
 async fn read_loop(
     mut stream: TcpStream,
     conn: &mut Conn,
@@ -1752,46 +1772,74 @@ async fn read_loop(
 ) {
     let shared = conn.shared.clone();
     let info = conn.info.clone();
-    let mut rbuf: Vec<u8> = Vec::with_capacity(16 * 1024);
+    // Unparsed bytes of a request in progress from `start`; no capacity between requests.
+    let mut rbuf: Vec<u8> = Vec::new();
     let mut start = 0usize;
     let mut parser = RequestParser::new();
     'conn: loop {
-        if rbuf.capacity() - rbuf.len() < 4096 {
-            if start > 0 {
-                rbuf.drain(..start);
-                start = 0;
+        let mut ring = None;
+        if rbuf.is_empty() && crate::netbuf::ring_enabled() {
+            match stream.read_managed(0).await {
+                Ok(Some(b)) if !b.is_empty() => ring = Some(b),
+                Ok(_) => break,
+                // Every ring buffer is in use: this read goes to a buffer of its own.
+                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {}
+                Err(_) => break,
             }
-            rbuf.reserve(16 * 1024);
         }
-        let len = rbuf.len();
-        let BufResult(res, slice) = stream.read(rbuf.slice(len..)).await;
-        rbuf = slice.into_inner();
-        match res {
-            Ok(0) | Err(_) => break,
-            Ok(n) => shard.borrow_mut().stats.net_input_bytes += n as u64,
-        }
+        let n = match &ring {
+            Some(b) => b.len(),
+            None => {
+                if rbuf.capacity() == 0 {
+                    rbuf = crate::netbuf::take();
+                }
+                if rbuf.capacity() - rbuf.len() < 4096 {
+                    if start > 0 {
+                        rbuf.drain(..start);
+                        start = 0;
+                    }
+                    rbuf.reserve(16 * 1024);
+                }
+                let len = rbuf.len();
+                let BufResult(res, slice) = stream.read(rbuf.slice(len..)).await;
+                rbuf = slice.into_inner();
+                match res {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => n,
+                }
+            }
+        };
+        shard.borrow_mut().stats.net_input_bytes += n as u64;
         if info.killed.get() || outbox.failed.get() {
             break;
         }
         info.last_interaction.set(Instant::now());
         conn.now_ms = unix_ms();
+        if conn.reply.buf.capacity() == 0 {
+            conn.reply.buf = crate::netbuf::take();
+        }
         let hot = &shared.config.hot;
         let mut limits = Limits {
             max_bulk_len: hot.proto_max_bulk_len.load(Ordering::Relaxed),
             ..Limits::default()
         };
         let mut hint = 0usize;
+        // The bytes read: the ring buffer, or the request in progress plus what followed it.
+        let data: &[u8] = match &ring {
+            Some(b) => b,
+            None => &rbuf,
+        };
         loop {
             limits.unauthenticated =
                 !conn.authenticated && hot.auth_required.load(Ordering::Relaxed);
-            match parser.parse(&rbuf[start..], &limits) {
+            match parser.parse(&data[start..], &limits) {
                 Ok(Parsed::Complete { consumed }) => {
                     let base = start;
                     start += consumed;
                     if parser.argc() == 0 {
                         continue;
                     }
-                    let argv: Argv = parser.args(&rbuf[base..]).collect();
+                    let argv: Argv = parser.args(&data[base..]).collect();
                     conn.dispatch(&argv).await;
                     if info.subscribed() {
                         // Messages go straight to the outbox: replies must be there
@@ -1827,9 +1875,21 @@ async fn read_loop(
             }
         }
         conn.flush_pending().await;
-        if start == rbuf.len() {
-            rbuf.clear();
+        if let Some(b) = ring.take() {
+            // A request that did not arrive whole moves to a buffer of the connection's own;
+            // the ring buffer goes back.
+            if start < b.len() {
+                rbuf = crate::netbuf::take();
+                rbuf.extend_from_slice(&b[start..]);
+            }
             start = 0;
+        }
+        if start == rbuf.len() {
+            start = 0;
+            rbuf.clear();
+            if crate::netbuf::ring_enabled() {
+                crate::netbuf::give(std::mem::take(&mut rbuf));
+            }
         } else {
             let unparsed = rbuf.len() - start;
             let qlimit = hot.query_buffer_limit.load(Ordering::Relaxed) as usize;
@@ -1853,6 +1913,7 @@ async fn read_loop(
         }
         info.qbuf.set(rbuf.len() - start);
         hand_over_replies(conn, outbox).await;
+        crate::netbuf::release_if_empty(&mut conn.reply.buf);
         let pending = outbox.pending();
         info.obuf.set(pending);
         if !within_output_limits(conn, pending, shard) {

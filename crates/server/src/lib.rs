@@ -15,6 +15,7 @@ pub mod glob;
 pub mod keyspace;
 pub mod longdouble;
 pub mod metrics;
+pub mod netbuf;
 pub mod persist;
 pub mod pubsub;
 pub mod reply;

@@ -522,6 +522,7 @@ pub fn spawn_worker(
                 .capacity(1024)
                 .single_issuer(true)
                 .defer_taskrun(true);
+            crate::netbuf::configure(&mut proactor);
             let mut builder = compio::runtime::RuntimeBuilder::new();
             builder.with_proactor(proactor);
             if let Some(cpu) = cpu {
