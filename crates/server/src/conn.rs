@@ -803,6 +803,7 @@ impl Conn {
                         out.push(&mut self.reply.buf);
                     }
                 }
+                crate::netbuf::release_if_empty(&mut self.reply.buf);
                 self.shared
                     .blocked_clients
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -1208,6 +1209,7 @@ impl Conn {
                 out.push(&mut self.reply.buf);
             }
         }
+        crate::netbuf::release_if_empty(&mut self.reply.buf);
         let timeout = crate::blocking::timeout_of(COMMANDS[idx].name, argv);
         let state = Arc::new(crate::blocking::WaitState::default());
         let proto = self.reply.proto;
@@ -1824,20 +1826,30 @@ async fn read_loop(
             ..Limits::default()
         };
         let mut hint = 0usize;
-        // The bytes read: the ring buffer, or the request in progress plus what followed it.
-        let data: &[u8] = match &ring {
-            Some(b) => b,
-            None => &rbuf,
-        };
         loop {
+            // The bytes read: the ring buffer, or the request in progress and what followed.
+            let mut data: &[u8] = match &ring {
+                Some(b) => b,
+                None => &rbuf,
+            };
             limits.unauthenticated =
                 !conn.authenticated && hot.auth_required.load(Ordering::Relaxed);
             match parser.parse(&data[start..], &limits) {
                 Ok(Parsed::Complete { consumed }) => {
-                    let base = start;
+                    let mut base = start;
                     start += consumed;
                     if parser.argc() == 0 {
                         continue;
+                    }
+                    if ring.is_some() && may_wait_long(parser.arg(&data[base..], 0)) {
+                        // A blocking command may wait for minutes: the ring buffer goes
+                        // back first, its bytes from this request on moving to `rbuf`.
+                        if let Some(b) = ring.take() {
+                            rbuf = b[base..].to_vec();
+                        }
+                        start -= base;
+                        base = 0;
+                        data = &rbuf;
                     }
                     let argv: Argv = parser.args(&data[base..]).collect();
                     conn.dispatch(&argv).await;
@@ -1926,6 +1938,13 @@ async fn read_loop(
     if !conn.reply.buf.is_empty() && !info.killed.get() {
         outbox.push(&mut conn.reply.buf);
     }
+}
+
+/// True for a command that may wait long for its reply (BLPOP and the other blocking
+/// commands, whose names all start with `b`).
+fn may_wait_long(name: &[u8]) -> bool {
+    matches!(name.first(), Some(b'b' | b'B'))
+        && commands::lookup(name).is_some_and(|i| COMMANDS[i].has_flag("blocking"))
 }
 
 /// Moves the replies written so far to the outbox, once the writes they acknowledge are
