@@ -6,6 +6,7 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -69,6 +70,7 @@ fn ping_all(conns: &mut [TcpStream]) {
 #[test]
 fn ten_thousand_idle_connections_fit_in_80_mb() {
     skip_if_redis!();
+    let _env = ENV.lock().unwrap_or_else(|e| e.into_inner());
     let limit = raise_fd_limit(CONNECTIONS as u64 + 2048);
     assert!(
         limit >= CONNECTIONS as u64 + 256,
@@ -121,4 +123,62 @@ fn ten_thousand_idle_connections_fit_in_80_mb() {
         "took {:?}",
         started.elapsed()
     );
+}
+
+/// Serialises the tests: one of them starts its server with a tiny read buffer ring through
+/// the environment, which a server started meanwhile would inherit.
+static ENV: Mutex<()> = Mutex::new(());
+
+/// A burst of 2,000 requests arriving while the worker sleeps (DEBUG SLEEP), every tenth
+/// longer than a ring buffer, into a server whose ring has only 2 buffers
+/// (`SKERRY_TEST_RING_BUFFERS`): the recvs that find the ring empty read into buffers of
+/// their own, every request is answered, and the long ones arrive whole.
+#[test]
+fn a_burst_beyond_the_ring_buffers_is_served() {
+    skip_if_redis!();
+    let _env = ENV.lock().unwrap_or_else(|e| e.into_inner());
+    const N: usize = 2_000;
+    let limit = raise_fd_limit(N as u64 + 1024);
+    assert!(limit >= N as u64 + 64, "RLIMIT_NOFILE is {limit}");
+    std::env::set_var("SKERRY_TEST_RING_BUFFERS", "2");
+    let s = Server::start(&["--threads", "1"]);
+    std::env::remove_var("SKERRY_TEST_RING_BUFFERS");
+    let mut conns: Vec<TcpStream> = (0..N)
+        .map(|_| {
+            let c = TcpStream::connect(("127.0.0.1", s.port())).expect("connect");
+            c.set_read_timeout(Some(REPLY_TIMEOUT)).unwrap();
+            c
+        })
+        .collect();
+    ping_all(&mut conns);
+    let mut sleeper = s.raw();
+    sleeper.send(&resp::encode(&["DEBUG", "SLEEP", "0.5"]));
+    std::thread::sleep(Duration::from_millis(100));
+    // Every tenth request is larger than a ring buffer (16 KiB).
+    let payload = |i: usize| {
+        let len = if i.is_multiple_of(10) {
+            40_000 + i
+        } else {
+            10 + i % 100
+        };
+        format!("{i}:{}", "x".repeat(len))
+    };
+    for (i, c) in conns.iter_mut().enumerate() {
+        c.write_all(&resp::encode(&["ECHO", &payload(i)]))
+            .expect("send ECHO");
+    }
+    assert_eq!(sleeper.read_value(), ok());
+    for (i, c) in conns.iter_mut().enumerate() {
+        let want = payload(i);
+        let head = format!("${}\r\n", want.len());
+        let mut got = vec![0u8; head.len() + want.len() + 2];
+        c.read_exact(&mut got)
+            .unwrap_or_else(|e| panic!("connection {i}: no reply: {e}"));
+        assert_eq!(
+            got,
+            format!("{head}{want}\r\n").into_bytes(),
+            "connection {i}"
+        );
+    }
+    ping_all(&mut conns);
 }

@@ -1784,8 +1784,11 @@ async fn read_loop(
             match stream.read_managed(0).await {
                 Ok(Some(b)) if !b.is_empty() => ring = Some(b),
                 Ok(_) => break,
-                // Every ring buffer is in use: this read goes to a buffer of its own.
-                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {}
+                // Every ring buffer is in use (ENOBUFS, which compio reports as
+                // ResourceBusy): this read goes to a buffer of its own.
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::ResourceBusy
+                        || e.raw_os_error() == Some(libc::ENOBUFS) => {}
                 Err(_) => break,
             }
         }

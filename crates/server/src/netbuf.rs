@@ -85,9 +85,17 @@ pub fn disable_ring(why: &std::io::Error) {
 
 /// Sets the worker's io_uring buffer ring: [`RING_BUFS`] buffers of [`RING_BUF_LEN`] bytes,
 /// mapped with [`PageAllocator`] so that only pages that ever received data use RAM.
+///
+/// `SKERRY_TEST_RING_BUFFERS=N` (tests only) sets a smaller ring, so that a test can run it
+/// dry and check the fallback reads.
 pub fn configure(proactor: &mut compio::driver::ProactorBuilder) {
+    let bufs = std::env::var("SKERRY_TEST_RING_BUFFERS")
+        .ok()
+        .and_then(|v| v.parse::<u16>().ok())
+        .and_then(NonZero::new)
+        .unwrap_or(NonZero::new(RING_BUFS).expect("non-zero"));
     proactor
-        .buffer_pool_size(NonZero::new(RING_BUFS).expect("non-zero"))
+        .buffer_pool_size(bufs)
         .buffer_pool_buffer_len(RING_BUF_LEN)
         .buffer_pool_allocator::<PageAllocator>();
 }
