@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Hop cost (decision 0016): operations per server CPU-second of SET then GET with
+# Hop cost (decision 0017): operations per server CPU-second of SET then GET with
 # redis-benchmark, for one server command line.
 #
 #   bench/hop-cpu.sh LABEL PIPELINE -- SERVER-COMMAND...

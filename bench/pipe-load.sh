@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Bulk load through `redis-cli --pipe` (decision 0016): elapsed time and fdatasyncs.
+# Bulk load through `redis-cli --pipe` (decision 0017): elapsed time and fdatasyncs.
 #
 #   bench/pipe-load.sh FILE.resp LABEL -- SERVER-COMMAND...
 #

@@ -1,4 +1,4 @@
-//! Hops (decision 0016): a pipeline whose commands belong to several workers gets its
+//! Hops (decision 0017): a pipeline whose commands belong to several workers gets its
 //! replies in order, and under `appendfsync always` its writes share one group commit per
 //! worker per turn, whichever worker owns them (not one fdatasync per forwarded run).
 

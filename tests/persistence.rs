@@ -526,7 +526,7 @@ fn kill_9_cycles(run: CrashRun) {
 
 /// Every acknowledged write survives kill -9 under `appendfsync always`, whichever worker
 /// owned it and whether it came alone or in a pipeline over several workers (their owners'
-/// group commits, decision 0016).
+/// group commits, decision 0017).
 fn acknowledged_writes_survive(threads: &'static str, pipeline: usize, cycles: usize) {
     kill_9_cycles(CrashRun {
         threads,

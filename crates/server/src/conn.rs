@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use compio::buf::{BufResult, IntoInner, IoBuf};
-use compio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use compio::io::{AsyncRead, AsyncReadManaged, AsyncWrite, AsyncWriteExt};
 use compio::net::{TcpListener, TcpStream};
 use skerry_resp::{Limits, Parsed, Proto, RequestParser};
 use smallvec::SmallVec;
@@ -471,7 +471,8 @@ impl Conn {
                 None => {
                     self.flush_pending().await;
                     match cross {
-                        Some(cmd) => self.run_async(idx, cmd, argv).await,
+                        // Boxed: see `Handler::Async` below.
+                        Some(cmd) => Box::pin(self.run_async(idx, cmd, argv)).await,
                         None if matches!(
                             spec.group,
                             "hash" | "list" | "set" | "sorted-set" | "bitmap"
@@ -479,7 +480,7 @@ impl Conn {
                         {
                             let mark = self.reply.buf.len();
                             self.info.blocked_in_command.set(true);
-                            self.cross_keyed(idx, argv).await;
+                            Box::pin(self.cross_keyed(idx, argv)).await;
                             self.info.blocked_in_command.set(false);
                             self.apply_reply_mode(mark);
                         }
@@ -501,7 +502,10 @@ impl Conn {
             }
             Handler::Async(cmd) => {
                 self.flush_pending().await;
-                self.run_async(idx, cmd, argv).await;
+                // Boxed, as below: the futures of these commands are large (8 KiB), and
+                // inline they would size every connection's task, idle ones included
+                // (docs/decisions/0018-connection-memory.md).
+                Box::pin(self.run_async(idx, cmd, argv)).await;
             }
         }
     }
@@ -659,6 +663,7 @@ impl Conn {
                         out.push(&mut self.reply.buf);
                     }
                 }
+                crate::netbuf::release_if_empty(&mut self.reply.buf);
                 self.shared
                     .blocked_clients
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -1065,6 +1070,7 @@ impl Conn {
                 out.push(&mut self.reply.buf);
             }
         }
+        crate::netbuf::release_if_empty(&mut self.reply.buf);
         let timeout = crate::blocking::timeout_of(COMMANDS[idx].name, argv);
         let state = Arc::new(crate::blocking::WaitState::default());
         let proto = self.reply.proto;
@@ -1409,6 +1415,11 @@ fn sanitize(a: &[u8], max: usize) -> String {
 
 /// Accepts connections on one listener of this worker.
 pub async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, worker: usize) {
+    // Sets up the worker's read buffer ring now, so that a failure (an old kernel) is known
+    // before the first connection reads.
+    if let Err(e) = compio::runtime::Runtime::with_current(|rt| rt.buffer_pool()) {
+        crate::netbuf::disable_ring(&e);
+    }
     loop {
         match listener.accept().await {
             Ok((stream, addr)) => {
@@ -1469,7 +1480,12 @@ impl Outbox {
 
     /// Queues a copy of `bytes` (a pub/sub message) behind what is queued.
     pub fn push_bytes(&self, bytes: &[u8]) {
-        self.queued.borrow_mut().extend_from_slice(bytes);
+        let mut q = self.queued.borrow_mut();
+        if q.capacity() == 0 {
+            *q = crate::netbuf::take();
+        }
+        q.extend_from_slice(bytes);
+        drop(q);
         self.wake_writer();
     }
 
@@ -1493,9 +1509,10 @@ impl Outbox {
     }
 }
 
-/// Sends queued replies until the reader closes the outbox and the queue is empty.
+/// Sends queued replies until the reader closes the outbox and the queue is empty. Each
+/// buffer sent goes back to the worker's free list (`crate::netbuf`): a connection with
+/// nothing to send holds none.
 async fn writer(mut stream: TcpStream, out: Rc<Outbox>, shard: Rc<RefCell<Shard>>) {
-    let mut spare: Vec<u8> = Vec::with_capacity(16 * 1024);
     loop {
         std::future::poll_fn(|cx| {
             if !out.queued.borrow().is_empty() || out.closing.get() {
@@ -1511,22 +1528,18 @@ async fn writer(mut stream: TcpStream, out: Rc<Outbox>, shard: Rc<RefCell<Shard>
             if q.is_empty() {
                 break; // closing and nothing left
             }
-            std::mem::replace(&mut *q, spare)
+            std::mem::take(&mut *q)
         };
         let n = buf.len();
         out.in_flight.set(n);
-        let BufResult(res, mut buf) = stream.write_all(buf).await;
+        let BufResult(res, buf) = stream.write_all(buf).await;
         out.in_flight.set(0);
         if res.is_err() {
             out.failed.set(true);
             break;
         }
         shard.borrow_mut().stats.net_output_bytes += n as u64;
-        buf.clear();
-        if buf.capacity() > 1 << 20 {
-            buf = Vec::with_capacity(16 * 1024);
-        }
-        spare = buf;
+        crate::netbuf::give(buf);
     }
     let _ = stream.shutdown().await;
 }
@@ -1570,7 +1583,11 @@ async fn serve(stream: TcpStream, addr: std::net::SocketAddr, shared: Arc<Shared
         worker,
         info: info.clone(),
         db: 0,
-        reply: Reply::new(Proto::Resp2),
+        // Taken from the worker's free list when a request arrives (`crate::netbuf`).
+        reply: Reply {
+            buf: Vec::new(),
+            proto: Proto::Resp2,
+        },
         authenticated: !shared.config.hot.auth_required.load(Ordering::Relaxed),
         reply_mode: ReplyMode::On,
         close_after_reply: false,
@@ -1601,6 +1618,11 @@ async fn serve(stream: TcpStream, addr: std::net::SocketAddr, shared: Arc<Shared
 
 /// Reads, parses and runs requests, handing replies to the writer, until the connection
 /// should close.
+///
+/// Between requests the connection holds no buffer: a recv takes one of the worker's ring
+/// buffers when the bytes arrive (see `crate::netbuf`), and it goes back once the requests in
+/// it have run. Only the start of a request that did not arrive whole moves into `rbuf`, the
+/// connection's own buffer, which reads continue into until the request is complete.
 async fn read_loop(
     mut stream: TcpStream,
     conn: &mut Conn,
@@ -1609,47 +1631,78 @@ async fn read_loop(
 ) {
     let shared = conn.shared.clone();
     let info = conn.info.clone();
-    let mut rbuf: Vec<u8> = Vec::with_capacity(16 * 1024);
+    // Unparsed bytes of a request in progress from `start`; no capacity between requests.
+    let mut rbuf: Vec<u8> = Vec::new();
     let mut start = 0usize;
     let mut parser = RequestParser::new();
     // How much one read asks for: 16 KiB, doubled (up to READ_MAX) while reads fill what
     // they ask for (a client streaming a pipeline), so a turn, and under `appendfsync
-    // always` its group commit and its hops, covers more commands (decision 0016).
+    // always` its group commit and its hops, covers more commands (decision 0017).
     const READ_MIN: usize = 16 * 1024;
     const READ_MAX: usize = 256 * 1024;
     let mut read_size = READ_MIN;
     'conn: loop {
-        if rbuf.capacity() - rbuf.len() < read_size / 4 {
-            if start > 0 {
-                rbuf.drain(..start);
-                start = 0;
+        let mut ring = None;
+        if rbuf.is_empty() && read_size == READ_MIN && crate::netbuf::ring_enabled() {
+            match stream.read_managed(0).await {
+                Ok(Some(b)) if !b.is_empty() => ring = Some(b),
+                Ok(_) => break,
+                // Every ring buffer is in use (ENOBUFS, which compio reports as
+                // ResourceBusy): this read goes to a buffer of its own.
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::ResourceBusy
+                        || e.raw_os_error() == Some(libc::ENOBUFS) => {}
+                Err(_) => break,
             }
-            rbuf.reserve(read_size);
         }
-        let len = rbuf.len();
-        let asked = rbuf.capacity() - len;
-        let BufResult(res, slice) = stream.read(rbuf.slice(len..)).await;
-        rbuf = slice.into_inner();
-        match res {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                shard.borrow_mut().stats.net_input_bytes += n as u64;
-                if n == asked && read_size < READ_MAX {
-                    read_size *= 2;
-                } else if n < READ_MIN / 2 && read_size > READ_MIN {
-                    read_size = READ_MIN;
-                    if rbuf.len() == n && rbuf.capacity() > 4 * READ_MIN {
-                        // The stream ended: give the large buffer back.
-                        rbuf.shrink_to(READ_MIN.max(n));
+        let n = match &ring {
+            Some(b) => {
+                if b.len() == crate::netbuf::RING_BUF_LEN {
+                    // A full ring buffer: a client streaming a pipeline. The next reads go
+                    // to the connection's own buffer, growing while they fill it.
+                    read_size = 2 * READ_MIN;
+                }
+                b.len()
+            }
+            None => {
+                if rbuf.capacity() == 0 {
+                    rbuf = crate::netbuf::take();
+                }
+                if rbuf.capacity() - rbuf.len() < read_size / 4 {
+                    if start > 0 {
+                        rbuf.drain(..start);
+                        start = 0;
+                    }
+                    rbuf.reserve(read_size);
+                }
+                let len = rbuf.len();
+                let asked = rbuf.capacity() - len;
+                let BufResult(res, slice) = stream.read(rbuf.slice(len..)).await;
+                rbuf = slice.into_inner();
+                match res {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        if n == asked && read_size < READ_MAX {
+                            read_size *= 2;
+                        } else if n < READ_MIN / 2 {
+                            // The stream ended: back to the ring (the buffer goes back
+                            // at the end of the turn once empty).
+                            read_size = READ_MIN;
+                        }
+                        n
                     }
                 }
             }
-        }
+        };
+        shard.borrow_mut().stats.net_input_bytes += n as u64;
         if info.killed.get() || outbox.failed.get() {
             break;
         }
         info.last_interaction.set(Instant::now());
         conn.now_ms = unix_ms();
+        if conn.reply.buf.capacity() == 0 {
+            conn.reply.buf = crate::netbuf::take();
+        }
         let hot = &shared.config.hot;
         let mut limits = Limits {
             max_bulk_len: hot.proto_max_bulk_len.load(Ordering::Relaxed),
@@ -1657,16 +1710,31 @@ async fn read_loop(
         };
         let mut hint = 0usize;
         loop {
+            // The bytes read: the ring buffer, or the request in progress and what followed.
+            let mut data: &[u8] = match &ring {
+                Some(b) => b,
+                None => &rbuf,
+            };
             limits.unauthenticated =
                 !conn.authenticated && hot.auth_required.load(Ordering::Relaxed);
-            match parser.parse(&rbuf[start..], &limits) {
+            match parser.parse(&data[start..], &limits) {
                 Ok(Parsed::Complete { consumed }) => {
-                    let base = start;
+                    let mut base = start;
                     start += consumed;
                     if parser.argc() == 0 {
                         continue;
                     }
-                    let argv: Argv = parser.args(&rbuf[base..]).collect();
+                    if ring.is_some() && may_wait_long(parser.arg(&data[base..], 0)) {
+                        // A blocking command may wait for minutes: the ring buffer goes
+                        // back first, its bytes from this request on moving to `rbuf`.
+                        if let Some(b) = ring.take() {
+                            rbuf = b[base..].to_vec();
+                        }
+                        start -= base;
+                        base = 0;
+                        data = &rbuf;
+                    }
+                    let argv: Argv = parser.args(&data[base..]).collect();
                     conn.dispatch(&argv).await;
                     if info.subscribed() {
                         // Messages go straight to the outbox: replies must be there
@@ -1704,9 +1772,22 @@ async fn read_loop(
         // The turn's batches for other workers leave now; their replies are gathered
         // with this worker's group commit (hand_over_replies).
         conn.send_pending();
-        if start == rbuf.len() {
-            rbuf.clear();
+        if let Some(b) = ring.take() {
+            // A request that did not arrive whole moves to a buffer of the connection's own;
+            // the ring buffer goes back.
+            if start < b.len() {
+                rbuf = crate::netbuf::take();
+                rbuf.extend_from_slice(&b[start..]);
+            }
             start = 0;
+        }
+        if start == rbuf.len() {
+            start = 0;
+            rbuf.clear();
+            // A streaming client keeps its buffer for the next read.
+            if crate::netbuf::ring_enabled() && read_size == READ_MIN {
+                crate::netbuf::give(std::mem::take(&mut rbuf));
+            }
         } else {
             let unparsed = rbuf.len() - start;
             let qlimit = hot.query_buffer_limit.load(Ordering::Relaxed) as usize;
@@ -1730,6 +1811,7 @@ async fn read_loop(
         }
         info.qbuf.set(rbuf.len() - start);
         hand_over_replies(conn, outbox).await;
+        crate::netbuf::release_if_empty(&mut conn.reply.buf);
         let pending = outbox.pending();
         info.obuf.set(pending);
         if !within_output_limits(conn, pending, shard) {
@@ -1744,6 +1826,13 @@ async fn read_loop(
     if !conn.reply.buf.is_empty() && !info.killed.get() {
         outbox.push(&mut conn.reply.buf);
     }
+}
+
+/// True for a command that may wait long for its reply (BLPOP and the other blocking
+/// commands, whose names all start with `b`).
+fn may_wait_long(name: &[u8]) -> bool {
+    matches!(name.first(), Some(b'b' | b'B'))
+        && commands::lookup(name).is_some_and(|i| COMMANDS[i].has_flag("blocking"))
 }
 
 /// Moves the replies written so far to the outbox, once the writes they acknowledge are

@@ -6,7 +6,7 @@
 //! command). Every batch of the turn is in flight at the same time, and the connection's
 //! own group commit runs while they are: under `appendfsync always` each owner replies
 //! once its log is durable, which is one fdatasync per worker per turn shared by every
-//! batch and local command that wrote meanwhile (decision 0016).
+//! batch and local command that wrote meanwhile (decision 0017).
 //!
 //! Commands for one worker run there in the order sent; commands of one pipeline on
 //! different workers may apply in another order than sent (as Dragonfly's pipeline

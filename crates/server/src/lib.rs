@@ -17,6 +17,7 @@ pub mod keyspace;
 pub mod longdouble;
 pub mod memory;
 pub mod metrics;
+pub mod netbuf;
 pub mod persist;
 pub mod pubsub;
 pub mod reply;

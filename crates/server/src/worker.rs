@@ -276,7 +276,7 @@ thread_local! {
 
 /// Sends `job` to worker `w` at the end of this loop turn, in one message with every other
 /// job posted for `w` meanwhile (by any connection of this worker): a hop costs one inbox
-/// message and at most one wake-up of `w` per turn, not one per connection (decision 0016).
+/// message and at most one wake-up of `w` per turn, not one per connection (decision 0017).
 /// `unheld`: the job does not touch `w`'s shard and runs even while a transaction holds it
 /// (a reply going back to a connection); else it runs as a job of no transaction.
 pub fn post(w: usize, unheld: bool, job: Job) {
@@ -623,6 +623,7 @@ pub fn spawn_worker(
                 .capacity(1024)
                 .single_issuer(true)
                 .defer_taskrun(true);
+            crate::netbuf::configure(&mut proactor);
             let mut builder = compio::runtime::RuntimeBuilder::new();
             builder.with_proactor(proactor);
             if let Some(cpu) = cpu {
