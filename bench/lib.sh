@@ -1,4 +1,5 @@
-# Helpers shared by the benchmark scripts (sourced by bench/net.sh and bench/storage.sh).
+# Helpers shared by the benchmark scripts (sourced by bench/net.sh, bench/storage.sh,
+# bench/hop-cpu.sh and bench/pipe-load.sh).
 # The sourcing script defines log, die and APT_UPDATED=0 first.
 
 need_cmd() { # COMMAND DEBIAN_PACKAGE
@@ -24,6 +25,26 @@ resp_ping() {
         IFS= read -r -t 2 reply <&3 || exit 1
         [[ $reply == +PONG* ]]
     ) 2>/dev/null
+}
+# start_on_free_port DIR CMD...: starts `CMD --port P --dir DIR` (output in DIR/server.log) on a
+# free port, trying another one if the server exits at once; sets PORT and PID, or dies with
+# the server's log.
+start_on_free_port() {
+    local dir=$1 i j
+    shift
+    for ((i = 0; i < 5; i++)); do
+        PORT=$(free_port)
+        "$@" --port "$PORT" --dir "$dir" >"$dir/server.log" 2>&1 &
+        PID=$!
+        for ((j = 0; j < 200; j++)); do
+            kill -0 "$PID" 2>/dev/null || break
+            resp_ping "$PORT" && return 0
+            sleep 0.05
+        done
+        kill -0 "$PID" 2>/dev/null && return 0
+    done
+    cat "$dir/server.log" >&2
+    die "the server did not start: $*"
 }
 now() { date +%s.%N; }
 # cpu_ticks PID: utime+stime of the process (all threads), in clock ticks.

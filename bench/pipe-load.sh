@@ -8,21 +8,15 @@
 #   LABEL elapsed_s=... errors=... fdatasyncs=... dbsize=...
 # then shuts the server down and removes its directory.
 set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+log() { echo "[$(basename "$0")] $*" >&2; }
+die() { log "${label:-}: $*"; exit 1; }
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
 file=$1; label=$2; shift 3
 dir=$(mktemp -d /tmp/bench.XXXXXX)
-# A free port: another server on this machine may hold the one picked first.
-for _ in 1 2 3 4 5; do
-    port=$((20000 + RANDOM % 20000))
-    "$@" --port "$port" --dir "$dir" >"$dir/server.log" 2>&1 &
-    pid=$!
-    for _ in $(seq 1 200); do
-        kill -0 "$pid" 2>/dev/null || break
-        redis-cli -p "$port" ping >/dev/null 2>&1 && break
-        sleep 0.05
-    done
-    kill -0 "$pid" 2>/dev/null && break
-done
-kill -0 "$pid" 2>/dev/null || { echo "$label: the server did not start:" >&2; cat "$dir/server.log" >&2; exit 1; }
+start_on_free_port "$dir" "$@"
+port=$PORT pid=$PID
 start=$(date +%s.%N)
 out=$(redis-cli -p "$port" --pipe <"$file" 2>&1)
 end=$(date +%s.%N)

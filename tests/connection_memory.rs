@@ -42,18 +42,6 @@ fn raise_fd_limit(want: u64) -> u64 {
     }
 }
 
-/// The resident set of process `pid`, in bytes (VmRSS).
-fn rss_bytes(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read status");
-    let kb: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().strip_suffix("kB"))
-        .map(|v| v.trim().parse().expect("VmRSS number"))
-        .expect("VmRSS line");
-    kb * 1024
-}
-
 /// Sends PING on every connection, then reads every PONG.
 fn ping_all(conns: &mut [TcpStream]) {
     for c in conns.iter_mut() {

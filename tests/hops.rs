@@ -8,18 +8,7 @@ use common::*;
 
 /// The worker owning `key` among `workers` (CRC16 slot mod workers, no hash tags here).
 fn owner(key: &str, workers: u16) -> u16 {
-    let mut crc: u16 = 0;
-    for &b in key.as_bytes() {
-        crc ^= (b as u16) << 8;
-        for _ in 0..8 {
-            crc = if crc & 0x8000 != 0 {
-                (crc << 1) ^ 0x1021
-            } else {
-                crc << 1
-            };
-        }
-    }
-    (crc % 16384) % workers
+    key_slot(key.as_bytes()) % workers
 }
 
 #[test]

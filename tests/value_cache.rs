@@ -562,18 +562,6 @@ fn damaged_values_are_reported_with_the_cache_on() {
     assert_eq!(r.cmd(&["GET", "victim"]), bulk("replaced"));
 }
 
-fn rss_bytes(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
-    let kib: u64 = line[6..]
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .unwrap();
-    kib * 1024
-}
-
 /// `value-cache-mb auto` is the default: the budget comes from the machine's RAM (or the
 /// cgroup's limit) and INFO says how; `auto` and numbers are accepted by CONFIG SET, other
 /// words refused.

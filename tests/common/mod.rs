@@ -777,3 +777,15 @@ impl Server {
         self.spawn_and_wait()
     }
 }
+
+/// The resident set of process `pid`, in bytes (VmRSS).
+pub fn rss_bytes(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read status");
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().strip_suffix("kB"))
+        .map(|v| v.trim().parse().expect("VmRSS number"))
+        .expect("VmRSS line");
+    kb * 1024
+}

@@ -135,12 +135,14 @@ pub fn update(config: &Config, workers: usize) {
         .sum();
     let rss = crate::commands::server::rss_bytes();
     let maxmemory = u64::try_from(config.get_i64("maxmemory")).unwrap_or(0);
-    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    // The machine's memory only matters without maxmemory and a cgroup limit.
+    let mut meminfo = String::new();
     let (limit, source) = if maxmemory > 0 {
         (maxmemory, Source::Maxmemory)
     } else if let Some(l) = cgroup_limit_bytes() {
         (l, Source::Cgroup)
     } else {
+        meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
         (
             meminfo_field(&meminfo, "MemTotal:").unwrap_or(1 << 30),
             Source::Machine,
@@ -149,10 +151,8 @@ pub fn update(config: &Config, workers: usize) {
     let non_cache = rss.saturating_sub(cache_used);
     let margin = (limit / 16).max(64 << 20);
     let mut cache = limit.saturating_sub(non_cache).saturating_sub(margin);
-    if source == Source::Machine {
-        if let Some(avail) = meminfo_field(&meminfo, "MemAvailable:") {
-            cache = cache.min((avail + cache_used).saturating_sub(margin));
-        }
+    if let Some(avail) = meminfo_field(&meminfo, "MemAvailable:") {
+        cache = cache.min((avail + cache_used).saturating_sub(margin));
     }
     // Small moves are not worth resizing the caches for.
     let old = BUDGET_BYTES.load(Ordering::Relaxed);

@@ -313,24 +313,19 @@ async fn send_posts(shared: Arc<Shared>) {
             })
         })
         .await;
+        // The non-empty per-worker lists, taken.
+        fn take_posted(lists: &mut [Vec<Job>]) -> Vec<(usize, Vec<Job>)> {
+            lists
+                .iter_mut()
+                .enumerate()
+                .filter(|(_, l)| !l.is_empty())
+                .map(|(w, l)| (w, std::mem::take(l)))
+                .collect()
+        }
         let (shard, unheld) = POSTS.with(|p| {
             let mut p = p.borrow_mut();
             p.any = false;
-            let shard: Vec<(usize, Vec<Job>)> = p
-                .shard
-                .iter_mut()
-                .enumerate()
-                .filter(|(_, l)| !l.is_empty())
-                .map(|(w, l)| (w, std::mem::take(l)))
-                .collect();
-            let unheld: Vec<(usize, Vec<Job>)> = p
-                .unheld
-                .iter_mut()
-                .enumerate()
-                .filter(|(_, l)| !l.is_empty())
-                .map(|(w, l)| (w, std::mem::take(l)))
-                .collect();
-            (shard, unheld)
+            (take_posted(&mut p.shard), take_posted(&mut p.unheld))
         });
         for (txn, lists) in [(UNHELD, unheld), (0, shard)] {
             for (w, jobs) in lists {
@@ -677,7 +672,7 @@ pub fn spawn_worker(
                     }
                 }
                 let mut keyspace = Keyspace::new(index, writer);
-                keyspace.set_value_cache_bytes(crate::keyspace::cache::per_worker_bytes(
+                keyspace.set_value_cache_bytes(crate::memory::per_worker_cache_bytes(
                     &shared.config,
                     shared.workers,
                 ));

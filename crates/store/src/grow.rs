@@ -276,10 +276,10 @@ pub(crate) fn grow(inner: &Inner, d: usize, urgency: Urgency) -> bool {
     let count = inner.blocks[d].len();
     let free = inner.free_on_device(d);
     // Still needed? (Another step, or reclaim, may have made room meanwhile.)
-    let threshold = ahead_threshold(count) + inner.reserved_free_blocks();
+    let short = free <= ahead_threshold(count) + inner.reserved_free_blocks();
     let needed = match urgency {
-        Urgency::Ahead => free <= threshold && mostly_live(inner, d),
-        Urgency::Urgent => free <= threshold.max(inner.reserved_free_blocks() + 1),
+        Urgency::Ahead => short && mostly_live(inner, d),
+        Urgency::Urgent => short,
     };
     if !needed {
         return false;

@@ -469,7 +469,7 @@ impl Store {
                 }),
             }),
         };
-        store.update_free_count(&store.lock());
+        store.inner.update_free_count(&store.lock());
         Ok((store, recovery))
     }
 
@@ -629,7 +629,7 @@ impl Store {
         for step in 0..n {
             let device = (a.next_device + step) % n;
             if let Some(block) = a.free[device].pop() {
-                self.update_free_count(&a);
+                self.inner.update_free_count(&a);
                 if self.inner.growth.is_some() {
                     let count = self.inner.blocks[device].len();
                     if a.free[device].len() as u64
@@ -683,7 +683,7 @@ impl Store {
         let mut a = self.lock();
         let device = (0..a.free.len()).max_by_key(|&d| a.free[d].len())?;
         let block = a.free[device].pop()?;
-        self.update_free_count(&a);
+        self.inner.update_free_count(&a);
         a.reserved += 1;
         let id = BlockId {
             device: device as u16,
@@ -721,7 +721,7 @@ impl Store {
         assert_eq!(was, block_state::RESERVED, "block {id:?} is not reserved");
         a.reserved -= 1;
         a.free[usize::from(id.device)].push(id.block);
-        self.update_free_count(&a);
+        self.inner.update_free_count(&a);
         self.hint_reclaim();
     }
 
@@ -746,7 +746,7 @@ impl Store {
         m.header_durable.store(false, Ordering::Relaxed);
         m.run_writer.store(0, Ordering::Relaxed);
         a.free[usize::from(id.device)].push(id.block);
-        self.update_free_count(&a);
+        self.inner.update_free_count(&a);
         drop(a);
         self.hint_reclaim();
     }
@@ -932,12 +932,6 @@ impl Store {
         self.hint_reclaim();
     }
 
-    /// Publishes the free-list length (the caller holds the allocator lock).
-    fn update_free_count(&self, a: &Allocator) {
-        let n: u64 = a.free.iter().map(|f| f.len() as u64).sum();
-        self.inner.free_count.store(n, Ordering::Relaxed);
-    }
-
     fn hint_reclaim(&self) {
         self.inner.reclaim_hint.store(true, Ordering::SeqCst);
     }
@@ -1041,7 +1035,7 @@ impl Store {
         m.run_writer.store(0, Ordering::Relaxed);
         m.seq.store(0, Ordering::Release);
         a.free[usize::from(id.device)].push(id.block);
-        self.update_free_count(&a);
+        self.inner.update_free_count(&a);
         drop(a);
         self.inner.reclaimed_blocks.fetch_add(1, Ordering::Relaxed);
         self.hint_reclaim();
@@ -1149,10 +1143,7 @@ impl Store {
     }
 
     fn lock(&self) -> MutexGuard<'_, Allocator> {
-        self.inner
-            .allocator
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        self.inner.lock()
     }
 }
 
@@ -1178,12 +1169,7 @@ impl Inner {
 
     /// Free blocks of device `d`.
     pub(crate) fn free_on_device(&self, d: usize) -> u64 {
-        self.allocator
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .free
-            .get(d)
-            .map_or(0, |f| f.len() as u64)
+        self.lock().free.get(d).map_or(0, |f| f.len() as u64)
     }
 
     /// Direct-I/O alignment of device `d`.
@@ -1203,12 +1189,21 @@ impl Inner {
         let metas = &self.blocks[d];
         let old = metas.len();
         metas.grow_to(block_count);
-        let mut a = self.allocator.lock().unwrap_or_else(|e| e.into_inner());
+        let mut a = self.lock();
         // Blocks already free go out first, then the new ones, lowest first (the free
         // list pops from its end).
         a.free[d].splice(0..0, (old as u32..block_count as u32).rev());
+        self.update_free_count(&a);
+    }
+
+    /// Publishes the free-list length (the caller holds the allocator lock).
+    fn update_free_count(&self, a: &Allocator) {
         let n: u64 = a.free.iter().map(|f| f.len() as u64).sum();
         self.free_count.store(n, Ordering::Relaxed);
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Allocator> {
+        self.allocator.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 

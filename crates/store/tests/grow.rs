@@ -5,25 +5,14 @@
 
 mod common;
 
-use common::{run, temp_dir};
-use skerry_store::format::VALUE_TYPE_STRING;
-use skerry_store::format::{read_superblock, RecordKind, RecordMeta, RESERVED_BYTES};
+use common::{run, small, temp_dir};
+use skerry_store::format::{read_superblock, RESERVED_BYTES};
 use skerry_store::{
     AnyDevice, Durability, FileDevice, GrowthOptions, Location, RecoveredIndex, Store, StoreError,
     StoreOptions, Writer,
 };
 
 const BLOCK_BYTES: u64 = 64 << 10;
-
-fn meta(seq: u64) -> RecordMeta {
-    RecordMeta {
-        kind: RecordKind::Value,
-        value_type: VALUE_TYPE_STRING,
-        flags: 0,
-        mutation_seq: seq,
-        expiry_ms: 0,
-    }
-}
 
 fn growing(max_device_bytes: u64, fs_reserve_bytes: u64) -> StoreOptions {
     StoreOptions {
@@ -40,13 +29,28 @@ fn value(i: u32) -> Vec<u8> {
     format!("{i:08}-").repeat(100).into_bytes()
 }
 
+/// Opens the store on `dev` (formatting it if fresh) and worker 0's writer.
+async fn open_writer(dev: FileDevice, opts: &StoreOptions) -> (Store, Writer) {
+    let (store, rec) = Store::create_or_open(vec![AnyDevice::File(dev)], opts, |_| {})
+        .await
+        .unwrap();
+    let w = Writer::open(store.clone(), 0, Durability::EverySec, rec.max_mutation_seq)
+        .await
+        .unwrap();
+    (store, w)
+}
+
 /// Appends values `0..n` (syncing now and then) until `n` or the first error; returns the
 /// locations of the appended ones, all durable, and the error if one stopped it.
 async fn fill(w: &Writer, n: u32) -> (Vec<Location>, Option<StoreError>) {
     let mut locs = Vec::new();
     let mut err = None;
     for i in 0..n {
-        match w.append(meta(w.next_seq()), format!("k{i}").as_bytes(), &value(i)) {
+        match w.append(
+            small::value(w.next_seq()),
+            format!("k{i}").as_bytes(),
+            &value(i),
+        ) {
             Ok(loc) => locs.push(loc),
             Err(e) => {
                 err = Some(e);
@@ -99,14 +103,9 @@ fn a_data_file_grows_as_data_arrives_and_comes_back() {
         let dev = FileDevice::open_or_create(&path, start_bytes)
             .await
             .unwrap();
-        let (store, rec) =
-            Store::create_or_open(vec![AnyDevice::File(dev)], &growing(0, 0), |_| {})
-                .await
-                .unwrap();
+        let (store, w) = open_writer(dev, &growing(0, 0)).await;
         assert_eq!(store.block_count(0), 4);
-        let w = Writer::open(store.clone(), 0, Durability::EverySec, rec.max_mutation_seq)
-            .await
-            .unwrap();
+
         // About 2 MiB of records: 30 blocks of 64 KiB.
         let (l, err) = fill(&w, 2000).await;
         assert!(err.is_none(), "no error while the file can grow: {err:?}");
@@ -140,13 +139,8 @@ fn a_capped_data_file_answers_no_space_at_its_cap() {
         let dev = FileDevice::open_or_create(&path, RESERVED_BYTES + 2 * BLOCK_BYTES)
             .await
             .unwrap();
-        let (store, rec) =
-            Store::create_or_open(vec![AnyDevice::File(dev)], &growing(cap, 0), |_| {})
-                .await
-                .unwrap();
-        let w = Writer::open(store.clone(), 0, Durability::EverySec, rec.max_mutation_seq)
-            .await
-            .unwrap();
+        let (store, w) = open_writer(dev, &growing(cap, 0)).await;
+
         let (l, err) = fill(&w, 5000).await;
         assert!(matches!(err, Some(StoreError::NoSpace)), "{err:?}");
         assert_eq!(store.block_count(0), 10, "grown to the cap, not past it");
@@ -170,12 +164,8 @@ fn the_file_system_reserve_stops_growth() {
             .unwrap();
         // A reserve larger than any file system: the file never grows.
         let opts = growing(0, u64::MAX / 2);
-        let (store, rec) = Store::create_or_open(vec![AnyDevice::File(dev)], &opts, |_| {})
-            .await
-            .unwrap();
-        let w = Writer::open(store.clone(), 0, Durability::EverySec, rec.max_mutation_seq)
-            .await
-            .unwrap();
+        let (store, w) = open_writer(dev, &opts).await;
+
         let (_, err) = fill(&w, 5000).await;
         assert!(matches!(err, Some(StoreError::NoSpace)), "{err:?}");
         assert_eq!(store.block_count(0), 3);
@@ -211,18 +201,13 @@ fn length_past_the_geometry_is_used_by_the_next_growth() {
         let dev = FileDevice::open(&path).await.unwrap();
         // The cap is the length already there: the growth needs no new space.
         let cap = RESERVED_BYTES + 40 * BLOCK_BYTES;
-        let (store, rec) =
-            Store::create_or_open(vec![AnyDevice::File(dev)], &growing(cap, 0), |_| {})
-                .await
-                .unwrap();
+        let (store, w) = open_writer(dev, &growing(cap, 0)).await;
         assert_eq!(
             store.block_count(0),
             4,
             "the superblock's geometry, not the length"
         );
-        let w = Writer::open(store.clone(), 0, Durability::EverySec, rec.max_mutation_seq)
-            .await
-            .unwrap();
+
         let (l, err) = fill(&w, 1500).await;
         assert!(err.is_none(), "{err:?}");
         assert!(store.block_count(0) > 4 && store.block_count(0) <= 40);

@@ -484,7 +484,7 @@ pub async fn config(c: &mut Conn, a: &[&[u8]]) {
                 // Every worker's cache has its new size (a smaller one evicted, 0 freed)
                 // before the reply goes out.
                 crate::memory::update(cfg, c.shared.workers);
-                let bytes = crate::keyspace::cache::per_worker_bytes(cfg, c.shared.workers);
+                let bytes = crate::memory::per_worker_cache_bytes(cfg, c.shared.workers);
                 c.on_all(move |s| s.keyspace.set_value_cache_bytes(bytes))
                     .await;
             }
@@ -1018,6 +1018,7 @@ pub(crate) fn storage_figures(shared: &crate::worker::Shared, w: &[WorkerInfo]) 
         ),
     ];
     let (hits, misses) = (sum(&|s| s.cache.hits), sum(&|s| s.cache.misses));
+    let budget = crate::memory::budget();
     let ratio = if hits + misses == 0 {
         0.0
     } else {
@@ -1036,9 +1037,7 @@ pub(crate) fn storage_figures(shared: &crate::worker::Shared, w: &[WorkerInfo]) 
             if crate::memory::cache_is_auto(&shared.config) {
                 format!(
                     "auto:{}",
-                    crate::memory::budget()
-                        .source
-                        .map_or("?", crate::memory::Source::name)
+                    budget.source.map_or("?", crate::memory::Source::name)
                 )
             } else {
                 "fixed".to_string()
@@ -1048,19 +1047,19 @@ pub(crate) fn storage_figures(shared: &crate::worker::Shared, w: &[WorkerInfo]) 
             "memory_limit_bytes",
             Gauge,
             "The memory limit the value cache's budget is derived from (maxmemory, the cgroup's limit or the machine's RAM).",
-            crate::memory::budget().limit_bytes,
+            budget.limit_bytes,
         ),
         num(
             "memory_non_cache_bytes",
             Gauge,
             "What the process holds besides the value caches (RSS less their bytes): index, buffers, connections.",
-            crate::memory::budget().non_cache_bytes,
+            budget.non_cache_bytes,
         ),
         num(
             "cache_budget_bytes",
             Gauge,
             "Bytes the value caches may take by the budget: limit less the rest of the process less a margin (1/16 of the limit, at least 64 MiB).",
-            crate::memory::budget().cache_bytes,
+            budget.cache_bytes,
         ),
         num(
             "cache_used_bytes",

@@ -68,12 +68,6 @@ pub fn value_alloc_bytes(len: usize) -> usize {
     buffer + allocator_size_bytes(40)
 }
 
-/// One worker's share of the value cache (`value-cache-mb`, or the budget when it is
-/// `auto`: see `crate::memory`), in bytes.
-pub fn per_worker_bytes(config: &crate::config::Config, workers: usize) -> usize {
-    crate::memory::per_worker_cache_bytes(config, workers)
-}
-
 /// Counters and sizes of one cache (INFO storage sums them over the workers).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CacheStats {
