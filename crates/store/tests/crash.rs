@@ -10,6 +10,7 @@ mod common;
 use std::collections::HashMap;
 
 use common::run;
+use common::small::value as meta;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use skerry_store::device::{CrashSpec, Fault, FaultOp, RamControl, RamDevice};
@@ -288,16 +289,6 @@ fn torn_flush_at_every_sector_boundary() {
                 }
             }
         });
-    }
-}
-
-fn meta(seq: u64) -> RecordMeta {
-    RecordMeta {
-        kind: RecordKind::Value,
-        value_type: VALUE_TYPE_STRING,
-        flags: 0,
-        mutation_seq: seq,
-        expiry_ms: 0,
     }
 }
 

@@ -5,9 +5,10 @@ mod common;
 
 use std::rc::Rc;
 
+use common::small::value as meta;
 use common::{run, temp_dir};
 use skerry_store::device::{CrashSpec, Fault, FaultOp, RamDevice};
-use skerry_store::format::{RecordKind, RecordMeta, RESERVED_BYTES, VALUE_TYPE_STRING};
+use skerry_store::format::RESERVED_BYTES;
 use skerry_store::{
     AnyDevice, Durability, FileDevice, RecoveredIndex, Store, StoreError, StoreOptions, Writer,
 };
@@ -18,16 +19,6 @@ fn opts() -> StoreOptions {
     StoreOptions {
         block_size_bytes: 64 * KIB,
         ..StoreOptions::default()
-    }
-}
-
-fn meta(seq: u64) -> RecordMeta {
-    RecordMeta {
-        kind: RecordKind::Value,
-        value_type: VALUE_TYPE_STRING,
-        flags: 0,
-        mutation_seq: seq,
-        expiry_ms: 0,
     }
 }
 
