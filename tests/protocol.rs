@@ -355,6 +355,53 @@ fn pipelined_mixed_replies_keep_order() {
     }
 }
 
+/// A pipeline whose commands read what the ones just before wrote, switch databases and mix
+/// inline commands in: every reply is the one a command-at-a-time client would get (the
+/// server looks ahead at a pipeline's keys to prefetch them; it must never serve what it saw
+/// ahead of a write).
+#[test]
+fn pipelined_reads_see_the_writes_just_before_them() {
+    let s = Server::start(&[]);
+    let mut r = s.raw();
+    let mut batch = Vec::new();
+    let mut want = Vec::new();
+    let mut model: std::collections::HashMap<(u8, String), String> = Default::default();
+    let mut db = 0u8;
+    for i in 0..2000 {
+        let key = format!("k{}", i % 13);
+        match i % 9 {
+            0 | 3 | 6 => {
+                let v = format!("v{i}");
+                batch.extend(resp::encode(&["SET", &key, &v]));
+                model.insert((db, key), v);
+                want.push(ok());
+            }
+            1 | 4 | 7 => {
+                batch.extend(resp::encode(&["GET", &key]));
+                want.push(model.get(&(db, key)).map_or(Value::Null, |v| bulk(v)));
+            }
+            2 => {
+                batch.extend(resp::encode(&["DEL", &key]));
+                want.push(int(i64::from(model.remove(&(db, key)).is_some())));
+            }
+            5 => {
+                // Inline, as a telnet user would type it.
+                batch.extend(format!("GET {key}\r\n").into_bytes());
+                want.push(model.get(&(db, key)).map_or(Value::Null, |v| bulk(v)));
+            }
+            _ => {
+                db = 1 - db;
+                batch.extend(resp::encode(&["SELECT", &db.to_string()]));
+                want.push(ok());
+            }
+        }
+    }
+    r.send(&batch);
+    for (i, w) in want.iter().enumerate() {
+        assert_eq!(&r.read_value(), w, "reply {i}");
+    }
+}
+
 #[test]
 fn partial_writes_byte_by_byte() {
     let s = Server::start(&[]);

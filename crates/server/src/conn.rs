@@ -1709,6 +1709,8 @@ async fn read_loop(
             ..Limits::default()
         };
         let mut hint = 0usize;
+        // Commands before this offset had their keys prefetched (crate::prefetch).
+        let mut prefetched_to = 0usize;
         loop {
             // The bytes read: the ring buffer, or the request in progress and what followed.
             let mut data: &[u8] = match &ring {
@@ -1723,6 +1725,17 @@ async fn read_loop(
                     start += consumed;
                     if parser.argc() == 0 {
                         continue;
+                    }
+                    if start >= prefetched_to && start < data.len() {
+                        // More commands follow this one: bring the next ones' keys in.
+                        prefetched_to = start
+                            + crate::prefetch::window(
+                                &data[start..],
+                                conn.db,
+                                conn.worker,
+                                shared.workers,
+                                &limits,
+                            );
                     }
                     if ring.is_some() && may_wait_long(parser.arg(&data[base..], 0)) {
                         // A blocking command may wait for minutes: the ring buffer goes
@@ -1853,11 +1866,13 @@ pub(crate) fn over_output_limit(
     hard: u64,
     soft: u64,
     soft_s: u64,
-    now: Instant,
+    now: impl FnOnce() -> Instant,
 ) -> bool {
     let pending = pending as u64;
     let mut over = hard > 0 && pending > hard;
     if soft > 0 && pending > soft {
+        // The clock is read only here: most calls (every command) are under the limits.
+        let now = now();
         let since = info.over_soft_since.get().unwrap_or(now);
         info.over_soft_since.set(Some(since));
         if now.duration_since(since) >= Duration::from_secs(soft_s) {
@@ -1873,7 +1888,7 @@ pub(crate) fn over_output_limit(
 /// of the client's class (pubsub while it has subscriptions, else normal).
 fn within_output_limits(conn: &Conn, pending: usize, shard: &Rc<RefCell<Shard>>) -> bool {
     let (hard, soft, soft_s) = conn.shared.config.hot.output_limits(conn.info.subscribed());
-    let over = over_output_limit(&conn.info, pending, hard, soft, soft_s, Instant::now());
+    let over = over_output_limit(&conn.info, pending, hard, soft, soft_s, Instant::now);
     if over {
         tracing::warn!(
             "Client id={} addr={} scheduled to be closed ASAP for overcoming of output buffer limits.",

@@ -19,6 +19,7 @@ pub mod memory;
 pub mod metrics;
 pub mod netbuf;
 pub mod persist;
+pub mod prefetch;
 pub mod pubsub;
 pub mod reply;
 pub mod slot;

@@ -258,7 +258,7 @@ fn push_to(s: &Subscriber, bytes: &[u8], hot: &Hot, d: &mut Delivered) {
     let pending = s.out.pending();
     s.info.obuf.set(pending);
     let (hard, soft, soft_s) = hot.output_limits(true);
-    if crate::conn::over_output_limit(&s.info, pending, hard, soft, soft_s, Instant::now()) {
+    if crate::conn::over_output_limit(&s.info, pending, hard, soft, soft_s, Instant::now) {
         tracing::warn!(
             "Client id={} addr={} scheduled to be closed ASAP for overcoming of output buffer limits.",
             s.info.id,

@@ -68,6 +68,27 @@ pub fn value_alloc_bytes(len: usize) -> usize {
     buffer + allocator_size_bytes(40)
 }
 
+/// Starts bringing the first bytes of `value` into the CPU cache (a reply will copy it).
+#[inline]
+pub fn prefetch_value(value: &SharedValue) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let p = value.as_ptr().cast::<i8>();
+        for line in 0..value.len().min(PREFETCH_VALUE_BYTES).div_ceil(64) {
+            // SAFETY: a prefetch changes no program state and never faults; the address
+            // is inside the value's live allocation (`line * 64 < value.len()`).
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.add(line * 64)) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = value;
+}
+
+/// Bytes of a value [`prefetch_value`] brings in: the rest streams (the hardware
+/// prefetcher follows a sequential copy).
+const PREFETCH_VALUE_BYTES: usize = 256;
+
 /// Counters and sizes of one cache (INFO storage sums them over the workers).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CacheStats {
@@ -198,6 +219,12 @@ impl ValueCache {
             return None;
         }
         self.map.get(&key).map(|s| &s.value)
+    }
+
+    /// True when nothing is cached.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
     }
 
     /// True when `key` is cached (for tests and assertions).

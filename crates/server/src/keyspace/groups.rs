@@ -73,7 +73,7 @@ impl Keyspace {
         let ids = self.dbs[db].dirs.get(key).cloned().unwrap_or_default();
         for gid in ids {
             if let Some(loc) = self.group_loc(db, key, gid) {
-                if !self.make_resident_now(loc, mark) {
+                if matches!(self.resident_now(loc, mark, false), super::Resident::No) {
                     let l = loc.unpack();
                     if !out.contains(&l) {
                         out.push(l);

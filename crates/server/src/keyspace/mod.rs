@@ -271,6 +271,11 @@ pub struct Keyspace {
     /// The worker's log on the data devices: every change is appended before it is applied.
     log: Rc<Writer>,
     read_buf: ReadBuf,
+    /// The string value [`Keyspace::missing`] found resident for a one-key command, kept
+    /// for the handler (see [`Prepared`]).
+    prepared: Option<Prepared>,
+    /// The key of `prepared` (its buffer is kept between commands).
+    prepared_key: Vec<u8>,
     /// Values read before, kept for later reads (`value-cache-mb`).
     cache: cache::ValueCache,
     /// Collections decoded for earlier commands, by record (see [`colls::CollCache`]).
@@ -301,6 +306,31 @@ pub struct Keyspace {
     cas: hashbrown::HashMap<(usize, Vec<u8>), Vec<std::sync::Arc<std::sync::atomic::AtomicBool>>>,
     /// `collection-group-bytes`, as last passed to [`Keyspace::put_coll`].
     group_bytes: usize,
+}
+
+/// Most keys [`Keyspace::prefetch`] takes at once.
+pub const PREFETCH_MAX_KEYS: usize = 16;
+
+/// A string value looked up by [`Keyspace::missing`] for a one-key command, so that the
+/// handler's [`Keyspace::with_value`] serves it without a second index probe, block
+/// sequence lookup and cache lookup (a GET probes the index once). It is valid while
+/// nothing changed in its database's table (the table's change count), for the same key
+/// and command time; [`Keyspace::end_command`] drops it.
+struct Prepared {
+    db: usize,
+    table_changes: u64,
+    now_ms: i64,
+    value: cache::SharedValue,
+}
+
+/// Where [`Keyspace::resident_now`] found a value.
+enum Resident {
+    /// Nowhere without I/O: it must be read from the devices.
+    No,
+    /// Decoded in the collection cache.
+    Decoded,
+    /// This value.
+    Value(cache::SharedValue),
 }
 
 /// Full blocks' staging images waiting for their sync beyond this start a sync at once
@@ -591,6 +621,8 @@ impl Keyspace {
             reads: ReadStats::default(),
             log,
             read_buf: ReadBuf::default(),
+            prepared: None,
+            prepared_key: Vec::new(),
             cache: cache::ValueCache::default(),
             colls: colls::CollCache::default(),
             error: None,
@@ -796,6 +828,7 @@ impl Keyspace {
         if self.cmd_depth > 0 {
             return;
         }
+        self.prepared = None;
         let wrote = std::mem::take(&mut self.cmd_records) > 0;
         if !std::mem::take(&mut self.cmd_multi) || !wrote {
             return;
@@ -858,6 +891,48 @@ impl Keyspace {
         Some(self.read_buf.insert(k, Rc::new(r.value().to_vec())))
     }
 
+    /// Starts bringing the index entries of `keys` (in `db`) and their cached values into
+    /// the CPU cache, for commands that will look them up soon: the next commands of a
+    /// pipeline. Each lookup of a GET or SET waits for a few memory loads, one after the
+    /// other (the bucket's control bytes, the entry, the cache's slot, the value); done for
+    /// a batch, step by step, the loads of different keys overlap. Only a hint: changes
+    /// nothing, counts nothing.
+    pub fn prefetch(&self, db: usize, keys: &[&[u8]]) {
+        let Some(d) = self.dbs.get(db) else {
+            return;
+        };
+        let mut hashes = [0u64; PREFETCH_MAX_KEYS];
+        let n = keys.len().min(PREFETCH_MAX_KEYS);
+        for (h, k) in hashes.iter_mut().zip(keys) {
+            *h = hash_key(k);
+            d.table.prefetch_bucket(*h);
+        }
+        for &h in &hashes[..n] {
+            d.table.prefetch_slots(h);
+        }
+        if self.cache.is_empty() {
+            return;
+        }
+        for (&h, k) in hashes[..n].iter().zip(keys) {
+            if let Some(e) = d.table.get(h, k) {
+                if let Some(v) = self.cache.peek(self.buf_key(e.loc())) {
+                    cache::prefetch_value(v);
+                }
+            }
+        }
+    }
+
+    /// The string value [`Keyspace::missing`] prepared for `key`, if it is still the key's
+    /// (nothing changed in the table since, same command time).
+    fn take_prepared(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<cache::SharedValue> {
+        let p = self.prepared.take()?;
+        (p.db == db
+            && p.now_ms == now_ms
+            && p.table_changes == self.dbs[db].table.changes()
+            && self.prepared_key == key)
+            .then_some(p.value)
+    }
+
     /// The value at `loc`, which the caller made resident; None (and an error for the
     /// reply) when it is not.
     fn resident_value(&mut self, loc: PackedLoc) -> Option<cache::SharedValue> {
@@ -892,33 +967,33 @@ impl Keyspace {
     }
 
     /// Makes the value at `loc` resident without I/O if it can be (counting where it was
-    /// found); false when it must be read from the devices.
-    fn make_resident_now(&mut self, loc: PackedLoc, mark: u64) -> bool {
+    /// found). `coll`: the record is a collection's, which may be decoded already.
+    fn resident_now(&mut self, loc: PackedLoc, mark: u64, coll: bool) -> Resident {
         let k = self.buf_key(loc);
         // Fetched for this command by an earlier round: already counted.
-        if self.read_buf.get_since(k, mark).is_some() {
-            return true;
+        if let Some(v) = self.read_buf.get_since(k, mark) {
+            return Resident::Value(v.clone());
         }
-        if self.colls.contains(k) {
-            return true;
+        if coll && self.colls.contains(k) {
+            return Resident::Decoded;
         }
-        if self.cache.get(k).is_some() {
-            return true;
+        if let Some(v) = self.cache.get(k) {
+            return Resident::Value(v.clone());
         }
         // A cache miss (when enabled) from here on: the value enters the cache, read now.
         if let Some(v) = self.read_buf.get(k) {
             self.reads.buffer_hits += 1;
             let v = v.clone();
-            self.cache.insert(k, v);
-            return true;
+            self.cache.insert(k, v.clone());
+            return Resident::Value(v);
         }
         if let Some(r) = self.log.staged(&loc.unpack()) {
             self.reads.staged_reads += 1;
             let v = self.read_buf.insert(k, Rc::new(r.value().to_vec()));
-            self.cache.insert(k, v);
-            return true;
+            self.cache.insert(k, v.clone());
+            return Resident::Value(v);
         }
-        false
+        Resident::No
     }
 
     /// Locations of the values of `keys` (in `db`) that are not resident; expired keys are
@@ -926,20 +1001,37 @@ impl Keyspace {
     pub fn missing(&mut self, db: usize, keys: &[&[u8]], now_ms: i64, mark: u64) -> Vec<Location> {
         self.trim_read_buf(mark);
         self.colls.make_room();
+        self.prepared = None;
         let mut out = Vec::new();
         for key in keys {
             let hash = hash_key(key);
-            let Some((loc, _)) = self.live_loc(db, hash, key, now_ms) else {
+            let Some((loc, _, value_type)) = self.live_loc_typed(db, hash, key, now_ms) else {
                 continue;
             };
-            if !self.make_resident_now(loc, mark) {
-                let l = loc.unpack();
-                if !out.contains(&l) {
-                    out.push(l);
+            let grouped = self.is_grouped_key(db, key);
+            match self.resident_now(loc, mark, value_type != VALUE_TYPE_STRING) {
+                Resident::No => {
+                    let l = loc.unpack();
+                    if !out.contains(&l) {
+                        out.push(l);
+                    }
                 }
+                Resident::Value(value)
+                    if keys.len() == 1 && value_type == VALUE_TYPE_STRING && !grouped =>
+                {
+                    self.prepared_key.clear();
+                    self.prepared_key.extend_from_slice(key);
+                    self.prepared = Some(Prepared {
+                        db,
+                        table_changes: self.dbs[db].table.changes(),
+                        now_ms,
+                        value,
+                    });
+                }
+                Resident::Value(_) | Resident::Decoded => {}
             }
             // A grouped collection not decoded yet needs its groups too.
-            if self.is_grouped_key(db, key) {
+            if grouped {
                 let k = self.buf_key(loc);
                 if !self.colls.contains(k) {
                     self.missing_groups(db, key, mark, &mut out);
@@ -1020,21 +1112,8 @@ impl Keyspace {
         self.touch(db, key);
     }
 
-    /// The location of the live key's record and its expiry (one table lookup; an expired
-    /// key is removed).
-    #[inline]
-    fn live_loc(
-        &mut self,
-        db: usize,
-        hash: u64,
-        key: &[u8],
-        now_ms: i64,
-    ) -> Option<(PackedLoc, i64)> {
-        self.live_loc_typed(db, hash, key, now_ms)
-            .map(|(loc, expire_at_ms, _)| (loc, expire_at_ms))
-    }
-
-    /// [`Keyspace::live_loc`] with the record's value type, from the same lookup.
+    /// The location of the live key's record, its expiry and its value type (one table
+    /// lookup; an expired key is removed).
     #[inline]
     fn live_loc_typed(
         &mut self,
@@ -1083,6 +1162,11 @@ impl Keyspace {
         now_ms: i64,
         f: impl FnOnce(&[u8]) -> R,
     ) -> Result<Option<R>, WrongType> {
+        if let Some(v) = self.take_prepared(db, key, now_ms) {
+            // Found by this command's `missing`: no second probe.
+            self.stats.hits += 1;
+            return Ok(Some(f(&v)));
+        }
         let hash = hash_key(key);
         let found = match self.live_loc_typed(db, hash, key, now_ms) {
             None => None,
@@ -2207,6 +2291,48 @@ mod tests {
                 );
             });
         }
+    }
+
+    /// The value `missing` prepares for a one-key command is served only while it is still
+    /// the key's: a write, a delete, an expiry (a later command time) or another key in
+    /// between makes the handler look the key up again.
+    #[test]
+    fn a_prepared_value_is_never_served_stale() {
+        with_keyspace(2, |ks| {
+            ks.set_value_cache_bytes(1 << 20);
+            let get = |ks: &mut Keyspace, db: usize, k: &[u8], now: i64| {
+                ks.with_value(db, k, now, |v| v.to_vec()).unwrap()
+            };
+            let prepare = |ks: &mut Keyspace, db: usize, k: &[u8], now: i64| {
+                let mark = ks.read_mark();
+                assert!(ks.missing(db, &[k], now, mark).is_empty());
+            };
+            assert!(ks.put(0, b"k", b"old", Expiry::Persist, 1000));
+            assert!(ks.put(0, b"other", b"o", Expiry::Persist, 1000));
+            assert!(ks.put(1, b"k", b"db1", Expiry::Persist, 1000));
+
+            prepare(ks, 0, b"k", 1000);
+            assert!(ks.put(0, b"k", b"new", Expiry::Persist, 1000));
+            assert_eq!(get(ks, 0, b"k", 1000), Some(b"new".to_vec()));
+
+            prepare(ks, 0, b"k", 1000);
+            assert!(ks.delete(0, b"k", 1000));
+            assert_eq!(get(ks, 0, b"k", 1000), None);
+
+            assert!(ks.put(0, b"k", b"v", Expiry::At(2000), 1000));
+            prepare(ks, 0, b"k", 1000);
+            assert_eq!(get(ks, 0, b"k", 2500), None, "expired at the later time");
+
+            assert!(ks.put(0, b"k", b"v2", Expiry::Persist, 3000));
+            prepare(ks, 0, b"k", 3000);
+            assert_eq!(get(ks, 0, b"other", 3000), Some(b"o".to_vec()));
+            assert_eq!(get(ks, 1, b"k", 3000), Some(b"db1".to_vec()));
+            // Used once: the key's own lookup after it probes again and finds the same.
+            prepare(ks, 0, b"k", 3000);
+            assert_eq!(get(ks, 0, b"k", 3000), Some(b"v2".to_vec()));
+            assert_eq!(get(ks, 0, b"k", 3000), Some(b"v2".to_vec()));
+            assert!(ks.take_error().is_none());
+        });
     }
 
     /// A key that expired while the server was down gets a tombstone at startup (else an

@@ -402,6 +402,23 @@ impl<T: Keyed> SegTable<T> {
         prefetch(&seg.buckets[seg.home(hash)].ctrl);
     }
 
+    /// Prefetches the slots of `hash`'s home bucket whose control byte matches its tag
+    /// (after [`SegTable::prefetch_bucket`] brought the control bytes in): the second
+    /// step of a batch lookup, so that the lookup itself finds the entry in the cache.
+    #[inline]
+    pub fn prefetch_slots(&self, hash: u64) {
+        let seg = &self.segments[self.segment_of(hash)];
+        if seg.buckets.is_empty() {
+            return;
+        }
+        let g = seg.home(hash);
+        let mut m = match_tag(seg.group_word(g), tag(hash));
+        while m != 0 {
+            prefetch(&seg.buckets[g].slots[lowest(m)]);
+            m &= m - 1;
+        }
+    }
+
     /// Number of entries.
     pub fn len(&self) -> usize {
         self.len

@@ -1,0 +1,67 @@
+//! Prefetching a pipeline's keys: when a read brings several commands, the index entries
+//! (and cached values) of the next few are brought into the CPU cache together before
+//! the first of them runs, so that their memory loads overlap instead of each command
+//! waiting for its own, one after the other (docs/decisions/0020-cpu-per-command.md).
+//!
+//! A window of up to [`PREFETCH_MAX_KEYS`] commands is parsed ahead with a scratch parser
+//! of the worker's; the first key of each keyed command this worker owns is handed to
+//! [`Keyspace::prefetch`](crate::keyspace::Keyspace::prefetch). Nothing here changes
+//! any state: a wrong guess (a SELECT in the window, an inline command) costs only the
+//! look-ahead.
+
+use std::cell::RefCell;
+
+use skerry_resp::{Limits, Parsed, RequestParser};
+
+use crate::commands::{self, Handler, COMMANDS};
+use crate::keyspace::PREFETCH_MAX_KEYS;
+
+thread_local! {
+    static SCRATCH: RefCell<RequestParser> = RefCell::new(RequestParser::new());
+}
+
+/// Looks at the commands at the start of `data` (up to [`PREFETCH_MAX_KEYS`] complete
+/// ones) and prefetches their keys in database `db` of worker `worker` (of `workers`).
+/// Returns the bytes of the commands looked at: the caller prefetches again once it has
+/// run past them.
+pub fn window(data: &[u8], db: usize, worker: usize, workers: usize, limits: &Limits) -> usize {
+    SCRATCH.with(|p| {
+        let mut p = p.borrow_mut();
+        p.reset();
+        let mut at = 0;
+        let mut keys: [&[u8]; PREFETCH_MAX_KEYS] = [&[]; PREFETCH_MAX_KEYS];
+        let mut n = 0;
+        // Key ranges are kept as offsets: the parser's arguments borrow it.
+        let mut ranges = [(0usize, 0usize); PREFETCH_MAX_KEYS];
+        for _ in 0..PREFETCH_MAX_KEYS {
+            let Ok(Parsed::Complete { consumed }) = p.parse(&data[at..], limits) else {
+                break;
+            };
+            let cmd = &data[at..at + consumed];
+            if p.argc() >= 2 && data[at] == b'*' {
+                if let Some(idx) = commands::lookup(p.arg(cmd, 0)) {
+                    let spec = &COMMANDS[idx];
+                    if matches!(spec.handler, Handler::Keyed { .. }) && spec.first_key == 1 {
+                        let key = p.arg(cmd, 1);
+                        if crate::slot::owner(key, workers) == worker {
+                            // The argument lies inside `cmd` (a multibulk request).
+                            let start = key.as_ptr() as usize - data.as_ptr() as usize;
+                            ranges[n] = (start, start + key.len());
+                            n += 1;
+                        }
+                    }
+                }
+            }
+            at += consumed;
+        }
+        p.reset();
+        if n >= 2 {
+            for (k, &(s, e)) in keys.iter_mut().zip(&ranges[..n]) {
+                *k = &data[s..e];
+            }
+            let shard = crate::worker::local_shard();
+            shard.borrow().keyspace.prefetch(db, &keys[..n]);
+        }
+        at
+    })
+}
