@@ -582,6 +582,29 @@ impl Store {
         low
     }
 
+    /// True when value appends can take `blocks` more blocks now: that many free blocks
+    /// beyond the defrag reserve and the low-space margin ([`Store::space_low`]'s). When
+    /// not, a growing data file is asked to grow at once. For a write of many records
+    /// (a big value) to check before its first append, so that a refusal changes nothing.
+    pub fn has_room_for_blocks(&self, blocks: u64) -> bool {
+        let free = self.inner.free_count.load(Ordering::Relaxed);
+        let ok = free >= self.inner.reserved_free_blocks() + blocks;
+        let Some(g) = self.inner.growth.as_ref() else {
+            return ok;
+        };
+        if ok {
+            if g.wanted_free_blocks.load(Ordering::Relaxed) != 0 {
+                g.wanted_free_blocks.store(0, Ordering::Relaxed);
+            }
+        } else {
+            g.wanted_free_blocks.store(blocks, Ordering::Relaxed);
+            for d in 0..self.inner.devices.len() {
+                grow::request(&self.inner, d, Urgency::Urgent);
+            }
+        }
+        ok
+    }
+
     /// A cheap progress mark of space coming back: free blocks and blocks reclaimed so far
     /// (two atomic loads; it changes whenever a block is freed or allocated).
     pub fn space_mark(&self) -> (u64, u64) {

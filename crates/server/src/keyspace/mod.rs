@@ -15,6 +15,7 @@
 //! `value-cache-mb`), which serves later reads of the same record without I/O.
 
 pub mod cache;
+pub mod chunked;
 mod colls;
 mod defrag;
 pub mod entry;
@@ -301,6 +302,9 @@ pub struct Keyspace {
     cas: hashbrown::HashMap<(usize, Vec<u8>), Vec<std::sync::Arc<std::sync::atomic::AtomicBool>>>,
     /// `collection-group-bytes`, as last passed to [`Keyspace::put_coll`].
     group_bytes: usize,
+    /// Values being read that must not enter the value cache (chunks of a big string, see
+    /// [`Keyspace::make_resident_admit`]); emptied by [`Keyspace::fill`].
+    uncached: hashbrown::HashSet<cache::CacheKey, foldhash::fast::FixedState>,
 }
 
 /// Full blocks' staging images waiting for their sync beyond this start a sync at once
@@ -605,6 +609,7 @@ impl Keyspace {
             cmd_multi: false,
             cas: Default::default(),
             group_bytes: crate::coll::groups::DEFAULT_GROUP_BYTES,
+            uncached: Default::default(),
         };
         // Keys that expired while the server was down: a tombstone each, so an older
         // version can never come back once their records' blocks are reclaimed (the
@@ -893,7 +898,15 @@ impl Keyspace {
 
     /// Makes the value at `loc` resident without I/O if it can be (counting where it was
     /// found); false when it must be read from the devices.
+    #[inline]
     fn make_resident_now(&mut self, loc: PackedLoc, mark: u64) -> bool {
+        self.make_resident_admit(loc, mark, true)
+    }
+
+    /// [`Keyspace::make_resident_now`]; with `admit` false the value does not enter the
+    /// value cache (now, or when [`Keyspace::fill`] gets it: the chunks of a string too big
+    /// for the cache, see [`chunked`]).
+    fn make_resident_admit(&mut self, loc: PackedLoc, mark: u64, admit: bool) -> bool {
         let k = self.buf_key(loc);
         // Fetched for this command by an earlier round: already counted.
         if self.read_buf.get_since(k, mark).is_some() {
@@ -908,15 +921,22 @@ impl Keyspace {
         // A cache miss (when enabled) from here on: the value enters the cache, read now.
         if let Some(v) = self.read_buf.get(k) {
             self.reads.buffer_hits += 1;
-            let v = v.clone();
-            self.cache.insert(k, v);
+            if admit {
+                let v = v.clone();
+                self.cache.insert(k, v);
+            }
             return true;
         }
         if let Some(r) = self.log.staged(&loc.unpack()) {
             self.reads.staged_reads += 1;
             let v = self.read_buf.insert(k, Rc::new(r.value().to_vec()));
-            self.cache.insert(k, v);
+            if admit {
+                self.cache.insert(k, v);
+            }
             return true;
+        }
+        if !admit {
+            self.uncached.insert(k);
         }
         false
     }
@@ -967,7 +987,9 @@ impl Keyspace {
                     };
                     let k = (PackedLoc::pack(&f.location).bits(), block_seq);
                     let v = self.read_buf.insert(k, v);
-                    self.cache.insert(k, v);
+                    if self.uncached.is_empty() || !self.uncached.contains(&k) {
+                        self.cache.insert(k, v);
+                    }
                 }
                 Err(e) => {
                     self.reads.failed_reads += 1;
@@ -975,6 +997,7 @@ impl Keyspace {
                 }
             }
         }
+        self.uncached.clear();
         match first_err {
             Some(e) => Err(e),
             None => Ok(()),
@@ -1083,6 +1106,22 @@ impl Keyspace {
         now_ms: i64,
         f: impl FnOnce(&[u8]) -> R,
     ) -> Result<Option<R>, WrongType> {
+        self.with_value_parts(db, key, now_ms, |parts| match parts {
+            [v] => f(v),
+            parts => f(&parts.concat()),
+        })
+    }
+
+    /// [`Keyspace::with_value`] with the value as its parts in order: one part for a value
+    /// stored as one record, its chunks for a big string (keyspace/chunked.rs), so that
+    /// GET writes a big value's reply without joining it first.
+    pub fn with_value_parts<R>(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        now_ms: i64,
+        f: impl FnOnce(&[&[u8]]) -> R,
+    ) -> Result<Option<R>, WrongType> {
         let hash = hash_key(key);
         let found = match self.live_loc_typed(db, hash, key, now_ms) {
             None => None,
@@ -1090,6 +1129,15 @@ impl Keyspace {
                 if value_type != VALUE_TYPE_STRING {
                     self.stats.hits += 1;
                     return Err(WrongType);
+                }
+                if self.is_grouped_key(db, key) {
+                    let Some(parts) = self.chunk_parts(db, key, loc) else {
+                        self.stats.misses += 1;
+                        return Ok(None);
+                    };
+                    self.stats.hits += 1;
+                    let refs: Vec<&[u8]> = parts.iter().map(|p| &p[..]).collect();
+                    return Ok(Some(f(&refs)));
                 }
                 self.resident_value(loc)
             }
@@ -1099,7 +1147,7 @@ impl Keyspace {
             return Ok(None);
         };
         self.stats.hits += 1;
-        Ok(Some(f(&v)))
+        Ok(Some(f(&[&v[..]])))
     }
 
     /// [`Keyspace::get`] without touching hit/miss counters (for writes that read).
@@ -1125,6 +1173,13 @@ impl Keyspace {
                     expire_at_ms,
                 });
             }
+        }
+        if value_type == VALUE_TYPE_STRING && self.is_grouped_key(db, key) {
+            let v = self.chunked_value(db, key, loc)?;
+            return Some(Got {
+                value: Value::Str(v),
+                expire_at_ms,
+            });
         }
         let v = self.resident_value(loc)?;
         let value = if value_type == VALUE_TYPE_STRING {
@@ -1195,6 +1250,10 @@ impl Keyspace {
         expiry: Expiry,
         now_ms: i64,
     ) -> Option<PackedLoc> {
+        if value_type == VALUE_TYPE_STRING && chunked::is_big(value.len()) {
+            // A big string: a root and chunks (keyspace/chunked.rs).
+            return self.put_chunked(db, key, value, expiry, now_ms);
+        }
         if !self.is_grouped_key(db, key) {
             return self.put_record_keep(db, key, value_type, value, expiry, now_ms);
         }
@@ -1756,6 +1815,10 @@ impl Keyspace {
         let hash = hash_key(key);
         let (loc, _, value_type) = self.live_loc_typed(db, hash, key, now_ms)?;
         if value_type == VALUE_TYPE_STRING {
+            if self.is_grouped_key(db, key) {
+                // A big string (longer than any embstr or integer).
+                return Some("raw");
+            }
             let v = self.resident_value(loc)?;
             return Some(string_encoding(&v));
         }
@@ -1959,11 +2022,37 @@ async fn fetch_one(log: &Writer, location: Location) -> Fetched {
 
 /// Reads the records at `locs` through the worker's io_uring, all in flight together, and
 /// returns their values (CRC-checked by the store).
+///
+/// At most about [`chunked::CHUNK_READ_WINDOW_BYTES`] are in flight at once (the chunks of
+/// a big string are read a window at a time, each read the size of one chunk).
 pub async fn fetch(log: Rc<Writer>, locs: Vec<Location>) -> Vec<Fetched> {
     if let [loc] = locs[..] {
         // The common case (one key): no task to spawn.
         return vec![fetch_one(&log, loc).await];
     }
+    let total_bytes: usize = locs.iter().map(|l| l.len_bytes as usize).sum();
+    if total_bytes <= chunked::CHUNK_READ_WINDOW_BYTES {
+        return fetch_together(log, locs).await;
+    }
+    let mut out = Vec::with_capacity(locs.len());
+    let mut window = Vec::new();
+    let mut window_bytes = 0;
+    for loc in locs {
+        if !window.is_empty()
+            && window_bytes + loc.len_bytes as usize > chunked::CHUNK_READ_WINDOW_BYTES
+        {
+            out.extend(fetch_together(log.clone(), std::mem::take(&mut window)).await);
+            window_bytes = 0;
+        }
+        window_bytes += loc.len_bytes as usize;
+        window.push(loc);
+    }
+    out.extend(fetch_together(log, window).await);
+    out
+}
+
+/// Reads the records at `locs` all in flight together.
+async fn fetch_together(log: Rc<Writer>, locs: Vec<Location>) -> Vec<Fetched> {
     let tasks: Vec<_> = locs
         .into_iter()
         .map(|loc| {
