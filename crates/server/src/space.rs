@@ -81,6 +81,18 @@ pub async fn wait_for_blocks(shared: &Shared, blocks: u64) {
     wait_until(shared, |store| store.has_room_for_blocks(blocks)).await
 }
 
+/// Before a copy of `value` to another worker (RENAME, COPY): waits for the blocks it
+/// takes when it is a big string ([`wait_for_blocks`]); at once otherwise.
+pub async fn wait_for_value_blocks(shared: &Shared, value: &crate::keyspace::Value) {
+    let crate::keyspace::Value::Str(v) = value else {
+        return;
+    };
+    let blocks = big_write_blocks(&[v]);
+    if blocks > 0 {
+        wait_for_blocks(shared, blocks).await;
+    }
+}
+
 /// The stall loop of [`wait_for_room`], until `enough`.
 async fn wait_until(shared: &Shared, enough: impl Fn(&skerry_store::Store) -> bool) {
     let max_ms = shared.config.get_i64("storage-write-stall-max-ms").max(0) as u64;

@@ -203,7 +203,7 @@ impl Keyspace {
                 encoded_record_len(key_len, len) as u64
             })
             .sum();
-        let store = self.log.store();
+        let store = self.log.store().clone();
         let need = blocks_for_bytes(bytes, store.max_record_bytes());
         if !store.has_room_for_blocks(need) {
             tracing::warn!(
@@ -233,6 +233,12 @@ impl Keyspace {
             }
             Some(loc)
         });
+        // Keep room for a copy of the whole value (RENAME, COPY, MOVE run synchronously
+        // and cannot wait for the data file to grow).
+        if loc.is_some() {
+            let whole = encoded_record_len(key_len, chunk) as u64 * n;
+            store.keep_free_blocks(blocks_for_bytes(whole, store.max_record_bytes()));
+        }
         // A grouped collection replaced by a big string: its groups below `n` were
         // overwritten by chunks (all written: nothing compared equal), the others are gone.
         loc.filter(|_| self.error.is_none())
