@@ -81,6 +81,13 @@ impl ChunkedRoot {
     }
 }
 
+/// True when `v` may be a big string's root value (its length and magic; whether it is
+/// one is the key's directory's say).
+#[inline]
+pub fn looks_like_root(v: &[u8]) -> bool {
+    v.len() == ROOT_BYTES && v.starts_with(ROOT_MAGIC)
+}
+
 /// True when a string of `len_bytes` is stored chunked.
 #[inline]
 pub fn is_big(len_bytes: usize) -> bool {

@@ -890,6 +890,18 @@ impl Keyspace {
         self.read_buf.make_room(mark, max_entries);
     }
 
+    /// Trims the read buffer to its budget when it holds more (the chunks of a big value
+    /// read for a command that has run), keeping nothing back: for the worker's periodic
+    /// housekeeping, so that an idle worker does not keep a big value's chunks. A command
+    /// between its residency check and its handler never awaits, so it cannot lose its
+    /// values; one still reading reads them again.
+    pub fn trim_read_buffer(&mut self) {
+        if self.read_buf.bytes > READ_BUF_BUDGET_BYTES {
+            let mark = self.read_buf.next;
+            self.trim_read_buf(mark);
+        }
+    }
+
     /// The read buffer's mark: values made resident after it are not evicted by calls
     /// passing it (take it once per command, before its first [`Keyspace::missing`]).
     pub fn read_mark(&self) -> u64 {
@@ -1130,7 +1142,11 @@ impl Keyspace {
                     self.stats.hits += 1;
                     return Err(WrongType);
                 }
-                if self.is_grouped_key(db, key) {
+                let v = self.resident_value(loc);
+                // Only a value shaped like a big string's root costs a directory lookup.
+                if v.as_ref().is_some_and(|v| chunked::looks_like_root(v))
+                    && self.is_grouped_key(db, key)
+                {
                     let Some(parts) = self.chunk_parts(db, key, loc) else {
                         self.stats.misses += 1;
                         return Ok(None);
@@ -1139,7 +1155,7 @@ impl Keyspace {
                     let refs: Vec<&[u8]> = parts.iter().map(|p| &p[..]).collect();
                     return Ok(Some(f(&refs)));
                 }
-                self.resident_value(loc)
+                v
             }
         };
         let Some(v) = found else {
@@ -1174,14 +1190,17 @@ impl Keyspace {
                 });
             }
         }
-        if value_type == VALUE_TYPE_STRING && self.is_grouped_key(db, key) {
+        let v = self.resident_value(loc)?;
+        if value_type == VALUE_TYPE_STRING
+            && chunked::looks_like_root(&v)
+            && self.is_grouped_key(db, key)
+        {
             let v = self.chunked_value(db, key, loc)?;
             return Some(Got {
                 value: Value::Str(v),
                 expire_at_ms,
             });
         }
-        let v = self.resident_value(loc)?;
         let value = if value_type == VALUE_TYPE_STRING {
             Value::Str(v.to_vec())
         } else {
