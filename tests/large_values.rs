@@ -65,6 +65,15 @@ fn info_storage(c: &mut redis::Connection, field: &str) -> u64 {
         .unwrap_or_else(|| panic!("INFO storage has no storage_{field}"))
 }
 
+/// A client once the server has loaded its data (Redis answers LOADING until then).
+fn loaded_client(s: &Server) -> redis::Connection {
+    let mut c = s.client();
+    wait_for(Duration::from_secs(30), "the data set to load", || {
+        c.get::<_, Option<Vec<u8>>>("probe").is_ok()
+    });
+    c
+}
+
 /// Waits until `cond` holds (polling), panicking with `what` after `timeout`.
 fn wait_for(timeout: Duration, what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + timeout;
@@ -78,7 +87,8 @@ fn wait_for(timeout: Duration, what: &str, mut cond: impl FnMut() -> bool) {
 /// clean restart. APPEND and SETRANGE write only the chunks they change.
 #[test]
 fn hundred_mib_value_set_get_append_ranges_and_restart() {
-    let mut s = Server::start(&[]);
+    // everysec is Skerry's default; named so that Redis runs with its AOF (tests/common).
+    let mut s = Server::start(&["--appendfsync", "everysec"]);
     let mut c = s.client();
     let len = 100 * MIB;
     let mut model = big_value(1, len);
@@ -151,7 +161,7 @@ fn hundred_mib_value_set_get_append_ranges_and_restart() {
 
     s.stop_clean();
     s.start_again();
-    let mut c = s.client();
+    let mut c = loaded_client(&s);
     assert_eq!(c.strlen::<_, usize>("big").unwrap(), model.len());
     assert_same(
         &get(&mut c, "big").unwrap(),
@@ -199,7 +209,7 @@ fn kill_9_during_a_hundred_mib_set_leaves_old_or_new_never_torn() {
             possible.push(version);
         }
         s.start_again();
-        let mut c = s.client();
+        let mut c = loaded_client(&s);
         let got = get(&mut c, "big").expect("the key is gone");
         let found = possible
             .iter()
@@ -364,7 +374,7 @@ fn rename_copy_and_move_of_big_values_across_workers() {
     copy[3 * MIB..3 * MIB + 4].copy_from_slice(b"copy");
     s.kill();
     s.start_again();
-    let mut c = s.client();
+    let mut c = loaded_client(&s);
     assert_eq!(get(&mut c, &a), None);
     assert_eq!(get(&mut c, &b), None);
     assert_same(&get(&mut c, &d).unwrap(), &copy, "copy after kill -9");
@@ -404,7 +414,7 @@ fn big_values_survive_defrag_and_a_checkpoint_restart() {
     assert_same(&get(&mut c, "big").unwrap(), &model, "GET after defrag");
     s.stop_clean();
     s.start_again();
-    let mut c = s.client();
+    let mut c = loaded_client(&s);
     let info: String = redis::cmd("INFO").arg("storage").query(&mut c).unwrap();
     assert_eq!(
         info_field(&info, "storage_recovery_source").as_deref(),
