@@ -7,8 +7,8 @@
 #
 # Per round and server: `redis-cli -x SET big < value` (the client reads the file, sends it,
 # waits for +OK), `redis-cli --raw GET big > out` (the whole reply written to a file, checked
-# with cmp). Skerry also gets a GET after a restart (chunks read from the data file, not the
-# value cache). Prints one line per timing and the medians.
+# with cmp), with new random bytes every round. Skerry also gets a GET after a restart
+# (chunks read from the data file, not the value cache). Prints one line per timing and the medians.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 log() { echo "[big-values] $*" >&2; }
@@ -35,6 +35,8 @@ run_server() { # NAME CMD...
     mkdir -p "$WORK/$name"
     start_on_free_port "$WORK/$name" "$@"
     for ((r = 1; r <= ROUNDS; r++)); do
+        # Fresh bytes every round: an equal chunk is not written again (decision 0019).
+        head -c $((MIB << 20)) /dev/urandom >"$WORK/value"
         t0=$(now)
         redis-cli -p "$PORT" -x SET big <"$WORK/value" >/dev/null
         t1=$(now)
