@@ -444,7 +444,7 @@ fn partial_writes_byte_by_byte() {
 fn large_replies_are_delivered_whole() {
     let s = Server::start(&[]);
     let mut r = s.raw();
-    // 7 MiB: values are stored as one record, at most a block (8 MiB) minus its header.
+    // 7 MiB: a big string (chunks of 1 MiB), replied three times in one pipeline.
     let value: String = (0..(7 << 20))
         .map(|i| (b'a' + (i % 26) as u8) as char)
         .collect();

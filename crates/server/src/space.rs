@@ -41,6 +41,60 @@ pub fn space_low() -> bool {
 
 /// Waits until a write can find room (see the module doc). Call when [`space_low`].
 pub async fn wait_for_room(shared: &Shared) {
+    wait_until(shared, |store| !store.space_low()).await
+}
+
+/// The data blocks a command's arguments may take when it writes them as big strings
+/// (arguments longer than a chunk, decision 0019); 0 for every other command.
+#[inline]
+pub fn big_write_blocks(argv: &[&[u8]]) -> u64 {
+    let chunk = crate::keyspace::chunked::STRING_CHUNK_BYTES;
+    let bytes: u64 = argv
+        .iter()
+        .filter(|a| a.len() > chunk)
+        .map(|a| a.len() as u64)
+        .sum();
+    if bytes == 0 {
+        return 0;
+    }
+    let record_bytes = local_shard()
+        .borrow()
+        .keyspace
+        .log()
+        .store()
+        .max_record_bytes();
+    crate::keyspace::chunked::blocks_for_bytes(bytes, record_bytes)
+}
+
+/// Waits until `blocks` free blocks are there for a big write (a growing data file is
+/// asked to grow; releases and reclaim make room as in [`wait_for_room`]).
+pub async fn wait_for_blocks(shared: &Shared, blocks: u64) {
+    if local_shard()
+        .borrow()
+        .keyspace
+        .log()
+        .store()
+        .has_room_for_blocks(blocks)
+    {
+        return;
+    }
+    wait_until(shared, |store| store.has_room_for_blocks(blocks)).await
+}
+
+/// Before a copy of `value` to another worker (RENAME, COPY): waits for the blocks it
+/// takes when it is a big string ([`wait_for_blocks`]); at once otherwise.
+pub async fn wait_for_value_blocks(shared: &Shared, value: &crate::keyspace::Value) {
+    let crate::keyspace::Value::Str(v) = value else {
+        return;
+    };
+    let blocks = big_write_blocks(&[v]);
+    if blocks > 0 {
+        wait_for_blocks(shared, blocks).await;
+    }
+}
+
+/// The stall loop of [`wait_for_room`], until `enough`.
+async fn wait_until(shared: &Shared, enough: impl Fn(&skerry_store::Store) -> bool) {
     let max_ms = shared.config.get_i64("storage-write-stall-max-ms").max(0) as u64;
     if max_ms == 0 {
         return;
@@ -70,7 +124,7 @@ pub async fn wait_for_room(shared: &Shared) {
                 break;
             }
         }
-        if !store.space_low() {
+        if enough(&store) {
             ok = true;
             break;
         }

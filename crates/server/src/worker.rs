@@ -783,6 +783,8 @@ async fn cron(shared: Arc<Shared>, id: usize) {
                 drop(s);
                 continue;
             }
+            // A big value's chunks read for a command that has run go now.
+            s.keyspace.trim_read_buffer();
             // Keys with and without TTL share the table, so finding due keys means scanning.
             // Each tick looks at a tenth of the tables that hold keys with a TTL (a full pass
             // a second, a few ms per tick at millions of keys) and keeps going, up to the time

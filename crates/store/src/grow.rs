@@ -117,6 +117,10 @@ pub(crate) struct Growth {
     grows: AtomicU64,
     refused: AtomicU64,
     last_refusal: Mutex<String>,
+    /// Free blocks to keep beyond the reserves for writes of many blocks at once (big
+    /// values, see [`Store::keep_free_blocks`](crate::Store::keep_free_blocks)): an urgent
+    /// step grows while the free blocks are fewer, whatever the usual threshold.
+    pub(crate) headroom_blocks: AtomicU64,
 }
 
 /// Urgency of a growth request.
@@ -176,6 +180,7 @@ impl Growth {
             grows: AtomicU64::new(0),
             refused: AtomicU64::new(0),
             last_refusal: Mutex::new(String::new()),
+            headroom_blocks: AtomicU64::new(0),
         }))
     }
 
@@ -276,7 +281,9 @@ pub(crate) fn grow(inner: &Inner, d: usize, urgency: Urgency) -> bool {
     let count = inner.blocks[d].len();
     let free = inner.free_on_device(d);
     // Still needed? (Another step, or reclaim, may have made room meanwhile.)
-    let short = free <= ahead_threshold(count) + inner.reserved_free_blocks();
+    let headroom = g.headroom_blocks.load(Ordering::Relaxed);
+    let short = free <= ahead_threshold(count) + inner.reserved_free_blocks()
+        || (urgency == Urgency::Urgent && free < headroom + inner.reserved_free_blocks());
     let needed = match urgency {
         Urgency::Ahead => short && mostly_live(inner, d),
         Urgency::Urgent => short,

@@ -582,6 +582,37 @@ impl Store {
         low
     }
 
+    /// True when value appends can take `blocks` more blocks now: that many free blocks
+    /// beyond the defrag reserve and the low-space margin ([`Store::space_low`]'s). When
+    /// not, a growing data file is asked to grow at once, and keeps that many blocks free
+    /// from then on ([`Store::keep_free_blocks`]). For a write of many records (a big
+    /// value) to check before its first append, so that a refusal changes nothing.
+    pub fn has_room_for_blocks(&self, blocks: u64) -> bool {
+        let free = self.inner.free_count.load(Ordering::Relaxed);
+        let ok = free >= self.inner.reserved_free_blocks() + blocks;
+        if !ok {
+            self.keep_free_blocks(blocks);
+        }
+        ok
+    }
+
+    /// A growing data file keeps at least `blocks` free blocks beyond the reserves from now
+    /// on (the largest such request of the run wins), growing at once if it has fewer: so
+    /// that a write of that many blocks at once (a copy of a big value: RENAME, COPY, MOVE)
+    /// finds room without waiting. No effect on a device that does not grow.
+    pub fn keep_free_blocks(&self, blocks: u64) {
+        let Some(g) = self.inner.growth.as_ref() else {
+            return;
+        };
+        g.headroom_blocks.fetch_max(blocks, Ordering::Relaxed);
+        let free = self.inner.free_count.load(Ordering::Relaxed);
+        if free < self.inner.reserved_free_blocks() + blocks {
+            for d in 0..self.inner.devices.len() {
+                grow::request(&self.inner, d, Urgency::Urgent);
+            }
+        }
+    }
+
     /// A cheap progress mark of space coming back: free blocks and blocks reclaimed so far
     /// (two atomic loads; it changes whenever a block is freed or allocated).
     pub fn space_mark(&self) -> (u64, u64) {

@@ -122,6 +122,7 @@ pub async fn rename_cross(c: &mut Conn, a: &[&[u8]]) {
             return;
         }
     };
+    crate::space::wait_for_value_blocks(&c.shared, &value).await;
     // Write the new key first, then remove the old one: a refused write loses nothing.
     let put = txn
         .run(wd, move |s| {
@@ -242,6 +243,7 @@ pub async fn copy_cross(c: &mut Conn, a: &[&[u8]]) {
             return;
         }
     };
+    crate::space::wait_for_value_blocks(&c.shared, &value).await;
     let copied = txn
         .run(wd, move |s| {
             if !replace && s.keyspace.exists(dst_db, &dst, now) {

@@ -40,9 +40,20 @@ pub(super) fn max_len(x: &Exec) -> u64 {
 /// GET key
 pub fn get(x: &mut Exec, a: &[&[u8]]) {
     let reply = &mut *x.reply;
-    let found = x.ks.with_value(x.db, a[1], x.now_ms, |v| {
-        skerry_resp::bulk(&mut reply.buf, v)
-    });
+    let found =
+        x.ks.with_value_parts(x.db, a[1], x.now_ms, |parts| match parts {
+            [v] => skerry_resp::bulk(&mut reply.buf, v),
+            // A big string: its chunks in order, never joined.
+            parts => {
+                let len = parts.iter().map(|p| p.len()).sum();
+                reply.buf.reserve(len + 32);
+                skerry_resp::bulk_header(&mut reply.buf, len);
+                for p in parts {
+                    reply.buf.extend_from_slice(p);
+                }
+                reply.buf.extend_from_slice(b"\r\n");
+            }
+        });
     match found {
         Ok(Some(())) => {}
         Ok(None) => reply.null(),

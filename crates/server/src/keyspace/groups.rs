@@ -71,9 +71,18 @@ impl Keyspace {
         out: &mut Vec<Location>,
     ) {
         let ids = self.dbs[db].dirs.get(key).cloned().unwrap_or_default();
+        // The chunks of a big string enter the value cache only when the whole value
+        // takes at most an eighth of it (decision 0019): one big GET must not replace
+        // the cache's small FIFO.
+        let admit = !self.is_chunked(db, key)
+            || ids.len() * super::chunked::STRING_CHUNK_BYTES
+                <= self.cache.stats().capacity_bytes as usize / 8;
         for gid in ids {
             if let Some(loc) = self.group_loc(db, key, gid) {
-                if matches!(self.resident_now(loc, mark, false), super::Resident::No) {
+                if matches!(
+                    self.resident_now(loc, mark, false, admit),
+                    super::Resident::No
+                ) {
                     let l = loc.unpack();
                     if !out.contains(&l) {
                         out.push(l);
@@ -135,7 +144,14 @@ impl Keyspace {
     }
 
     /// Writes group `gid` of `key` with `value` (value type `value_type`).
-    fn put_group(&mut self, db: usize, key: &[u8], gid: u64, value_type: u8, value: &[u8]) -> bool {
+    pub(super) fn put_group(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        gid: u64,
+        value_type: u8,
+        value: &[u8],
+    ) -> bool {
         let gk = group_key(key, gid);
         let Some(loc) = self.append_value(db | GROUP_DB_BIT, &gk, value_type, value, 0) else {
             return false;
@@ -161,7 +177,7 @@ impl Keyspace {
 
     /// Removes group `gid` of `key` (a tombstone, then the entry). `quiet`: a refused
     /// tombstone keeps no error (expiry).
-    fn drop_group(&mut self, db: usize, key: &[u8], gid: u64, quiet: bool) -> bool {
+    pub(super) fn drop_group(&mut self, db: usize, key: &[u8], gid: u64, quiet: bool) -> bool {
         let gk = group_key(key, gid);
         let logged = self.append_tombstone(db | GROUP_DB_BIT, &gk, quiet);
         if !logged && !quiet {

@@ -15,6 +15,7 @@
 //! `value-cache-mb`), which serves later reads of the same record without I/O.
 
 pub mod cache;
+pub mod chunked;
 mod colls;
 mod defrag;
 pub mod entry;
@@ -306,6 +307,9 @@ pub struct Keyspace {
     cas: hashbrown::HashMap<(usize, Vec<u8>), Vec<std::sync::Arc<std::sync::atomic::AtomicBool>>>,
     /// `collection-group-bytes`, as last passed to [`Keyspace::put_coll`].
     group_bytes: usize,
+    /// Values being read that must not enter the value cache (chunks of a big string, see
+    /// [`Keyspace::resident_now`]); emptied by [`Keyspace::fill`].
+    uncached: hashbrown::HashSet<cache::CacheKey, foldhash::fast::FixedState>,
 }
 
 /// Most keys [`Keyspace::prefetch`] takes at once.
@@ -637,6 +641,7 @@ impl Keyspace {
             cmd_multi: false,
             cas: Default::default(),
             group_bytes: crate::coll::groups::DEFAULT_GROUP_BYTES,
+            uncached: Default::default(),
         };
         // Keys that expired while the server was down: a tombstone each, so an older
         // version can never come back once their records' blocks are reclaimed (the
@@ -960,6 +965,18 @@ impl Keyspace {
         self.read_buf.make_room(mark, max_entries);
     }
 
+    /// Trims the read buffer to its budget when it holds more (the chunks of a big value
+    /// read for a command that has run), keeping nothing back: for the worker's periodic
+    /// housekeeping, so that an idle worker does not keep a big value's chunks. A command
+    /// between its residency check and its handler never awaits, so it cannot lose its
+    /// values; one still reading reads them again.
+    pub fn trim_read_buffer(&mut self) {
+        if self.read_buf.bytes > READ_BUF_BUDGET_BYTES {
+            let mark = self.read_buf.next;
+            self.trim_read_buf(mark);
+        }
+    }
+
     /// The read buffer's mark: values made resident after it are not evicted by calls
     /// passing it (take it once per command, before its first [`Keyspace::missing`]).
     pub fn read_mark(&self) -> u64 {
@@ -968,7 +985,10 @@ impl Keyspace {
 
     /// Makes the value at `loc` resident without I/O if it can be (counting where it was
     /// found). `coll`: the record is a collection's, which may be decoded already.
-    fn resident_now(&mut self, loc: PackedLoc, mark: u64, coll: bool) -> Resident {
+    /// `admit` false: the value does not enter the value cache (now, or when
+    /// [`Keyspace::fill`] gets it: the chunks of a string too big for the cache, see
+    /// [`chunked`]).
+    fn resident_now(&mut self, loc: PackedLoc, mark: u64, coll: bool, admit: bool) -> Resident {
         let k = self.buf_key(loc);
         // Fetched for this command by an earlier round: already counted.
         if let Some(v) = self.read_buf.get_since(k, mark) {
@@ -984,14 +1004,21 @@ impl Keyspace {
         if let Some(v) = self.read_buf.get(k) {
             self.reads.buffer_hits += 1;
             let v = v.clone();
-            self.cache.insert(k, v.clone());
+            if admit {
+                self.cache.insert(k, v.clone());
+            }
             return Resident::Value(v);
         }
         if let Some(r) = self.log.staged(&loc.unpack()) {
             self.reads.staged_reads += 1;
             let v = self.read_buf.insert(k, Rc::new(r.value().to_vec()));
-            self.cache.insert(k, v.clone());
+            if admit {
+                self.cache.insert(k, v.clone());
+            }
             return Resident::Value(v);
+        }
+        if !admit {
+            self.uncached.insert(k);
         }
         Resident::No
     }
@@ -1009,7 +1036,7 @@ impl Keyspace {
                 continue;
             };
             let grouped = self.is_grouped_key(db, key);
-            match self.resident_now(loc, mark, value_type != VALUE_TYPE_STRING) {
+            match self.resident_now(loc, mark, value_type != VALUE_TYPE_STRING, true) {
                 Resident::No => {
                     let l = loc.unpack();
                     if !out.contains(&l) {
@@ -1059,7 +1086,9 @@ impl Keyspace {
                     };
                     let k = (PackedLoc::pack(&f.location).bits(), block_seq);
                     let v = self.read_buf.insert(k, v);
-                    self.cache.insert(k, v);
+                    if self.uncached.is_empty() || !self.uncached.contains(&k) {
+                        self.cache.insert(k, v);
+                    }
                 }
                 Err(e) => {
                     self.reads.failed_reads += 1;
@@ -1067,6 +1096,7 @@ impl Keyspace {
                 }
             }
         }
+        self.uncached.clear();
         match first_err {
             Some(e) => Err(e),
             None => Ok(()),
@@ -1162,10 +1192,27 @@ impl Keyspace {
         now_ms: i64,
         f: impl FnOnce(&[u8]) -> R,
     ) -> Result<Option<R>, WrongType> {
+        self.with_value_parts(db, key, now_ms, |parts| match parts {
+            [v] => f(v),
+            parts => f(&parts.concat()),
+        })
+    }
+
+    /// [`Keyspace::with_value`] with the value as its parts in order: one part for a value
+    /// stored as one record, its chunks for a big string (keyspace/chunked.rs), so that
+    /// GET writes a big value's reply without joining it first.
+    pub fn with_value_parts<R>(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        now_ms: i64,
+        f: impl FnOnce(&[&[u8]]) -> R,
+    ) -> Result<Option<R>, WrongType> {
         if let Some(v) = self.take_prepared(db, key, now_ms) {
-            // Found by this command's `missing`: no second probe.
+            // Found by this command's `missing` (never a big string's root): no second
+            // probe.
             self.stats.hits += 1;
-            return Ok(Some(f(&v)));
+            return Ok(Some(f(&[&v[..]])));
         }
         let hash = hash_key(key);
         let found = match self.live_loc_typed(db, hash, key, now_ms) {
@@ -1175,7 +1222,20 @@ impl Keyspace {
                     self.stats.hits += 1;
                     return Err(WrongType);
                 }
-                self.resident_value(loc)
+                let v = self.resident_value(loc);
+                // Only a value shaped like a big string's root costs a directory lookup.
+                if v.as_ref().is_some_and(|v| chunked::looks_like_root(v))
+                    && self.is_grouped_key(db, key)
+                {
+                    let Some(parts) = self.chunk_parts(db, key, loc) else {
+                        self.stats.misses += 1;
+                        return Ok(None);
+                    };
+                    self.stats.hits += 1;
+                    let refs: Vec<&[u8]> = parts.iter().map(|p| &p[..]).collect();
+                    return Ok(Some(f(&refs)));
+                }
+                v
             }
         };
         let Some(v) = found else {
@@ -1183,7 +1243,7 @@ impl Keyspace {
             return Ok(None);
         };
         self.stats.hits += 1;
-        Ok(Some(f(&v)))
+        Ok(Some(f(&[&v[..]])))
     }
 
     /// [`Keyspace::get`] without touching hit/miss counters (for writes that read).
@@ -1211,6 +1271,16 @@ impl Keyspace {
             }
         }
         let v = self.resident_value(loc)?;
+        if value_type == VALUE_TYPE_STRING
+            && chunked::looks_like_root(&v)
+            && self.is_grouped_key(db, key)
+        {
+            let v = self.chunked_value(db, key, loc)?;
+            return Some(Got {
+                value: Value::Str(v),
+                expire_at_ms,
+            });
+        }
         let value = if value_type == VALUE_TYPE_STRING {
             Value::Str(v.to_vec())
         } else {
@@ -1279,6 +1349,10 @@ impl Keyspace {
         expiry: Expiry,
         now_ms: i64,
     ) -> Option<PackedLoc> {
+        if value_type == VALUE_TYPE_STRING && chunked::is_big(value.len()) {
+            // A big string: a root and chunks (keyspace/chunked.rs).
+            return self.put_chunked(db, key, value, expiry, now_ms);
+        }
         if !self.is_grouped_key(db, key) {
             return self.put_record_keep(db, key, value_type, value, expiry, now_ms);
         }
@@ -1840,6 +1914,10 @@ impl Keyspace {
         let hash = hash_key(key);
         let (loc, _, value_type) = self.live_loc_typed(db, hash, key, now_ms)?;
         if value_type == VALUE_TYPE_STRING {
+            if self.is_grouped_key(db, key) {
+                // A big string (longer than any embstr or integer).
+                return Some("raw");
+            }
             let v = self.resident_value(loc)?;
             return Some(string_encoding(&v));
         }
@@ -2043,11 +2121,37 @@ async fn fetch_one(log: &Writer, location: Location) -> Fetched {
 
 /// Reads the records at `locs` through the worker's io_uring, all in flight together, and
 /// returns their values (CRC-checked by the store).
+///
+/// At most about [`chunked::CHUNK_READ_WINDOW_BYTES`] are in flight at once (the chunks of
+/// a big string are read a window at a time, each read the size of one chunk).
 pub async fn fetch(log: Rc<Writer>, locs: Vec<Location>) -> Vec<Fetched> {
     if let [loc] = locs[..] {
         // The common case (one key): no task to spawn.
         return vec![fetch_one(&log, loc).await];
     }
+    let total_bytes: usize = locs.iter().map(|l| l.len_bytes as usize).sum();
+    if total_bytes <= chunked::CHUNK_READ_WINDOW_BYTES {
+        return fetch_together(log, locs).await;
+    }
+    let mut out = Vec::with_capacity(locs.len());
+    let mut window = Vec::new();
+    let mut window_bytes = 0;
+    for loc in locs {
+        if !window.is_empty()
+            && window_bytes + loc.len_bytes as usize > chunked::CHUNK_READ_WINDOW_BYTES
+        {
+            out.extend(fetch_together(log.clone(), std::mem::take(&mut window)).await);
+            window_bytes = 0;
+        }
+        window_bytes += loc.len_bytes as usize;
+        window.push(loc);
+    }
+    out.extend(fetch_together(log, window).await);
+    out
+}
+
+/// Reads the records at `locs` all in flight together.
+async fn fetch_together(log: Rc<Writer>, locs: Vec<Location>) -> Vec<Fetched> {
     let tasks: Vec<_> = locs
         .into_iter()
         .map(|loc| {
