@@ -413,14 +413,13 @@ impl Conn {
             self.flush_pending().await;
             crate::space::wait_for_room(&self.shared).await;
         }
-        if spec.has_flag("denyoom") {
-            // A big value (longer than a chunk) takes many blocks at once: wait for them
-            // (a growing data file grows) rather than fail (keyspace/chunked.rs).
-            let blocks = crate::space::big_write_blocks(argv);
-            if blocks > 0 {
-                self.flush_pending().await;
-                crate::space::wait_for_blocks(&self.shared, blocks).await;
-            }
+        // A big value (longer than a chunk) takes many blocks at once: wait for them (a
+        // growing data file grows) rather than fail (keyspace/chunked.rs). The argument
+        // lengths are looked at first: almost no command has a big one.
+        let blocks = crate::space::big_write_blocks(argv);
+        if blocks > 0 && spec.has_flag("denyoom") {
+            self.flush_pending().await;
+            crate::space::wait_for_blocks(&self.shared, blocks).await;
         }
         match spec.handler {
             Handler::Keyed { .. }
