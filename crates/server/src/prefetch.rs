@@ -5,7 +5,8 @@
 //!
 //! A window of up to [`PREFETCH_MAX_KEYS`] commands is parsed ahead with a scratch parser
 //! of the worker's; the first key of each keyed command this worker owns is handed to
-//! [`Keyspace::prefetch`](crate::keyspace::Keyspace::prefetch). Nothing here changes
+//! [`Keyspace::prefetch`](crate::keyspace::Keyspace::prefetch), with whether the command
+//! reads the value (a SET's old value is not worth bringing in). Nothing here changes
 //! any state: a wrong guess (a SELECT in the window, an inline command) costs only the
 //! look-ahead.
 
@@ -29,10 +30,11 @@ pub fn window(data: &[u8], db: usize, worker: usize, workers: usize, limits: &Li
         let mut p = p.borrow_mut();
         p.reset();
         let mut at = 0;
-        let mut keys: [&[u8]; PREFETCH_MAX_KEYS] = [&[]; PREFETCH_MAX_KEYS];
+        let mut keys: [(&[u8], bool); PREFETCH_MAX_KEYS] = [(&[], false); PREFETCH_MAX_KEYS];
         let mut n = 0;
-        // Key ranges are kept as offsets: the parser's arguments borrow it.
-        let mut ranges = [(0usize, 0usize); PREFETCH_MAX_KEYS];
+        // Key ranges are kept as offsets (the parser's arguments borrow it), with whether
+        // the command reads the value.
+        let mut ranges = [(0usize, 0usize, false); PREFETCH_MAX_KEYS];
         for _ in 0..PREFETCH_MAX_KEYS {
             let Ok(Parsed::Complete { consumed }) = p.parse(&data[at..], limits) else {
                 break;
@@ -46,7 +48,8 @@ pub fn window(data: &[u8], db: usize, worker: usize, workers: usize, limits: &Li
                         if crate::slot::owner(key, workers) == worker {
                             // The argument lies inside `cmd` (a multibulk request).
                             let start = key.as_ptr() as usize - data.as_ptr() as usize;
-                            ranges[n] = (start, start + key.len());
+                            ranges[n] =
+                                (start, start + key.len(), commands::reads_values_always(idx));
                             n += 1;
                         }
                     }
@@ -56,8 +59,8 @@ pub fn window(data: &[u8], db: usize, worker: usize, workers: usize, limits: &Li
         }
         p.reset();
         if n >= 2 {
-            for (k, &(s, e)) in keys.iter_mut().zip(&ranges[..n]) {
-                *k = &data[s..e];
+            for (k, &(s, e, reads)) in keys.iter_mut().zip(&ranges[..n]) {
+                *k = (&data[s..e], reads);
             }
             let shard = crate::worker::local_shard();
             shard.borrow().keyspace.prefetch(db, &keys[..n]);

@@ -982,16 +982,22 @@ const NO_VALUE_READ: &[&str] = &[
 /// reads only with its GET option).
 #[inline]
 pub fn reads_values(idx: usize, argv: &[&[u8]]) -> bool {
+    if reads_values_always(idx) {
+        return true;
+    }
+    COMMANDS[idx].name == "set" && argv.len() > 3 && argv[3..].iter().any(|a| is(a, "get"))
+}
+
+/// True when command `idx` reads its keys' values whatever its arguments (SET reads only
+/// with GET: [`reads_values`]).
+pub fn reads_values_always(idx: usize) -> bool {
     static READS: std::sync::LazyLock<Vec<bool>> = std::sync::LazyLock::new(|| {
         COMMANDS
             .iter()
             .map(|c| !NO_VALUE_READ.contains(&c.name))
             .collect()
     });
-    if READS[idx] {
-        return true;
-    }
-    COMMANDS[idx].name == "set" && argv.len() > 3 && argv[3..].iter().any(|a| is(a, "get"))
+    READS[idx]
 }
 
 /// Looks a command up by name, case-insensitively. Returns its table index.

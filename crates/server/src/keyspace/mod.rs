@@ -900,15 +900,16 @@ impl Keyspace {
     /// the CPU cache, for commands that will look them up soon: the next commands of a
     /// pipeline. Each lookup of a GET or SET waits for a few memory loads, one after the
     /// other (the bucket's control bytes, the entry, the cache's slot, the value); done for
-    /// a batch, step by step, the loads of different keys overlap. Only a hint: changes
-    /// nothing, counts nothing.
-    pub fn prefetch(&self, db: usize, keys: &[&[u8]]) {
+    /// a batch, step by step, the loads of different keys overlap. Each key comes with
+    /// whether its command reads the value (only then is the value brought in). Only a
+    /// hint: changes nothing, counts nothing.
+    pub fn prefetch(&self, db: usize, keys: &[(&[u8], bool)]) {
         let Some(d) = self.dbs.get(db) else {
             return;
         };
         let mut hashes = [0u64; PREFETCH_MAX_KEYS];
         let n = keys.len().min(PREFETCH_MAX_KEYS);
-        for (h, k) in hashes.iter_mut().zip(keys) {
+        for (h, (k, _)) in hashes.iter_mut().zip(keys) {
             *h = hash_key(k);
             d.table.prefetch_bucket(*h);
         }
@@ -918,7 +919,11 @@ impl Keyspace {
         if self.cache.is_empty() {
             return;
         }
-        for (&h, k) in hashes[..n].iter().zip(keys) {
+        // The values, for the commands that read them.
+        for (&h, &(k, reads)) in hashes[..n].iter().zip(keys) {
+            if !reads {
+                continue;
+            }
             if let Some(e) = d.table.get(h, k) {
                 if let Some(v) = self.cache.peek(self.buf_key(e.loc())) {
                     cache::prefetch_value(v);
