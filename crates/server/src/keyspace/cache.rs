@@ -71,18 +71,9 @@ pub fn value_alloc_bytes(len: usize) -> usize {
 /// Starts bringing the first bytes of `value` into the CPU cache (a reply will copy it).
 #[inline]
 pub fn prefetch_value(value: &SharedValue) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        let p = value.as_ptr().cast::<i8>();
-        for line in 0..value.len().min(PREFETCH_VALUE_BYTES).div_ceil(64) {
-            // SAFETY: a prefetch changes no program state and never faults; the address
-            // is inside the value's live allocation (`line * 64 < value.len()`).
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.add(line * 64)) };
-        }
+    for at in (0..value.len().min(PREFETCH_VALUE_BYTES)).step_by(64) {
+        super::table::prefetch(&value[at]);
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = value;
 }
 
 /// Bytes of a value [`prefetch_value`] brings in: the rest streams (the hardware

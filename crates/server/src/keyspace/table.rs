@@ -102,9 +102,10 @@ fn lowest(bits: u128) -> usize {
     (bits.trailing_zeros() / 8) as usize
 }
 
-/// A hint to bring the cache line holding `*p` into the CPU cache.
+/// A hint to bring the cache line holding `*p` into the CPU cache (the keyspace's one
+/// prefetch: index buckets and entries here, cached values in `cache.rs`).
 #[inline]
-fn prefetch<U>(p: &U) {
+pub(super) fn prefetch<U>(p: &U) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
