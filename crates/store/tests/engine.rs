@@ -6,7 +6,7 @@ mod common;
 use std::rc::Rc;
 
 use common::small::value as meta;
-use common::{run, temp_dir};
+use common::{reopen_file, run, temp_dir};
 use skerry_store::device::{CrashSpec, Fault, FaultOp, RamDevice};
 use skerry_store::format::RESERVED_BYTES;
 use skerry_store::{
@@ -355,14 +355,7 @@ fn file_device_round_trip_10k() {
         w.sync().await.unwrap();
     });
     run(async {
-        let dev = FileDevice::open(&path).await.unwrap();
-        let mut index = RecoveredIndex::default();
-        let (store, rec) =
-            Store::create_or_open(vec![AnyDevice::File(dev)], &StoreOptions::default(), |r| {
-                index.apply(r)
-            })
-            .await
-            .unwrap();
+        let (store, index, rec) = reopen_file(&path).await;
         assert_eq!(rec.records, 10_000);
         let w = Writer::open(store, 0, Durability::EverySec, rec.max_mutation_seq)
             .await

@@ -5,11 +5,11 @@
 
 mod common;
 
-use common::{run, small, temp_dir};
+use common::{reopen_file, run, small, temp_dir};
 use skerry_store::format::{read_superblock, RESERVED_BYTES};
 use skerry_store::{
-    AnyDevice, Durability, FileDevice, GrowthOptions, Location, RecoveredIndex, Store, StoreError,
-    StoreOptions, Writer,
+    AnyDevice, Durability, FileDevice, GrowthOptions, Location, Store, StoreError, StoreOptions,
+    Writer,
 };
 
 const BLOCK_BYTES: u64 = 64 << 10;
@@ -69,14 +69,7 @@ async fn fill(w: &Writer, n: u32) -> (Vec<Location>, Option<StoreError>) {
 fn check_reopened(path: &std::path::Path, locs: &[Location]) -> u64 {
     let mut blocks = 0;
     run(async {
-        let dev = FileDevice::open(path).await.unwrap();
-        let mut index = RecoveredIndex::default();
-        let (store, rec) =
-            Store::create_or_open(vec![AnyDevice::File(dev)], &StoreOptions::default(), |r| {
-                index.apply(r)
-            })
-            .await
-            .unwrap();
+        let (store, index, rec) = reopen_file(path).await;
         assert_eq!(rec.records, locs.len() as u64, "every record comes back");
         blocks = store.block_count(0);
         let w = Writer::open(store, 0, Durability::EverySec, rec.max_mutation_seq)

@@ -7,6 +7,27 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use skerry_store::{AlignedBuf, Device};
 
+/// Opens the data file at `path` with the default options (no growth) and recovers it,
+/// collecting the recovered records into an index.
+pub async fn reopen_file(
+    path: &Path,
+) -> (
+    skerry_store::Store,
+    skerry_store::RecoveredIndex,
+    skerry_store::Recovery,
+) {
+    let dev = skerry_store::device::FileDevice::open(path).await.unwrap();
+    let mut index = skerry_store::RecoveredIndex::default();
+    let (store, rec) = skerry_store::Store::create_or_open(
+        vec![skerry_store::device::AnyDevice::File(dev)],
+        &skerry_store::StoreOptions::default(),
+        |r| index.apply(r),
+    )
+    .await
+    .unwrap();
+    (store, index, rec)
+}
+
 /// Runs `f` on a compio runtime configured like a Skerry worker.
 pub fn run<F: Future>(f: F) -> F::Output {
     let mut proactor = compio::driver::ProactorBuilder::new();
