@@ -20,11 +20,15 @@ use skerry_store::{BlockId, DefragPolicy, VictimReason};
 use crate::keyspace::Relocation;
 use crate::worker::{local_shard, unix_ms, Shared};
 
-/// Records copied, and records looked at, between two pauses that let the worker's
-/// connections run (a copy costs about a microsecond, a look at an obsolete record about a
-/// tenth of that).
-const CHUNK_MOVED_RECORDS: u64 = 256;
-const CHUNK_SCANNED_RECORDS: usize = 2048;
+/// One step of a block's rewrite, between two pauses that let the worker's connections run:
+/// at most this many records copied (a copy of a 1 KiB record costs about 2 µs), records
+/// looked at for this long, and, when every record found so far has been looked at, this
+/// many bytes of the block scanned for more (CRC-checked, about 150 µs per MiB). A step
+/// is the longest a client of the worker waits for defrag (decision 0021); while space is
+/// low, steps are four times larger.
+const CHUNK_MOVED_RECORDS: u64 = 64;
+const CHUNK_TIME: Duration = Duration::from_micros(150);
+const CHUNK_SCANNED_BYTES: usize = 512 << 10;
 
 /// While space is low, how often a worker with nothing to rewrite syncs and reclaims.
 const ROOM_INTERVAL: Duration = Duration::from_millis(10);
@@ -182,7 +186,7 @@ pub async fn run(shared: Arc<Shared>, worker: usize) {
         }
         busy = true;
         let _active = Active::new();
-        let image = match log
+        let mut image = match log
             .read_block(victim.id, victim.block_seq, spare.take())
             .await
         {
@@ -200,22 +204,28 @@ pub async fn run(shared: Arc<Shared>, worker: usize) {
             .fetch_add(block_bytes as u64, Ordering::Relaxed);
         let mut next = 0usize;
         let mut complete = true;
-        while next < image.len() {
+        // Space is short: bigger steps (connections wait longer between them, but writes
+        // are waiting for the space anyway).
+        let budget: usize = if urgent || low { 4 } else { 1 };
+        loop {
             if shard.borrow().hold.is_some() {
                 // A multi-worker transaction owns the shard: wait for it.
                 compio::time::sleep(Duration::from_millis(1)).await;
                 continue;
             }
             {
+                let started = Instant::now();
                 let mut s = shard.borrow_mut();
                 if store.block_seq(victim.id) != victim.block_seq {
                     // Reclaimed meanwhile (every record became obsolete).
                     break;
                 }
+                if next == image.len() {
+                    image.scan(CHUNK_SCANNED_BYTES * budget);
+                }
                 let now_ms = unix_ms();
-                let end = (next + CHUNK_SCANNED_RECORDS).min(image.len());
-                let (mut moved, mut bytes) = (0u64, 0u64);
-                while next < end && moved < CHUNK_MOVED_RECORDS {
+                let (mut moved, mut bytes, mut looked) = (0u64, 0u64, 0usize);
+                while next < image.len() && moved < budget as u64 * CHUNK_MOVED_RECORDS {
                     let (loc, meta, key, value) = image.record(next);
                     match s
                         .keyspace
@@ -237,6 +247,11 @@ pub async fn run(shared: Arc<Shared>, worker: usize) {
                         }
                     }
                     next += 1;
+                    looked += 1;
+                    if looked.is_multiple_of(32) && started.elapsed() >= CHUNK_TIME * budget as u32
+                    {
+                        break;
+                    }
                 }
                 COUNTERS.records.fetch_add(moved, Ordering::Relaxed);
                 COUNTERS.bytes.fetch_add(bytes, Ordering::Relaxed);
@@ -245,10 +260,11 @@ pub async fn run(shared: Arc<Shared>, worker: usize) {
                     break;
                 }
             }
-            // Let the worker's connections run between chunks.
-            if next < image.len() {
-                compio::time::sleep(CHUNK_PAUSE).await;
+            if next == image.len() && image.scanned() {
+                break;
             }
+            // Let the worker's connections run between steps.
+            compio::time::sleep(CHUNK_PAUSE).await;
         }
         spare = Some(image.into_buf());
         if !complete {

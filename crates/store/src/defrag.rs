@@ -24,7 +24,7 @@ use crate::error::Result;
 use crate::format::{
     BlockHeader, BlockKind, BlockState, RecordKind, RecordMeta, BLOCK_HEADER_BYTES,
 };
-use crate::recovery::{scan_area, AreaItem};
+use crate::recovery::{AreaItem, AreaScanner};
 use crate::store::{block_state, io_err, BlockId, Location};
 use crate::{AlignedBuf, Device, Store, Writer};
 
@@ -210,11 +210,16 @@ struct ImageRecord {
     value: Range<usize>,
 }
 
-/// The value records of one block as read from its device (CRC-checked), for defrag.
+/// The value records of one block as read from its device, for defrag. The records are
+/// found (and CRC-checked) a step at a time ([`BlockImage::scan`]), so a block-sized image
+/// never holds its worker for long.
 pub struct BlockImage {
     id: BlockId,
     block_seq: u64,
     buf: AlignedBuf,
+    /// End of the record area (the committed length of a sealed block).
+    end: usize,
+    scanner: AreaScanner,
     records: Vec<ImageRecord>,
 }
 
@@ -229,9 +234,54 @@ impl BlockImage {
         self.block_seq
     }
 
-    /// Number of value records (tombstones are not listed: they are never live).
+    /// Number of value records found so far (tombstones are not listed: they are never
+    /// live).
     pub fn len(&self) -> usize {
         self.records.len()
+    }
+
+    /// True when no value record has been found so far.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// True once every record of the block has been found.
+    pub fn scanned(&self) -> bool {
+        self.scanner.done()
+    }
+
+    /// Finds the next records: looks at about `budget_bytes` of the block (at least one
+    /// record) and adds the valid value records among them. Damaged records are skipped
+    /// (their keys keep reporting the damage). Returns true once the whole block has been
+    /// scanned.
+    pub fn scan(&mut self, budget_bytes: usize) -> bool {
+        let area = &self.buf[BLOCK_HEADER_BYTES..self.end];
+        let base = self.buf.as_ptr() as usize;
+        let records = &mut self.records;
+        self.scanner
+            .step(area, self.block_seq, budget_bytes, |offset, item| {
+                if let AreaItem::Valid(r) = item {
+                    if r.meta.kind == RecordKind::Tombstone {
+                        return;
+                    }
+                    // Key and value are sub-slices of `area`; keep them as ranges of `buf`.
+                    let range = |s: &[u8]| {
+                        if s.is_empty() {
+                            0..0
+                        } else {
+                            let at = s.as_ptr() as usize - base;
+                            at..at + s.len()
+                        }
+                    };
+                    records.push(ImageRecord {
+                        offset_bytes: (BLOCK_HEADER_BYTES + offset) as u32,
+                        len_bytes: r.encoded_len_bytes as u32,
+                        meta: r.meta,
+                        key: range(r.key),
+                        value: range(r.value),
+                    });
+                }
+            })
     }
 
     /// The buffer the block was read into, for the next [`Writer::read_block`].
@@ -239,12 +289,7 @@ impl BlockImage {
         self.buf
     }
 
-    /// True when the block holds no value records.
-    pub fn is_empty(&self) -> bool {
-        self.records.is_empty()
-    }
-
-    /// Value record `i`: where it is, its header fields, key and value.
+    /// Value record `i` (`i < len()`): where it is, its header fields, key and value.
     pub fn record(&self, i: usize) -> (Location, &RecordMeta, &[u8], &[u8]) {
         let r = &self.records[i];
         (
@@ -262,10 +307,9 @@ impl BlockImage {
 }
 
 impl Writer {
-    /// Reads block `id` for defrag and lists its valid value records. `None` when the block
-    /// is no longer the one chosen (its block sequence changed: reclaimed, reused) or its
-    /// header is not a data block's with that sequence. Damaged records are skipped (their
-    /// keys keep reporting the damage).
+    /// Reads block `id` for defrag; its records are then found by [`BlockImage::scan`].
+    /// `None` when the block is no longer the one chosen (its block sequence changed:
+    /// reclaimed, reused) or its header is not a data block's with that sequence.
     ///
     /// `spare` is a buffer from an earlier image ([`BlockImage::into_buf`]) to read into
     /// instead of mapping a new block-sized one (it is used when its size and alignment
@@ -320,37 +364,13 @@ impl Writer {
             }
             _ => block_size,
         };
-        let mut records = Vec::new();
-        let area = &buf[BLOCK_HEADER_BYTES..end];
-        let base = buf.as_ptr() as usize;
-        scan_area(area, block_seq, |offset, item| {
-            if let AreaItem::Valid(r) = item {
-                if r.meta.kind == RecordKind::Tombstone {
-                    return;
-                }
-                // Key and value are sub-slices of `area`; keep them as ranges of `buf`.
-                let range = |s: &[u8]| {
-                    if s.is_empty() {
-                        0..0
-                    } else {
-                        let at = s.as_ptr() as usize - base;
-                        at..at + s.len()
-                    }
-                };
-                records.push(ImageRecord {
-                    offset_bytes: (BLOCK_HEADER_BYTES + offset) as u32,
-                    len_bytes: r.encoded_len_bytes as u32,
-                    meta: r.meta,
-                    key: range(r.key),
-                    value: range(r.value),
-                });
-            }
-        });
         Ok(Some(BlockImage {
             id,
             block_seq,
             buf,
-            records,
+            end,
+            scanner: AreaScanner::default(),
+            records: Vec::new(),
         }))
     }
 }

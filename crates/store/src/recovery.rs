@@ -234,58 +234,106 @@ pub(crate) fn scan_area<'a>(
     block_seq: u64,
     mut f: impl FnMut(usize, AreaItem<'a>),
 ) -> AreaScan {
-    let mut base = 0usize;
-    let mut valid_end = 0usize;
-    let mut skipped: Vec<usize> = Vec::new();
-    // Damaged records not yet followed by a valid one: (offset, claimed length).
-    let mut pending: Vec<(usize, usize)> = Vec::new();
-    let stop_reason;
-    loop {
-        let mut it = RecordIter::new(&area[base..], block_seq);
-        for (offset, record) in &mut it {
-            for (at, len) in pending.drain(..) {
-                let key = claimed_key(&area[at..], len);
-                f(
-                    at,
-                    AreaItem::Damaged {
-                        len_bytes: len,
-                        key,
-                    },
-                );
-            }
-            f(base + offset, AreaItem::Valid(record));
-            valid_end = base + offset + record.encoded_len_bytes;
+    let mut scanner = AreaScanner::default();
+    while !scanner.step(area, block_seq, usize::MAX, &mut f) {}
+    scanner.finish()
+}
+
+/// [`scan_area`] in steps: each [`AreaScanner::step`] looks at about a budget of bytes, so
+/// a block-sized area can be scanned between other work (defrag does).
+#[derive(Default)]
+pub(crate) struct AreaScanner {
+    /// Where the next step starts.
+    base: usize,
+    valid_end: usize,
+    skipped: Vec<usize>,
+    /// Damaged records not yet followed by a valid one: (offset, claimed length).
+    pending: Vec<(usize, usize)>,
+    /// `Some` once the scan has ended (with why it stopped, when not a clean end).
+    stopped: Option<Option<String>>,
+}
+
+impl AreaScanner {
+    /// True once the whole area has been scanned.
+    pub(crate) fn done(&self) -> bool {
+        self.stopped.is_some()
+    }
+
+    /// Scans on from where the last step stopped until about `budget_bytes` of records
+    /// have been looked at (at least one record) or the area ends; calls `f` as
+    /// [`scan_area`] does. Returns true when the scan has ended. Every step must be given
+    /// the same `area` and `block_seq`.
+    pub(crate) fn step<'a>(
+        &mut self,
+        area: &'a [u8],
+        block_seq: u64,
+        budget_bytes: usize,
+        mut f: impl FnMut(usize, AreaItem<'a>),
+    ) -> bool {
+        if self.done() {
+            return true;
         }
-        let at = base + it.offset_bytes();
-        match it.stop() {
-            Some(RecordStop::EndOfBuffer) | Some(RecordStop::Unwritten) | None => {
-                stop_reason = (at != valid_end).then(|| format!("skipped corrupt record at {at}"));
-                break;
-            }
-            Some(RecordStop::Error(RecordError::Corrupt(reason))) => {
-                match claimed_len(&area[at..]) {
-                    Some(len) if at + len < area.len() => {
-                        skipped.push(at);
-                        pending.push((at, len));
-                        base = at + len;
-                    }
-                    _ => {
-                        stop_reason = Some(format!("corrupt record ({reason})"));
-                        break;
-                    }
+        let step_start = self.base;
+        loop {
+            let base = self.base;
+            let mut it = RecordIter::new(&area[base..], block_seq);
+            for (offset, record) in &mut it {
+                for (at, len) in self.pending.drain(..) {
+                    let key = claimed_key(&area[at..], len);
+                    f(
+                        at,
+                        AreaItem::Damaged {
+                            len_bytes: len,
+                            key,
+                        },
+                    );
+                }
+                f(base + offset, AreaItem::Valid(record));
+                self.valid_end = base + offset + record.encoded_len_bytes;
+                if self.valid_end - step_start >= budget_bytes {
+                    self.base = self.valid_end;
+                    return false;
                 }
             }
-            Some(RecordStop::Error(e)) => {
-                stop_reason = Some(e.to_string());
-                break;
+            let at = base + it.offset_bytes();
+            match it.stop() {
+                Some(RecordStop::EndOfBuffer) | Some(RecordStop::Unwritten) | None => {
+                    let reason =
+                        (at != self.valid_end).then(|| format!("skipped corrupt record at {at}"));
+                    self.stopped = Some(reason);
+                    return true;
+                }
+                Some(RecordStop::Error(RecordError::Corrupt(reason))) => {
+                    match claimed_len(&area[at..]) {
+                        Some(len) if at + len < area.len() => {
+                            self.skipped.push(at);
+                            self.pending.push((at, len));
+                            self.base = at + len;
+                        }
+                        _ => {
+                            self.stopped = Some(Some(format!("corrupt record ({reason})")));
+                            return true;
+                        }
+                    }
+                }
+                Some(RecordStop::Error(e)) => {
+                    self.stopped = Some(Some(e.to_string()));
+                    return true;
+                }
             }
         }
     }
-    let corrupt = skipped.iter().filter(|&&at| at < valid_end).count() as u64;
-    AreaScan {
-        valid_end,
-        corrupt,
-        stop_reason,
+
+    /// What the scan found (call once [`AreaScanner::step`] has returned true).
+    pub(crate) fn finish(self) -> AreaScan {
+        debug_assert!(self.done(), "area scan not finished");
+        let valid_end = self.valid_end;
+        let corrupt = self.skipped.iter().filter(|&&at| at < valid_end).count() as u64;
+        AreaScan {
+            valid_end,
+            corrupt,
+            stop_reason: self.stopped.flatten(),
+        }
     }
 }
 
@@ -1001,5 +1049,105 @@ impl Commands {
         for (_, mut c) in self.open.drain() {
             c.drop_partial(rec);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{encode_record, RecordKind, RecordMeta, VALUE_TYPE_STRING};
+
+    /// An area of `n` records of mixed sizes with the records at `damaged` corrupted (one
+    /// flipped value byte each); returns it and the records' offsets.
+    fn area(n: usize, damaged: &[usize]) -> (Vec<u8>, Vec<usize>) {
+        let mut buf = vec![0u8; 256 << 10];
+        let mut at = 0;
+        let mut offsets = Vec::new();
+        for i in 0..n {
+            let meta = RecordMeta {
+                kind: RecordKind::Value,
+                value_type: VALUE_TYPE_STRING,
+                flags: 0,
+                mutation_seq: i as u64 + 1,
+                expiry_ms: 0,
+            };
+            let value = vec![i as u8; 100 + (i * 37) % 900];
+            let key = format!("key{i}");
+            offsets.push(at);
+            let len = encode_record(&mut buf[at..], 7, &meta, key.as_bytes(), &value);
+            if damaged.contains(&i) {
+                buf[at + len - 20] ^= 0x40;
+            }
+            at += len;
+        }
+        (buf, offsets)
+    }
+
+    /// What a scan reports: (offset, valid, length).
+    fn items(area: &[u8], step_bytes: Option<usize>) -> (Vec<(usize, bool, usize)>, AreaScan) {
+        let mut out = Vec::new();
+        let mut f = |at: usize, item: AreaItem<'_>| match item {
+            AreaItem::Valid(r) => out.push((at, true, r.encoded_len_bytes)),
+            AreaItem::Damaged { len_bytes, .. } => out.push((at, false, len_bytes)),
+        };
+        let scan = match step_bytes {
+            None => scan_area(area, 7, &mut f),
+            Some(budget) => {
+                let mut scanner = AreaScanner::default();
+                let mut steps = 0;
+                while !scanner.step(area, 7, budget, &mut f) {
+                    steps += 1;
+                    assert!(steps < 10_000, "the scan does not advance");
+                }
+                assert!(scanner.done());
+                scanner.finish()
+            }
+        };
+        (out, scan)
+    }
+
+    #[test]
+    fn a_scan_in_steps_finds_what_one_scan_finds() {
+        for damaged in [vec![], vec![3], vec![0, 10, 11, 40], vec![59]] {
+            let (buf, offsets) = area(60, &damaged);
+            let (whole, whole_scan) = items(&buf, None);
+            // Every record is reported, valid or damaged, except a damaged last one (a
+            // torn tail is not passed on).
+            let valid = whole.iter().filter(|i| i.1).count();
+            assert_eq!(valid, 60 - damaged.len(), "{damaged:?}");
+            assert_eq!(
+                whole.len(),
+                60 - usize::from(damaged.contains(&59)),
+                "{damaged:?}"
+            );
+            for (at, valid, _) in &whole {
+                assert!(offsets.contains(at));
+                let i = offsets
+                    .iter()
+                    .position(|o| o == at)
+                    .expect("a record's offset");
+                assert_eq!(*valid, !damaged.contains(&i));
+            }
+            for budget in [1, 500, 4096, 64 << 10] {
+                let (stepped, scan) = items(&buf, Some(budget));
+                assert_eq!(stepped, whole, "{damaged:?} budget {budget}");
+                assert_eq!(scan.valid_end, whole_scan.valid_end);
+                assert_eq!(scan.corrupt, whole_scan.corrupt);
+                assert_eq!(scan.stop_reason, whole_scan.stop_reason);
+            }
+        }
+    }
+
+    #[test]
+    fn a_step_stops_near_its_budget() {
+        let (buf, _) = area(60, &[]);
+        let mut scanner = AreaScanner::default();
+        let mut seen = 0usize;
+        assert!(!scanner.step(&buf, 7, 4096, |_, item| {
+            if let AreaItem::Valid(r) = item {
+                seen += r.encoded_len_bytes;
+            }
+        }));
+        assert!((4096..4096 + 1100).contains(&seen), "{seen}");
     }
 }

@@ -921,25 +921,30 @@ impl Store {
     /// builds and is ignored with an error log otherwise (leaking the block
     /// rather than freeing one that may still hold live records).
     pub(crate) fn sub_live(&self, location: &Location) {
-        let m = self.meta(location.block_id());
-        let len = u64::from(location.len_bytes);
+        self.sub_live_bytes(location.block_id(), u64::from(location.len_bytes));
+    }
+
+    /// [`Store::sub_live`] for released records of block `id` totalling `len_bytes`.
+    pub(crate) fn sub_live_bytes(&self, id: BlockId, len_bytes: u64) {
+        let m = self.meta(id);
         let res = m
             .live_bytes
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |live| {
-                live.checked_sub(len)
+                live.checked_sub(len_bytes)
             });
         match res {
-            Ok(old) if old == len => self.hint_reclaim(),
+            Ok(old) if old == len_bytes => self.hint_reclaim(),
             Ok(_) => {}
             Err(live) => {
                 tracing::error!(
-                    ?location,
+                    ?id,
+                    len_bytes,
                     live_bytes = live,
                     "release of more bytes than live (double release?); ignored"
                 );
                 debug_assert!(
                     false,
-                    "releasing {location:?}: {len} bytes but only {live} live (double release?)"
+                    "releasing {len_bytes} bytes of {id:?} but only {live} live (double release?)"
                 );
             }
         }

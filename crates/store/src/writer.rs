@@ -201,22 +201,73 @@ fn summary_outgrown(summary_len: usize, records_bytes: usize) -> bool {
 }
 
 /// One planned device write.
+/// One planned write of a staged block: `[start, end)` of its image (sector-aligned),
+/// copied a piece at a time as it goes out ([`Writer::write_out`]).
 struct WriteJob {
     block: BlockId,
     device: u16,
-    offset_bytes: u64,
-    buf: AlignedBuf,
+    /// Device offset of the block.
+    block_offset_bytes: u64,
+    start: usize,
+    end: usize,
+    /// The image's bytes up to here are written; the rest of `[start, end)` is zeros (a
+    /// recycled image holds an older block's bytes past its records).
+    data_end: usize,
+    /// The header page as it was when the write was planned (the first write of a block
+    /// and header writes): sealing may rewrite the image's header before the write goes
+    /// out, and a sealed header must not reach the device before the records it covers.
+    header: Option<Box<[u8]>>,
     /// `flushed_bytes` of the block once written (`None` for a header write).
     flushed_to: Option<usize>,
     /// The write carries the sealed header.
     writes_sealed_header: bool,
 }
 
+/// Staged bytes are copied to a write buffer at most this many at a time (a copy holds the
+/// worker: about 60 µs per 512 KiB), each piece one write.
+const WRITE_PIECE_BYTES: usize = 512 << 10;
+
+/// Released bytes summed per block (dense per device, reused between syncs).
+#[derive(Default)]
+struct ReleaseSums {
+    /// Per device, per block index: bytes released.
+    bytes: Vec<Vec<u64>>,
+    /// Blocks with a non-zero sum, in first-release order.
+    touched: Vec<BlockId>,
+}
+
+impl ReleaseSums {
+    fn add(&mut self, id: BlockId, len_bytes: u64) {
+        let d = usize::from(id.device);
+        if self.bytes.len() <= d {
+            self.bytes.resize_with(d + 1, Vec::new);
+        }
+        let per_block = &mut self.bytes[d];
+        let i = id.block as usize;
+        if per_block.len() <= i {
+            per_block.resize(i + 1, 0);
+        }
+        if per_block[i] == 0 {
+            self.touched.push(id);
+        }
+        per_block[i] += len_bytes;
+    }
+
+    /// Calls `f(block, bytes)` for every block with released bytes, and empties the sums.
+    fn apply(&mut self, mut f: impl FnMut(BlockId, u64)) {
+        for id in self.touched.drain(..) {
+            let sum = std::mem::take(&mut self.bytes[usize::from(id.device)][id.block as usize]);
+            debug_assert!(sum > 0);
+            f(id, sum);
+        }
+    }
+}
+
 struct State {
     open: Option<StagedBlock>,
     /// Full blocks, sealed, not yet durable.
     sealed: Vec<StagedBlock>,
-    /// Zeroed block images for reuse.
+    /// Block images for reuse (holding their last block's bytes: see `Writer::start_block`).
     spare: Vec<AlignedBuf>,
     /// Records appended since the writer started.
     appends: u64,
@@ -231,6 +282,8 @@ struct State {
     /// Released locations waiting until the appends made before their
     /// release (`.0` = append count then) are durable.
     pending_releases: VecDeque<(u64, Location)>,
+    /// Released bytes per block, summed while pending releases are applied.
+    release_sums: ReleaseSums,
     /// Highest mutation sequence appended (appends must not go backwards).
     last_seq: u64,
     stats: WriterStats,
@@ -343,6 +396,7 @@ impl Writer {
                 unsynced_devices: vec![false; n],
                 reserve,
                 pending_releases: VecDeque::new(),
+                release_sums: ReleaseSums::default(),
                 last_seq: 0,
                 stats: WriterStats::default(),
             }),
@@ -894,7 +948,9 @@ impl Writer {
             _ => AlignedBuf::zeroed(block_size, align),
         };
         buf.set_len_bytes(block_size);
-        debug_assert!(buf.iter().all(|&b| b == 0), "staging image not zeroed");
+        // A recycled image still holds its last block's bytes: only the header page must
+        // be zero (the header fills a prefix of it), the rest is written before it is read.
+        buf[..BLOCK_HEADER_BYTES].fill(0);
         let header = BlockHeader {
             kind: BlockKind::Data,
             state: BlockState::Open,
@@ -941,7 +997,8 @@ impl Writer {
             Some(s) if !s.is_empty() => {
                 let at = records_end + SUMMARY_GAP_BYTES;
                 debug_assert!(at + s.len() <= block.buf.len_bytes(), "summary room kept");
-                debug_assert!(block.buf[records_end..at + s.len()].iter().all(|&b| b == 0));
+                // The gap reads as the end of the records (a zero record header).
+                block.buf[records_end..at].fill(0);
                 block.buf[at..at + s.len()].copy_from_slice(&s);
                 block.used_bytes = at + s.len();
                 (
@@ -1114,10 +1171,10 @@ impl Writer {
         let mut i = 0;
         while i < st.sealed.len() {
             if st.sealed[i].is_durable() {
-                let mut done = st.sealed.swap_remove(i);
+                let done = st.sealed.swap_remove(i);
                 self.store.block_durable(done.alloc.id);
-                let used = done.used_bytes;
-                done.buf[..used].fill(0);
+                // Not zeroed: a new block's image is zero only in its header page, and the
+                // bytes past its records are written as zeros (Writer::copy_piece).
                 if st.spare.is_empty() {
                     st.spare.push(done.buf);
                 }
@@ -1128,14 +1185,17 @@ impl Writer {
         debug_assert!(covered >= st.durable_appends);
         st.durable_appends = covered;
         st.stats.syncs += 1;
-        // Releases whose superseding records are now durable.
-        while let Some(&(after, location)) = st.pending_releases.front() {
-            if after > covered {
-                break;
-            }
-            st.pending_releases.pop_front();
-            self.store.sub_live(&location);
+        // Releases whose superseding records are now durable, summed per block first: one
+        // atomic update per block, not per record (a second of writes releases tens of
+        // thousands of records, and this runs between two commands of the worker).
+        let due = st
+            .pending_releases
+            .partition_point(|&(after, _)| after <= covered);
+        let sums = &mut st.release_sums;
+        for (_, location) in st.pending_releases.drain(..due) {
+            sums.add(location.block_id(), u64::from(location.len_bytes));
         }
+        sums.apply(|id, len_bytes| self.store.sub_live_bytes(id, len_bytes));
         Ok(())
     }
 
@@ -1157,50 +1217,83 @@ impl Writer {
         // One clock read per completed write: each write starts when the previous one ended.
         let mut started = quanta::Instant::now();
         for job in jobs {
-            let WriteJob {
-                block,
-                device,
-                offset_bytes,
-                buf,
-                flushed_to,
-                writes_sealed_header,
-            } = job;
-            let len_bytes = buf.len_bytes() as u64;
-            let BufResult(res, buf) = self.devices[usize::from(device)]
-                .write_at(buf, offset_bytes)
-                .await;
-            self.give_write_buf(buf);
-            let ended = quanta::Instant::now();
-            self.io_latency
-                .borrow_mut()
-                .write
-                .record_ns(ended.duration_since(started).as_nanos() as u64);
-            started = ended;
-            if let Err(e) = res {
-                tracing::error!(device, offset_bytes, error = %e, "data device write failed");
-                self.reset_after_error();
-                return Err(io_err(device, offset_bytes, e));
+            let device = job.device;
+            let mut at = job.start;
+            while at < job.end {
+                let piece_end = (at + WRITE_PIECE_BYTES).min(job.end);
+                let Some(buf) = self.copy_piece(&job, at, piece_end) else {
+                    break;
+                };
+                let offset_bytes = job.block_offset_bytes + at as u64;
+                let len_bytes = buf.len_bytes() as u64;
+                let BufResult(res, buf) = self.devices[usize::from(device)]
+                    .write_at(buf, offset_bytes)
+                    .await;
+                self.give_write_buf(buf);
+                let ended = quanta::Instant::now();
+                self.io_latency
+                    .borrow_mut()
+                    .write
+                    .record_ns(ended.duration_since(started).as_nanos() as u64);
+                started = ended;
+                if let Err(e) = res {
+                    tracing::error!(device, offset_bytes, error = %e, "data device write failed");
+                    self.reset_after_error();
+                    return Err(io_err(device, offset_bytes, e));
+                }
+                let mut st = self.state.borrow_mut();
+                st.unsynced_devices[usize::from(device)] = true;
+                st.stats.writes += 1;
+                st.stats.written_bytes += len_bytes;
+                at = piece_end;
             }
             let mut st = self.state.borrow_mut();
             let st = &mut *st;
-            st.unsynced_devices[usize::from(device)] = true;
-            st.stats.writes += 1;
-            st.stats.written_bytes += len_bytes;
             if let Some(b) = st
                 .open
                 .iter_mut()
                 .chain(st.sealed.iter_mut())
-                .find(|b| b.alloc.id == block)
+                .find(|b| b.alloc.id == job.block)
             {
-                if let Some(to) = flushed_to {
+                if let Some(to) = job.flushed_to {
                     b.flushed_bytes = b.flushed_bytes.max(to);
                 }
-                if writes_sealed_header {
+                if job.writes_sealed_header {
                     b.header_dirty = false;
                 }
             }
         }
         Ok(covered)
+    }
+
+    /// `[at, end)` of a planned write, copied from its block's image into a write buffer:
+    /// zeros past the planned data, the planned header page over the image's. `None` if
+    /// the block is no longer staged (never while the caller holds the I/O guard: images
+    /// leave only in [`Writer::sync_locked`]).
+    fn copy_piece(&self, job: &WriteJob, at: usize, end: usize) -> Option<AlignedBuf> {
+        let st = self.state.borrow();
+        let Some(b) = st
+            .open
+            .iter()
+            .chain(st.sealed.iter())
+            .find(|b| b.alloc.id == job.block)
+        else {
+            debug_assert!(false, "planned write of block {:?} not staged", job.block);
+            return None;
+        };
+        let align = self.store.align_bytes(job.device);
+        let mut buf = self.write_buf(end - at, align);
+        let data_end = job.data_end.clamp(at, end);
+        buf.extend_from_slice(&b.buf[at..data_end]);
+        buf.set_len_bytes(end - at);
+        buf[data_end - at..].fill(0);
+        if let Some(h) = job.header.as_deref() {
+            if at < h.len() {
+                let n = h.len().min(end) - at;
+                buf[..n].copy_from_slice(&h[at..at + n]);
+            }
+        }
+        Some(buf)
     }
 
     /// An empty buffer of at least `len_bytes` aligned to `align_bytes`, reused when one
@@ -1233,35 +1326,38 @@ impl Writer {
     fn plan_writes(&self) -> (Vec<WriteJob>, u64) {
         let st = self.state.borrow();
         let mut jobs = Vec::new();
+        let header_page = |b: &StagedBlock| Some(Box::<[u8]>::from(&b.buf[..BLOCK_HEADER_BYTES]));
         for b in st.sealed.iter().chain(st.open.iter()) {
             let id = b.alloc.id;
             let align = self.store.align_bytes(id.device);
-            let block_offset = self.store.block_offset_bytes(id);
+            let block_offset_bytes = self.store.block_offset_bytes(id);
             let mut header_written = false;
             if b.used_bytes > b.flushed_bytes {
                 let start = b.flushed_bytes / align * align;
                 let end = b.used_bytes.next_multiple_of(align);
                 debug_assert!(end <= b.buf.len_bytes());
-                let mut buf = self.write_buf(end - start, align);
-                buf.extend_from_slice(&b.buf[start..end]);
                 header_written = start == 0;
                 jobs.push(WriteJob {
                     block: id,
                     device: id.device,
-                    offset_bytes: block_offset + start as u64,
-                    buf,
+                    block_offset_bytes,
+                    start,
+                    end,
+                    data_end: b.used_bytes,
+                    header: if header_written { header_page(b) } else { None },
                     flushed_to: Some(b.used_bytes),
                     writes_sealed_header: header_written && b.sealed,
                 });
             }
             if b.sealed && b.header_dirty && !header_written {
-                let mut buf = AlignedBuf::new(BLOCK_HEADER_BYTES, align);
-                buf.extend_from_slice(&b.buf[..BLOCK_HEADER_BYTES]);
                 jobs.push(WriteJob {
                     block: id,
                     device: id.device,
-                    offset_bytes: block_offset,
-                    buf,
+                    block_offset_bytes,
+                    start: 0,
+                    end: BLOCK_HEADER_BYTES,
+                    data_end: BLOCK_HEADER_BYTES,
+                    header: header_page(b),
                     flushed_to: None,
                     writes_sealed_header: true,
                 });
