@@ -151,7 +151,7 @@ if [[ -z $OUT ]]; then
 fi
 mkdir -p "$OUT/raw"
 RUNS=$OUT/runs.tsv
-printf 'server\ttest\tpipeline\trep\trequests\twall_s\trps\tserver_cpu_s\tops_per_cpu_s\tserver_util\tclient_util\tp50_ms\tp99_ms\n' >"$RUNS"
+printf 'server\ttest\tpipeline\trep\trequests\twall_s\trps\tserver_cpu_s\tops_per_cpu_s\tserver_util\tclient_util\tp50_ms\tp99_ms\tp999_ms\n' >"$RUNS"
 
 {
     echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
@@ -209,9 +209,10 @@ check_alive() {
 }
 
 # run_point SERVER TEST PIPELINE N RAWFILE: runs redis-benchmark; prints
-# "wall_s rps server_cpu_s client_cpu_s p50 p99".
+# "wall_s rps server_cpu_s client_cpu_s p50 p99 p99.9" (percentiles from redis-benchmark's
+# "Latency by percentile distribution": the first row at or above each percentile).
 run_point() {
-    local s=$1 t=$2 p=$3 n=$4 raw=$5 pid c0 c1 t0 t1 client line rps p50 p99
+    local s=$1 t=$2 p=$3 n=$4 raw=$5 pid c0 c1 t0 t1 client line rps p50 p99 p999
     pid=${PID[$s]}
     check_alive "$s"
     c0=$(cpu_ticks "$pid")
@@ -219,7 +220,7 @@ run_point() {
     # In a subshell so that its cutime+cstime (fields 16, 17) is redis-benchmark's CPU time.
     client=$(
         taskset -c "$CLIENT_CPU" redis-benchmark -h 127.0.0.1 -p "${PORT[$s]}" -c "$CLIENTS" -n "$n" \
-            -d "$DATA_SIZE" -r "$KEYSPACE" -P "$p" -t "$t" --csv >"$raw" 2>"$raw.stderr" || exit 1
+            -d "$DATA_SIZE" -r "$KEYSPACE" -P "$p" -t "$t" >"$raw" 2>"$raw.stderr" || exit 1
         read -r line <"/proc/$BASHPID/stat"
         rest=${line##*) }
         read -r -a f <<<"$rest"
@@ -229,10 +230,18 @@ run_point() {
     [[ -s $raw.stderr ]] || rm -f "$raw.stderr"
     check_alive "$s"
     c1=$(cpu_ticks "$pid")
-    line=$(awk -F, -v T="${t^^}" '{ gsub(/"/, "") } $1 == T { print $2, $5, $7; exit }' "$raw")
+    line=$(tr '\r' '\n' <"$raw" | awk '
+        /Latency by percentile distribution/ { on = 1; next }
+        /Cumulative distribution/ { on = 0 }
+        on && /%/ { split($1, a, "%"); pct = a[1] + 0; ms = $3 + 0
+            if (!d50 && pct >= 50) { p50 = ms; d50 = 1 }
+            if (!d99 && pct >= 99) { p99 = ms; d99 = 1 }
+            if (!d999 && pct >= 99.9) { p999 = ms; d999 = 1 } }
+        /throughput summary:/ { rps = $3 }
+        END { if (rps != "" && d999) print rps, p50, p99, p999 }')
     [[ -n $line ]] || die "could not parse redis-benchmark output: $raw"
-    read -r rps p50 p99 <<<"$line"
-    echo "$(calc "$t1 - $t0") $rps $(calc "($c1 - $c0) / $CLK_TCK") $(calc "$client / $CLK_TCK") $p50 $p99"
+    read -r rps p50 p99 p999 <<<"$line"
+    echo "$(calc "$t1 - $t0") $rps $(calc "($c1 - $c0) / $CLK_TCK") $(calc "$client / $CLK_TCK") $p50 $p99 $p999"
 }
 
 for s in "${SERVER_LIST[@]}"; do start_server "$s"; done
@@ -241,7 +250,7 @@ for s in "${SERVER_LIST[@]}"; do start_server "$s"; done
 if [[ $FILL_N -gt 0 ]]; then
     for s in "${SERVER_LIST[@]}"; do
         log "$s: filling ($FILL_N SETs of $DATA_SIZE B over $KEYSPACE keys, -P 16)"
-        run_point "$s" set 16 "$FILL_N" "$OUT/raw/$s-fill.csv" >/dev/null
+        run_point "$s" set 16 "$FILL_N" "$OUT/raw/$s-fill.txt" >/dev/null
         keys=$(redis-cli -h 127.0.0.1 -p "${PORT[$s]}" dbsize 2>/dev/null || echo '?')
         log "$s: dbsize $keys"
         echo "$s dbsize after fill: $keys" >>"$OUT/env.txt"
@@ -258,7 +267,7 @@ for t in "${TEST_LIST[@]}"; do
             # Calibrate on the first server: a short run, then scale to BENCH_SECONDS.
             cal_n=$((100000 * p))
             s=${SERVER_LIST[0]}
-            read -r _ rps _ <<<"$(run_point "$s" "$t" "$p" "$cal_n" "$OUT/raw/$s-$t-P$p-calibration.csv")"
+            read -r _ rps _ <<<"$(run_point "$s" "$t" "$p" "$cal_n" "$OUT/raw/$s-$t-P$p-calibration.txt")"
             n=$(awk -v r="$rps" -v s="$BENCH_SECONDS" 'BEGIN { n = int(r * s / 10000 + 0.5) * 10000; if (n < 10000) n = 10000; print n }')
             log "$t -P $p: calibrated on $s at $rps ops/s -> -n $n"
         fi
@@ -270,11 +279,11 @@ for t in "${TEST_LIST[@]}"; do
                 for ((i = ${#SERVER_LIST[@]} - 1; i >= 0; i--)); do order+=("${SERVER_LIST[i]}"); done
             fi
             for s in "${order[@]}"; do
-                read -r wall rps cpu ccpu p50 p99 <<<"$(run_point "$s" "$t" "$p" "$n" "$OUT/raw/$s-$t-P$p-r$r.csv")"
+                read -r wall rps cpu ccpu p50 p99 p999 <<<"$(run_point "$s" "$t" "$p" "$n" "$OUT/raw/$s-$t-P$p-r$r.txt")"
                 opc=$(calc "($cpu > 0) ? $n / $cpu : 0")
                 sutil=$(calc "$cpu / $wall")
                 cutil=$(calc "$ccpu / $wall")
-                printf '%s\t%s\t%s\t%s\t%s\t%.3f\t%s\t%.2f\t%.0f\t%.2f\t%.2f\t%s\t%s\n' "$s" "$t" "$p" "$r" "$n" "$wall" "$rps" "$cpu" "$opc" "$sutil" "$cutil" "$p50" "$p99" >>"$RUNS"
+                printf '%s\t%s\t%s\t%s\t%s\t%.3f\t%s\t%.2f\t%.0f\t%.2f\t%.2f\t%s\t%s\t%s\n' "$s" "$t" "$p" "$r" "$n" "$wall" "$rps" "$cpu" "$opc" "$sutil" "$cutil" "$p50" "$p99" "$p999" >>"$RUNS"
                 log "$(printf '%-6s %-3s -P %-2s rep %d: %10.0f ops/s  server CPU %6.2f s (%3.0f%%)  %10.0f ops/CPU-s  client CPU %3.0f%%' \
                     "$s" "$t" "$p" "$r" "$rps" "$cpu" "$(calc "$sutil * 100")" "$opc" "$(calc "$cutil * 100")")"
             done
@@ -324,17 +333,17 @@ have() { [[ " ${SERVER_LIST[*]} " == *" $1 "* ]]; }
     echo "Details (medians): server CPU seconds, server CPU utilisation (CPU s / wall s), client (redis-benchmark)"
     echo "CPU utilisation — a client near 100% means the point is client-bound — and latency percentiles."
     echo
-    echo "| server | test | P | server CPU s | server util | client util | p50 ms | p99 ms |"
-    echo "|---|---|---:|---:|---:|---:|---:|---:|"
+    echo "| server | test | P | server CPU s | server util | client util | p50 ms | p99 ms | p99.9 ms |"
+    echo "|---|---|---:|---:|---:|---:|---:|---:|---:|"
     for t in "${TEST_LIST[@]}"; do
         for p in "${PIPE_LIST[@]}"; do
             for s in "${SERVER_LIST[@]}"; do
-                echo "| $s | ${t^^} | $p | $(fmt "$(median "$s" "$t" "$p" 8)" %.2f) | $(fmt "$(median "$s" "$t" "$p" 10)" %.2f) | $(fmt "$(median "$s" "$t" "$p" 11)" %.2f) | $(median "$s" "$t" "$p" 12) | $(median "$s" "$t" "$p" 13) |"
+                echo "| $s | ${t^^} | $p | $(fmt "$(median "$s" "$t" "$p" 8)" %.2f) | $(fmt "$(median "$s" "$t" "$p" 10)" %.2f) | $(fmt "$(median "$s" "$t" "$p" 11)" %.2f) | $(median "$s" "$t" "$p" 12) | $(median "$s" "$t" "$p" 13) | $(median "$s" "$t" "$p" 14) |"
             done
         done
     done
     echo
-    echo "Raw data: \`runs.tsv\` (every run), \`raw/\` (redis-benchmark CSV output), \`*.server.log\`."
+    echo "Raw data: \`runs.tsv\` (every run), \`raw/\` (redis-benchmark output), \`*.server.log\`."
 } >"$OUT/summary.md"
 
 echo
