@@ -340,7 +340,7 @@ impl AreaScanner {
 /// Runs futures with several in flight and yields their outputs in the order
 /// they were pushed (every running future is polled on each wake-up, so all of
 /// them are submitted to the ring at once).
-struct InOrder<'a, T> {
+pub(crate) struct InOrder<'a, T> {
     slots: VecDeque<Slot<'a, T>>,
 }
 
@@ -350,22 +350,22 @@ enum Slot<'a, T> {
 }
 
 impl<'a, T> InOrder<'a, T> {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             slots: VecDeque::new(),
         }
     }
 
-    fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.slots.len()
     }
 
-    fn push(&mut self, f: impl Future<Output = T> + 'a) {
+    pub(crate) fn push(&mut self, f: impl Future<Output = T> + 'a) {
         self.slots.push_back(Slot::Running(Box::pin(f)));
     }
 
     /// The output of the oldest pushed future (`None` when none is left).
-    async fn next(&mut self) -> Option<T> {
+    pub(crate) async fn next(&mut self) -> Option<T> {
         poll_fn(|cx| {
             for slot in self.slots.iter_mut() {
                 if let Slot::Running(f) = slot {

@@ -41,7 +41,7 @@ use crate::format::{
     encode_record, encoded_record_len, BlockHeader, BlockKind, BlockState, RecordKind, RecordMeta,
     BLOCK_HEADER_BYTES, RECORD_HEADER_BYTES, SUMMARY_GAP_BYTES,
 };
-use crate::recovery::{scan_area, AreaItem, RecoveredOpenBlock};
+use crate::recovery::{scan_area, AreaItem, InOrder, RecoveredOpenBlock};
 use crate::store::{io_err, AllocatedBlock, BlockId, Location, Store};
 use crate::{AlignedBuf, IoLatency};
 
@@ -227,6 +227,20 @@ struct WriteJob {
 /// worker: about 60 µs per 512 KiB), each piece one write.
 const WRITE_PIECE_BYTES: usize = 512 << 10;
 
+/// Pieces of a flush in flight at once (4 MiB).
+const WRITE_PIECES_IN_FLIGHT: usize = 8;
+
+/// A completed piece of [`Writer::write_out`].
+struct PieceDone {
+    res: std::io::Result<()>,
+    buf: AlignedBuf,
+    /// Index of its planned write.
+    job: usize,
+    offset_bytes: u64,
+    /// The planned write's last piece.
+    last: bool,
+}
+
 /// Released bytes summed per block (dense per device, reused between syncs).
 #[derive(Default)]
 struct ReleaseSums {
@@ -340,13 +354,17 @@ pub struct Writer {
 
 /// Block images a busy writer keeps for its next blocks once their records are durable
 /// (decision 0021): a new block takes one instead of mapping 8 MiB and faulting it in page
-/// by page (10% of a SET's CPU at pipeline 16), and a sync does not unmap the images it
-/// frees (0.3–0.5 ms each, several per sync). The server syncs once 32 MiB of sealed
-/// images are staged, so four cover a busy writer.
-const SPARE_IMAGES_KEPT: usize = 4;
+/// by page (2,048 faults per block: 13% of a SET's CPU at pipeline 16), and a sync does
+/// not unmap the images it frees (0.3–0.5 ms each, several per sync). A busy writer needs
+/// as many as it has blocks sealed and waiting while a sync runs: the server syncs once
+/// 32 MiB of sealed images are staged, and a sync takes tens of milliseconds while
+/// blocks fill at 50 a second (measured: with four kept, almost every block still mapped
+/// a fresh image). The images were all in use a moment before, so keeping them costs no
+/// RSS beyond the writer's peak; an idle writer frees one per tick.
+const SPARE_IMAGES_KEPT: usize = 16;
 
 /// Write buffers kept for reuse (see `Writer::write_bufs`).
-const WRITE_BUFS_KEPT: usize = 8;
+const WRITE_BUFS_KEPT: usize = WRITE_PIECES_IN_FLIGHT + 2;
 
 /// Smallest capacity of a write buffer: capacities are powers of two from here, so that
 /// buffers fit later writes of other sizes.
@@ -1221,56 +1239,109 @@ impl Writer {
 
     /// Writes all unwritten staged bytes; returns the append count covered.
     /// The caller holds the I/O guard.
+    ///
+    /// Each planned write goes out in pieces of [`WRITE_PIECE_BYTES`], copied just before
+    /// they are submitted, with up to [`WRITE_PIECES_IN_FLIGHT`] pieces in flight (a
+    /// piece at a time would halve the device's write throughput). A sealed header written
+    /// on its own waits for every earlier piece to complete first.
     async fn write_out(&self) -> Result<u64> {
         let (jobs, covered) = self.plan_writes();
-        // One clock read per completed write: each write starts when the previous one ended.
+        // One clock read per completed write: each write is timed from the previous
+        // completion (or the start), which is its latency when one is in flight.
         let mut started = quanta::Instant::now();
-        for job in jobs {
-            let device = job.device;
-            let mut at = job.start;
-            while at < job.end {
-                let piece_end = (at + WRITE_PIECE_BYTES).min(job.end);
-                let Some(buf) = self.copy_piece(&job, at, piece_end) else {
-                    break;
-                };
-                let offset_bytes = job.block_offset_bytes + at as u64;
-                let len_bytes = buf.len_bytes() as u64;
-                let BufResult(res, buf) = self.devices[usize::from(device)]
-                    .write_at(buf, offset_bytes)
-                    .await;
-                self.give_write_buf(buf);
-                let ended = quanta::Instant::now();
-                self.io_latency
-                    .borrow_mut()
-                    .write
-                    .record_ns(ended.duration_since(started).as_nanos() as u64);
-                started = ended;
-                if let Err(e) = res {
+        let mut in_flight = InOrder::new();
+        let mut failed: Option<StoreError> = None;
+        // Completed pieces: the job is done when its last piece is.
+        let mut finish = |done: PieceDone, failed: &mut Option<StoreError>| {
+            let ended = quanta::Instant::now();
+            self.io_latency
+                .borrow_mut()
+                .write
+                .record_ns(ended.duration_since(started).as_nanos() as u64);
+            started = ended;
+            let PieceDone {
+                res,
+                buf,
+                job,
+                offset_bytes,
+                last,
+            } = done;
+            let len_bytes = buf.len_bytes() as u64;
+            self.give_write_buf(buf);
+            let device = jobs[job].device;
+            if let Err(e) = res {
+                if failed.is_none() {
                     tracing::error!(device, offset_bytes, error = %e, "data device write failed");
-                    self.reset_after_error();
-                    return Err(io_err(device, offset_bytes, e));
+                    *failed = Some(io_err(device, offset_bytes, e));
                 }
-                let mut st = self.state.borrow_mut();
-                st.unsynced_devices[usize::from(device)] = true;
-                st.stats.writes += 1;
-                st.stats.written_bytes += len_bytes;
-                at = piece_end;
+                return;
             }
             let mut st = self.state.borrow_mut();
             let st = &mut *st;
+            st.unsynced_devices[usize::from(device)] = true;
+            st.stats.writes += 1;
+            st.stats.written_bytes += len_bytes;
+            if !last || failed.is_some() {
+                return;
+            }
+            let j = &jobs[job];
             if let Some(b) = st
                 .open
                 .iter_mut()
                 .chain(st.sealed.iter_mut())
-                .find(|b| b.alloc.id == job.block)
+                .find(|b| b.alloc.id == j.block)
             {
-                if let Some(to) = job.flushed_to {
+                if let Some(to) = j.flushed_to {
                     b.flushed_bytes = b.flushed_bytes.max(to);
                 }
-                if job.writes_sealed_header {
+                if j.writes_sealed_header {
                     b.header_dirty = false;
                 }
             }
+        };
+        'jobs: for (i, job) in jobs.iter().enumerate() {
+            if job.flushed_to.is_none() {
+                // A header on its own: after the records it covers.
+                while let Some(done) = in_flight.next().await {
+                    finish(done, &mut failed);
+                }
+            }
+            let mut at = job.start;
+            while at < job.end {
+                if failed.is_some() {
+                    break 'jobs;
+                }
+                let piece_end = (at + WRITE_PIECE_BYTES).min(job.end);
+                let Some(buf) = self.copy_piece(job, at, piece_end) else {
+                    break;
+                };
+                let offset_bytes = job.block_offset_bytes + at as u64;
+                let device = &self.devices[usize::from(job.device)];
+                let last = piece_end == job.end;
+                in_flight.push(async move {
+                    let BufResult(res, buf) = device.write_at(buf, offset_bytes).await;
+                    PieceDone {
+                        res: res.map(|_| ()),
+                        buf,
+                        job: i,
+                        offset_bytes,
+                        last,
+                    }
+                });
+                if in_flight.len() >= WRITE_PIECES_IN_FLIGHT {
+                    if let Some(done) = in_flight.next().await {
+                        finish(done, &mut failed);
+                    }
+                }
+                at = piece_end;
+            }
+        }
+        while let Some(done) = in_flight.next().await {
+            finish(done, &mut failed);
+        }
+        if let Some(e) = failed {
+            self.reset_after_error();
+            return Err(e);
         }
         Ok(covered)
     }
