@@ -408,10 +408,11 @@ impl Conn {
             self.with_reply_mode(|c| c.reply.error(crate::memory::OOM_ERROR));
             return;
         }
-        if crate::space::space_low() && spec.has_flag("denyoom") {
-            // Nearly full data devices: wait for room rather than fail (crate::space).
+        if spec.has_flag("denyoom") && crate::space::writes_must_wait() {
+            // Nearly full data devices: wait for room rather than fail; a write backlog
+            // over its bound: wait for a sync (crate::space).
             self.flush_pending().await;
-            crate::space::wait_for_room(&self.shared).await;
+            crate::space::wait_before_write(&self.shared).await;
         }
         // A big value (longer than a chunk) takes many blocks at once: wait for them (a
         // growing data file grows) rather than fail (keyspace/chunked.rs). The argument

@@ -1011,6 +1011,12 @@ pub(crate) fn storage_figures(shared: &crate::worker::Shared, w: &[WorkerInfo]) 
             crate::space::STALLS_FAILED.load(Ordering::Relaxed),
         ),
         num(
+            "write_backlog_waits",
+            Counter,
+            "Writes that waited for the worker's staged blocks to reach the devices (backlog over 128 MiB).",
+            crate::space::BACKLOG_WAITS.load(Ordering::Relaxed),
+        ),
+        num(
             "write_stalled_ms",
             Counter,
             "Milliseconds writes spent waiting for room.",
