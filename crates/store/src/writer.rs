@@ -230,6 +230,21 @@ const WRITE_PIECE_BYTES: usize = 512 << 10;
 /// Pieces of a flush in flight at once (4 MiB).
 const WRITE_PIECES_IN_FLIGHT: usize = 8;
 
+/// Yields once to the worker's other tasks.
+async fn yield_now() {
+    let mut yielded = false;
+    poll_fn(|cx| {
+        if yielded {
+            Poll::Ready(())
+        } else {
+            yielded = true;
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    })
+    .await
+}
+
 /// A completed piece of [`Writer::write_out`].
 struct PieceDone {
     res: std::io::Result<()>,
@@ -1332,6 +1347,9 @@ impl Writer {
                     if let Some(done) = in_flight.next().await {
                         finish(done, &mut failed);
                     }
+                } else if piece_end < job.end || i + 1 < jobs.len() {
+                    // More to copy: let the worker's other tasks run between two copies.
+                    yield_now().await;
                 }
                 at = piece_end;
             }
