@@ -21,6 +21,7 @@ use smallvec::SmallVec;
 
 use crate::commands;
 use crate::conn::{exec_failed, exec_keyed, key_args, Argv};
+use crate::keyspace::PREFETCH_MAX_KEYS;
 use crate::reply::Reply;
 use crate::worker::{local_shard, wait_local_unheld, Shard};
 
@@ -113,6 +114,7 @@ fn batch_job(
             mark: None,
             wait,
             wrote: false,
+            prefetched: 0,
         };
         run_batch(s, b);
     })
@@ -136,6 +138,8 @@ struct Batch {
     wait: Option<(Arc<crate::blocking::WaitState>, std::os::fd::RawFd)>,
     /// A command of the batch appended to the owner's log.
     wrote: bool,
+    /// Commands before this index had their keys prefetched ([`prefetch_batch`]).
+    prefetched: usize,
 }
 
 impl Batch {
@@ -150,11 +154,45 @@ impl Batch {
     }
 }
 
+/// Brings the keys of `b`'s next commands (up to [`PREFETCH_MAX_KEYS`], those of the first
+/// one's database) into the CPU cache together, as a connection does for its own pipeline
+/// (`crate::prefetch`): a forwarded batch's lookups then overlap instead of each waiting
+/// for its own cache misses. Returns the index of the first command not looked at.
+fn prefetch_batch(s: &Shard, b: &Batch) -> usize {
+    let cmds = &b.p.cmds[b.next..];
+    let Some(&(_, db, _)) = cmds.first() else {
+        return b.next;
+    };
+    let mut keys: [(&[u8], bool); PREFETCH_MAX_KEYS] = [(&[], false); PREFETCH_MAX_KEYS];
+    let (mut n, mut looked) = (0, 0);
+    for (idx, cmd_db, ends) in cmds.iter().take(PREFETCH_MAX_KEYS) {
+        looked += 1;
+        let spec = &commands::COMMANDS[*idx];
+        if *cmd_db == db
+            && ends.len() >= 2
+            && matches!(spec.handler, commands::Handler::Keyed { .. })
+            && spec.first_key == 1
+        {
+            // Argument ends are offsets into `data`: the key follows the command name.
+            let key = &b.p.data[ends[0] as usize..ends[1] as usize];
+            keys[n] = (key, commands::reads_values_always(*idx));
+            n += 1;
+        }
+    }
+    if n >= 2 {
+        s.keyspace.prefetch(db, &keys[..n]);
+    }
+    b.next + looked
+}
+
 /// Runs the rest of `b` on the owner. A command whose values are not resident suspends the
 /// batch: its values are read together, then the batch continues (after any transaction
 /// that took the worker meanwhile), so the owner never blocks on the device.
 fn run_batch(s: &mut Shard, mut b: Batch) {
     while b.next < b.p.cmds.len() {
+        if b.next >= b.prefetched {
+            b.prefetched = prefetch_batch(s, &b);
+        }
         let missing = {
             let (idx, db, ref ends) = b.p.cmds[b.next];
             let mut argv: Argv = SmallVec::new();
