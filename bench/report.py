@@ -9,7 +9,10 @@ Inputs (in the results directory DIR):
               dataset n server step test conns pipeline policy repeat duration_s
               requests ops_per_sec p50_us p99_us p999_us p9999_us max_us
               server_cpu_s ops_per_cpu_s client_cpu_s misses errors raw
-              server is skerry|redis; step is conns|pipeline|durability|hash
+              server is skerry|redis|skerry-default (Skerry in its default
+              configuration, no --threads, at a few pipeline points; its rows go
+              beside Skerry's with the ratio defaults / --threads 1 of ops per
+              server CPU-second); step is conns|pipeline|durability|hash
               (fill and warmup rows are not tabulated); policy is
               always|everysec|no for durability, else "-"; repeat is 1..R;
               numeric cells may be "nan" or empty; raw is the run's JSON,
@@ -17,7 +20,8 @@ Inputs (in the results directory DIR):
   facts.tsv   key<TAB>value lines. DATASET.SERVER.NAME per-server facts
               (fill_ops_per_sec, fill_cpu_s, rss_empty_bytes, rss_filled_bytes,
               bytes_per_key, restart_ping_s, restart_dbsize_s,
-              rss_after_restart_bytes, check_after_fill, check_after_points),
+              rss_after_restart_bytes, worker_threads, check_after_fill,
+              check_after_restart, check_after_points, check_pinned),
               global fio_iops, fio_file_mib, failure (repeatable). Other keys
               go to an "Other facts" table.
   env.txt     free text (its "date:" and "command:" lines feed the intro),
@@ -49,8 +53,14 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter, NullLocator  # noqa: E402
 
 
-SERVERS = ("skerry", "redis")
-NAME = {"skerry": "Skerry", "redis": "Redis"}
+SERVERS = ("skerry", "redis")  # the compared pair: Skerry --threads 1 and Redis
+DEFAULTS = "skerry-default"  # Skerry with no --threads, at some points only
+ALL_SERVERS = SERVERS + (DEFAULTS,)
+NAME = {"skerry": "Skerry", "redis": "Redis", DEFAULTS: "Skerry (defaults)"}
+LINK = {"skerry": "s", "redis": "r", DEFAULTS: "d"}  # raw-link prefixes
+# The variant column of a table with default-configuration rows, and their extra ratio.
+VARIANT = {"skerry": "--threads 1", DEFAULTS: "defaults"}
+DEFAULTS_RATIO = "defaults / --threads 1 (ops/CPU-s)"
 NUMERIC = ("duration_s requests ops_per_sec p50_us p99_us p999_us p9999_us max_us "
            "server_cpu_s ops_per_cpu_s client_cpu_s misses errors").split()
 FIELDS = ("dataset", "step", "test", "policy", "conns", "pipeline")  # a point's row id
@@ -66,9 +76,13 @@ SERVER_FACTS = (
     ("bytes_per_key", "bytes/key (RSS)", "int"), ("restart_ping_s", "restart to PING (s)", "dec"),
     ("restart_dbsize_s", "restart to DBSIZE (s)", "dec"),
     ("rss_after_restart_bytes", "RSS after restart (MiB)", "mib"),
+    ("worker_threads", "workers", "int"),
     ("check_after_fill", "check after fill", "text"),
     ("check_after_restart", "check after restart", "text"),
-    ("check_after_points", "check after points", "text"))
+    ("check_after_points", "check after points", "text"),
+    ("check_pinned", "check pinned", "text"))
+OPTIONAL_FACTS = ("worker_threads", "check_pinned")
+CHECK_FACTS = tuple(name for name, _, _ in SERVER_FACTS if name.startswith("check_"))
 # Per-dataset facts (DATASET.NAME): the device's ceiling measured for that dataset.
 DATASET_FACTS = ("fio_iops", "fio_file_mib")
 SUMMARY_FACTS = ("fill_ops_per_sec", "bytes_per_key", "restart_ping_s", "restart_dbsize_s")
@@ -179,7 +193,7 @@ def split_facts(facts):
     known = {name for name, _, _ in SERVER_FACTS}
     for key, value in facts:
         parts = key.rsplit(".", 2)
-        if len(parts) == 3 and parts[1] in SERVERS and parts[2] in known:
+        if len(parts) == 3 and parts[1] in ALL_SERVERS and parts[2] in known:
             per_server.setdefault((parts[0], parts[1]), {})[parts[2]] = value
         elif len(key.rsplit(".", 1)) == 2 and key.rsplit(".", 1)[1] in DATASET_FACTS:
             dataset, name = key.rsplit(".", 1)
@@ -260,28 +274,58 @@ class Report:
 
     def repeats_note(self, rids):
         """'Median of R' (or 'Median of A-B' if repeat counts differ) for these rows."""
-        counts = sorted({len(self.runs_of(rid, s)) for rid in rids for s in SERVERS} - {0})
+        counts = sorted({len(self.runs_of(rid, s)) for rid in rids for s in ALL_SERVERS} - {0})
         if not counts:
             return ""
         text = str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
         return f"Median of {text} repeat{'s' if counts[-1] > 1 else ''} per point."
 
+    def has_defaults(self, rids):
+        """Whether any of these rows has a point of Skerry in its default configuration."""
+        return any((rid, DEFAULTS) in self.points for rid in rids)
+
     def compare_table(self, rids, keys):
-        """Skerry-vs-Redis table lines for rows rids, led by the row-id fields keys."""
-        headers = list(keys)
+        """Skerry-vs-Redis table lines for rows rids, led by the row-id fields keys. A row
+        with a default-configuration point gets a second row right below it: Skerry's
+        columns from that point, Redis's left out (they are in the row above; the ratios
+        use them), and the ratio defaults / --threads 1 of ops per server CPU-second."""
+        defaults = self.has_defaults(rids)
+        headers = list(keys) + ["Skerry"] * defaults
         for label, _, _, ratio_label in COLUMNS:
             headers += [f"{NAME[s]} {label}" for s in SERVERS] + [ratio_label] * bool(ratio_label)
+        headers += [DEFAULTS_RATIO] * defaults
         rows = []
         for rid in rids:
-            row = [key_cell(rid, k) for k in keys]
-            for _, column, kind, ratio_label in COLUMNS:
-                values = [self.get(rid, s, column) for s in SERVERS]
-                row += [fmt(kind, v) for v in values]
-                row += [fmt("dec", ratio(*values))] * bool(ratio_label)
-            links = [f"[{s[0]}{r['repeat'] or i + 1}]({self.raw_link(r['raw'])})"
-                     for s in SERVERS for i, r in enumerate(self.runs_of(rid, s)) if r["raw"]]
-            rows.append(row + [" ".join(links) or "-"])
-        return [self.repeats_note(rids), ""] + md_table(headers + ["raw"], rows)
+            variants = ["skerry"] + [DEFAULTS] * ((rid, DEFAULTS) in self.points)
+            for skerry in variants:
+                row = [key_cell(rid, k) for k in keys] + [VARIANT[skerry]] * defaults
+                for _, column, kind, ratio_label in COLUMNS:
+                    values = [self.get(rid, skerry, column), self.get(rid, "redis", column)]
+                    row += [fmt(kind, values[0]),
+                            fmt(kind, values[1]) if skerry == "skerry" else "-"]
+                    row += [fmt("dec", ratio(*values))] * bool(ratio_label)
+                if defaults:
+                    row.append(fmt("dec", ratio(self.get(rid, DEFAULTS, "ops_per_cpu_s"),
+                                                self.get(rid, "skerry", "ops_per_cpu_s")))
+                               if skerry == DEFAULTS else "-")
+                servers = SERVERS if skerry == "skerry" else (DEFAULTS,)
+                links = [f"[{LINK[s]}{r['repeat'] or i + 1}]({self.raw_link(r['raw'])})"
+                         for s in servers for i, r in enumerate(self.runs_of(rid, s)) if r["raw"]]
+                rows.append(row + [" ".join(links) or "-"])
+        note = [self.repeats_note(rids), ""]
+        if defaults:
+            note += [f"Rows \"defaults\": {self.defaults_text()}, at the same point, right "
+                     "after Skerry --threads 1; their Redis figures are those of the row "
+                     "above, which their Skerry/Redis ratios use.", ""]
+        return note + md_table(headers + ["raw"], rows)
+
+    def defaults_text(self):
+        """What the default configuration is, with its worker count when recorded."""
+        workers = sorted({fmt("int", v["worker_threads"]) for (_, s), v in self.facts.items()
+                          if s == DEFAULTS and num(v.get("worker_threads")) is not None})
+        count = f"{' or '.join(workers)} workers, " if workers else ""
+        return (f"Skerry started with no --threads (one worker per CPU: {count}every "
+                "thread of it then pinned on the CPU the other servers run on)")
 
     def dataset_title(self, dataset):
         """Dataset label with its key count."""
@@ -307,7 +351,7 @@ class Report:
         """Failure facts, failed checks and runs with misses or errors."""
         items = list(self.global_facts.get("failure", []))
         for (dataset, server), values in self.facts.items():
-            for name in ("check_after_fill", "check_after_restart", "check_after_points"):
+            for name in CHECK_FACTS:
                 if values.get(name, "PASS").upper() != "PASS":
                     items.append(f"{dataset} {NAME[server]} {name}: {values[name]}")
         for r in self.runs:
@@ -325,7 +369,7 @@ class Report:
     def fact_order(self, item):
         """Sort key for per-server facts: dataset order, then Skerry before Redis."""
         (dataset, server), _ = item
-        return rank(dataset, self.datasets), SERVERS.index(server)
+        return rank(dataset, self.datasets), ALL_SERVERS.index(server)
 
     def summary(self):
         """Per dataset: best GET/SET ops/s over conns, ops/CPU-s there, fill, memory, restart."""
@@ -367,7 +411,31 @@ class Report:
                             + [fmt("dec", ratio(*map(num, vals)))])
             lines += [f"### {self.dataset_title(dataset)}", ""]
             lines += md_table(["", "Skerry", "Redis", "Skerry/Redis"], rows)
+            lines += self.defaults_summary(dataset)
         return lines
+
+    def defaults_summary(self, dataset):
+        """The default-configuration points of a dataset beside Skerry --threads 1 (and
+        Redis) at the same points; [] when it has none."""
+        steps = dict.fromkeys(rid[1] for rid, _ in self.points)
+        rids = [rid for step in steps for rid in self.rows(step, dataset)
+                if (rid, DEFAULTS) in self.points]
+        if not rids:
+            return []
+        rows = []
+        for rid in rids:
+            ops = [self.get(rid, s, "ops_per_sec") for s in ("skerry", DEFAULTS, "redis")]
+            eff = [self.get(rid, s, "ops_per_cpu_s") for s in ("skerry", DEFAULTS, "redis")]
+            rows.append([rid[1], key_cell(rid, "test"), key_cell(rid, "conns"),
+                         key_cell(rid, "pipeline")] + [fmt("int", v) for v in ops + eff]
+                        + [fmt("dec", ratio(eff[1], eff[0])), fmt("dec", ratio(eff[1], eff[2]))])
+        headers = ["step", "test", "conns", "pipeline"]
+        headers += [f"{who} {what}" for what in ("ops/s", "ops/CPU-s")
+                    for who in ("Skerry --threads 1", "Skerry defaults", "Redis")]
+        headers += [DEFAULTS_RATIO, "defaults / Redis (ops/CPU-s)"]
+        return ([f"Default configuration: {self.defaults_text()}. "
+                 "Ops per server CPU-second beside Skerry --threads 1 at the same points.", ""]
+                + md_table(headers, rows))
 
     def sweeps(self):
         """Connection sweep tables, then the pipeline, durability, hash (and unknown) steps."""
@@ -395,10 +463,13 @@ class Report:
         """Fill, memory and restart facts per dataset x server, global and other facts."""
         lines = []
         if self.facts:
-            rows = [[d, NAME[s]] + [fmt(kind, v.get(n)) for n, _, kind in SERVER_FACTS]
+            # Columns of facts older runs did not record are left out when no row has them.
+            facts = [f for f in SERVER_FACTS if f[0] not in OPTIONAL_FACTS
+                     or any(f[0] in v for v in self.facts.values())]
+            rows = [[d, NAME[s]] + [fmt(kind, v.get(n)) for n, _, kind in facts]
                     for (d, s), v in self.facts.items()]
             lines += ["## Fill, memory and restart", ""]
-            lines += md_table(["dataset", "server"] + [h for _, h, _ in SERVER_FACTS], rows)
+            lines += md_table(["dataset", "server"] + [h for _, h, _ in facts], rows)
         fio = {k: num(v[0]) for k, v in self.global_facts.items() if k.startswith("fio_")}
         if fio:
             lines += [f"Disk (fio): {fmt('int', fio.get('fio_iops'))} IOPS on a "
@@ -414,12 +485,12 @@ class Report:
         many_ds = len(tests) == 1 or len({d for _, d in groups}) > 1
         series = []
         for i, (test, dataset) in enumerate(groups):
-            for server in SERVERS:
+            for server in ALL_SERVERS:
                 pts = [(r[xcol], self.get(r, server, column))
                        for r in self.rows(step, dataset, test)]
                 pts = [(x, y * scale) for x, y in pts if x and x > 0 and y is not None]
                 words = [NAME[server]] + [test.upper()] * (len(tests) > 1) + [dataset] * many_ds
-                style = {"color": "C0" if server == "skerry" else "C1",
+                style = {"color": {"skerry": "C0", "redis": "C1"}.get(server, "C2"),
                          "linestyle": ("-", "--", ":", "-.")[i % 4], "marker": "os^v"[i % 4]}
                 if pts:
                     series.append((" ".join(words), style, pts))

@@ -20,6 +20,16 @@
 #   5. Pipeline sweep (PIPELINES, PIPELINE_CONNS connections) for GET and SET, on the first
 #      dataset only.
 #   6. DBSIZE/STRLEN check again.
+# Default configuration (DEFAULT_CONFIG=1, the default; 0 skips it): on the first dataset a
+# third server, skerry-default ("Skerry (defaults)"): Skerry with no --threads (one worker
+# per CPU it sees), its other flags as for skerry. It is started unpinned, so that it sizes
+# its workers to every CPU (2 here; under taskset it would see one), then every thread of it
+# is moved onto SERVER_CPU like the other servers: ops per server CPU-second on the same
+# CPU, so with both workers on one CPU it measures the CPU cost of the cross-worker hops
+# (the check "pinned" verifies the threads stayed there). It is started, filled and checked
+# like the others after the connection sweep, warmed up, and measured only at the pipeline
+# sweep's points at DEFAULT_PIPELINES (1 16; each must be in PIPELINES) for GET and SET,
+# right after skerry at each point. SKIP_PIPELINE=1 skips it too.
 # Then, once: durability (fresh servers, uniform SET, FSYNC_CONNS connections): Skerry
 # --appendfsync always|everysec|no vs redis-server --appendonly yes --appendfsync the same;
 # and HSET/HDEL by the published method (HASH_KEYS hash keys of one field, 4 client threads x
@@ -34,7 +44,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CMDLINE="bench/suite.sh $*"
 for a in QUICK DATASETS DURATION REPEATS CONNS_LIST PIPELINES PIPELINE_CONNS FSYNC_CONNS FSYNC_POLICIES \
-    HASH_KEYS WARMUP MEMCAP_FROM_N MEMCAP_MIB SKIP_REDIS SKIP_FIO SKIP_DURABILITY SKIP_HASH SKIP_PIPELINE; do
+    HASH_KEYS WARMUP MEMCAP_FROM_N MEMCAP_MIB SKIP_REDIS SKIP_FIO SKIP_DURABILITY SKIP_HASH SKIP_PIPELINE \
+    DEFAULT_CONFIG DEFAULT_PIPELINES; do
     [[ -n ${!a:-} ]] && CMDLINE="$a='${!a}' $CMDLINE"
 done
 
@@ -45,7 +56,7 @@ while (($#)); do
         --quick) QUICK=1 ;;
         --publish) PUBLISH=1 ;;
         --out) OUT=$2; shift ;;
-        -h | --help) sed -n '3,30p' "$0"; exit 0 ;;
+        -h | --help) sed -n '3,41p' "$0"; exit 0 ;;
         *) echo "unknown option: $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -79,6 +90,8 @@ SKIP_FIO=${SKIP_FIO:-0}
 SKIP_DURABILITY=${SKIP_DURABILITY:-0}
 SKIP_HASH=${SKIP_HASH:-0}
 SKIP_PIPELINE=${SKIP_PIPELINE:-0}
+DEFAULT_CONFIG=${DEFAULT_CONFIG:-1}     # 1: skerry-default (Skerry with no --threads) on the first dataset
+DEFAULT_PIPELINES=${DEFAULT_PIPELINES:-1 16} # its points: pipeline sweep, these depths
 SKERRY_BIN=${SKERRY_BIN:-$ROOT/target/release/skerry}
 BENCH_BIN=${BENCH_BIN:-$ROOT/target/release/skerry-bench}
 REDIS_BIN=${REDIS_BIN:-}
@@ -96,8 +109,12 @@ for v in DURATION REPEATS PIPELINE_CONNS FSYNC_CONNS FSYNC_N HASH_KEYS WARMUP DA
     FIO_RUNTIME MEMCAP_FROM_N MEMCAP_MIB SERVER_CPU CLIENT_CPU; do
     [[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a non-negative integer (got '${!v}')"
 done
-for n in $DATASETS $CONNS_LIST $PIPELINES; do [[ $n =~ ^[1-9][0-9]*$ ]] || die "not a positive integer: '$n'"; done
+[[ $DEFAULT_CONFIG == [01] ]] || die "DEFAULT_CONFIG must be 0 or 1 (got '$DEFAULT_CONFIG')"
+for n in $DATASETS $CONNS_LIST $PIPELINES $DEFAULT_PIPELINES; do [[ $n =~ ^[1-9][0-9]*$ ]] || die "not a positive integer: '$n'"; done
 ((DURATION >= 1 && REPEATS >= 1)) || die "DURATION and REPEATS must be >= 1"
+for p in $DEFAULT_PIPELINES; do
+    [[ " $PIPELINES " == *" $p "* ]] || log "note: DEFAULT_PIPELINES has $p, not in PIPELINES ($PIPELINES): no skerry-default point there"
+done
 
 # ---------------------------------------------------------------- dependencies
 APT_UPDATED=0
@@ -172,12 +189,14 @@ SERVERS=(skerry)
 {
     echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
     echo "command: $CMDLINE"
-    echo "parameters: DATASETS='$DATASETS' DURATION=$DURATION REPEATS=$REPEATS CONNS_LIST='$CONNS_LIST' PIPELINES='$PIPELINES' PIPELINE_CONNS=$PIPELINE_CONNS FSYNC_CONNS=$FSYNC_CONNS FSYNC_POLICIES='$FSYNC_POLICIES' FSYNC_N=$FSYNC_N HASH_KEYS=$HASH_KEYS WARMUP=$WARMUP DATA_SIZE=$DATA_SIZE FILL_CONNS=$FILL_CONNS FILL_PIPELINE=$FILL_PIPELINE MEMCAP_FROM_N=$MEMCAP_FROM_N MEMCAP_MIB=$MEMCAP_MIB SERVER_CPU=$SERVER_CPU CLIENT_CPU=$CLIENT_CPU SKERRY_ARGS='$SKERRY_ARGS' REDIS_ARGS='$REDIS_ARGS'"
+    echo "parameters: DATASETS='$DATASETS' DURATION=$DURATION REPEATS=$REPEATS CONNS_LIST='$CONNS_LIST' PIPELINES='$PIPELINES' PIPELINE_CONNS=$PIPELINE_CONNS FSYNC_CONNS=$FSYNC_CONNS FSYNC_POLICIES='$FSYNC_POLICIES' FSYNC_N=$FSYNC_N HASH_KEYS=$HASH_KEYS WARMUP=$WARMUP DATA_SIZE=$DATA_SIZE FILL_CONNS=$FILL_CONNS FILL_PIPELINE=$FILL_PIPELINE MEMCAP_FROM_N=$MEMCAP_FROM_N MEMCAP_MIB=$MEMCAP_MIB SERVER_CPU=$SERVER_CPU CLIENT_CPU=$CLIENT_CPU SKERRY_ARGS='$SKERRY_ARGS' REDIS_ARGS='$REDIS_ARGS' DEFAULT_CONFIG=$DEFAULT_CONFIG DEFAULT_PIPELINES='$DEFAULT_PIPELINES'"
     echo "host: $(uname -srm), $NCPU CPUs, $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
     echo "memory: $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
     src=$(df -P "$DATA_DIR" | awk 'NR == 2 { print $1 }')
     echo "data dir: $DATA_DIR on $src ($(df -PT "$DATA_DIR" | awk 'NR == 2 { print $2 }'), $(df -Ph "$DATA_DIR" | awk 'NR == 2 { print $4 }') free)"
     echo "skerry: $(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo '?')$(cd "$ROOT" && git diff --quiet HEAD -- crates src Cargo.toml Cargo.lock 2>/dev/null || echo ' (+local changes)') $SKERRY_BIN --threads 1 --appendonly yes $SKERRY_ARGS, pinned on CPU $SERVER_CPU"
+    [[ $DEFAULT_CONFIG == 1 && $SKIP_PIPELINE != 1 ]] &&
+        echo "skerry-default: $SKERRY_BIN --appendonly yes $SKERRY_ARGS (no --threads: one worker per CPU, $NCPU here), started unpinned, then every thread moved onto CPU $SERVER_CPU (taskset -p); first dataset, pipeline sweep at pipeline $DEFAULT_PIPELINES only"
     [[ $SKIP_REDIS == 1 ]] || echo "redis: $("$REDIS_BIN" --version) --save \"\" --appendonly no $REDIS_ARGS, pinned on CPU $SERVER_CPU"
     echo "client: $("$BENCH_BIN" --version), pinned on CPU $CLIENT_CPU"
     [[ $SKIP_FIO == 1 ]] || echo "fio: $(fio --version)"
@@ -235,6 +254,13 @@ start_server() {
             cmd=(taskset -c "$SERVER_CPU" "$SKERRY_BIN" --port "$port" --bind 127.0.0.1 --dir "$dir" --threads 1
                 --appendonly yes "$@" $SKERRY_ARGS)
             [[ $capped == 1 ]] && cmd=(bash "$MEMCAP_BIN" "$MEMCAP_MIB" "${cmd[@]}") ;;
+        skerry-default)
+            # Skerry as it starts by default: no --threads. Not under taskset: it sizes its
+            # workers to the CPUs it may run on (available_parallelism, which follows the
+            # affinity mask), so it is pinned after startup, by pin_threads.
+            # shellcheck disable=SC2206
+            cmd=("$SKERRY_BIN" --port "$port" --bind 127.0.0.1 --dir "$dir" --appendonly yes "$@" $SKERRY_ARGS)
+            [[ $capped == 1 ]] && cmd=(bash "$MEMCAP_BIN" "$MEMCAP_MIB" "${cmd[@]}") ;;
         redis)
             # shellcheck disable=SC2206
             cmd=(taskset -c "$SERVER_CPU" "$REDIS_BIN" --port "$port" --bind 127.0.0.1 --save "" --daemonize no
@@ -263,8 +289,42 @@ start_server() {
         ((SECONDS - t0 < START_TIMEOUT)) || die "$s did not answer PING within ${START_TIMEOUT}s"
         sleep 0.01
     done
-    log "$s: pid ${PID[$s]}, port $port: ${CMD[$s]}"
+    if [[ $kind == skerry-default ]]; then
+        # INFO visits every worker, so once it answers every worker runs (and has pinned
+        # itself, one CPU each); then every thread goes onto SERVER_CPU, twice to catch a
+        # thread that set its own affinity in between.
+        for _ in {1..100}; do
+            [[ $(worker_threads "$s") =~ ^[0-9]+$ ]] && break
+            sleep 0.05
+        done
+        pin_threads "$s"
+        sleep 0.2
+        pin_threads "$s"
+        [[ -z $(stray_threads "$s") ]] || die "$s: threads not pinned on CPU $SERVER_CPU: $(stray_threads "$s")"
+    fi
+    log "$s: pid ${PID[$s]}, port $port: ${CMD[$s]}$([[ $kind == skerry-default ]] && echo ", then every thread on CPU $SERVER_CPU")"
 }
+# pin_threads NAME: every thread of server NAME onto SERVER_CPU. io_uring's own workers
+# (iou-wrk-*) may refuse (the kernel places them), as for the servers started under taskset.
+pin_threads() {
+    local t
+    for t in "/proc/${PID[$1]}/task/"*; do
+        taskset -p -c "$SERVER_CPU" "${t##*/}" >/dev/null 2>&1 || true
+    done
+}
+# stray_threads NAME: "TID(COMM):CPUS" of the threads of NAME (iou-* aside) that may run on
+# some CPU other than SERVER_CPU; nothing when all are pinned.
+stray_threads() {
+    local t comm cpus
+    for t in "/proc/${PID[$1]}/task/"*; do
+        comm=$(cat "$t/comm" 2>/dev/null) || continue
+        [[ $comm == iou-* ]] && continue
+        cpus=$(awk '/^Cpus_allowed_list:/ { print $2 }' "$t/status" 2>/dev/null) || continue
+        [[ -z $cpus || $cpus == "$SERVER_CPU" ]] || printf '%s(%s):%s ' "${t##*/}" "$comm" "$cpus"
+    done
+}
+# worker_threads NAME: Skerry's worker count (INFO server).
+worker_threads() { rcli "$1" info server | tr -d '\r' | awk -F: '$1 == "worker_threads" { print $2 }'; }
 rcli() { local s=$1; shift; redis-cli -h 127.0.0.1 -p "${PORT[$s]}" "$@" 2>&1; }
 
 # check_keys NAME N LABEL: DBSIZE == N and STRLEN == DATA_SIZE for sample keys.
@@ -321,6 +381,17 @@ run_point() {
         "${opc/nan/0}" "$(json_num "$raw" p99_9)" "$(json_num "$raw" misses)" "$(json_num "$raw" errors)")"
 }
 
+# point_servers STEP PIPELINE: the servers measured at a point, in order: SERVERS, and
+# skerry-default right after skerry when it is up and the point is one of its own.
+point_servers() {
+    local s
+    for s in "${SERVERS[@]}"; do
+        echo "$s"
+        [[ $s == skerry && -n ${PID[skerry-default]:-} && $1 == pipeline && " $DEFAULT_PIPELINES " == *" $2 "* ]] &&
+            echo skerry-default
+    done
+}
+
 # sweep STEP TEST CONNS_LIST PIPELINES: every (connections, pipeline) point of TEST (get or
 # set) over keys 1..N, REPEATS times, the servers alternating point by point; every GET
 # must hit.
@@ -331,13 +402,60 @@ sweep() {
     for c in $conns_list; do
         for p in $pipes; do
             for ((r = 1; r <= REPEATS; r++)); do
-                for s in "${SERVERS[@]}"; do
+                for s in $(point_servers "$step" "$p"); do
                     run_point "$s" "$step" "$test" "$c" "$p" "" "$r" "$N" --ratio "$ratio" \
                         --test-time "$DURATION" "${extra[@]}"
                 done
             done
         done
     done
+}
+
+# prepare_server NAME: start server NAME for dataset LABEL (keys 1..N), fill it with exactly N
+# SETs, facts (RSS, fill rate, workers), key checks; Skerry's cold restart.
+prepare_server() {
+    local s=$1 rss0 rss1 c0 c1 t0 t1 t2 before
+    case $s in
+        skerry) start_server skerry skerry "$capped" --data-size "${gib}gb" ;;
+        skerry-default) start_server skerry-default skerry-default "$capped" --data-size "${gib}gb" ;;
+        redis) start_server redis redis 0 ;;
+    esac
+    [[ $s == skerry* ]] && fact "$LABEL.$s.worker_threads" "$(worker_threads "$s")"
+    rss0=$(rss_bytes "${PID[$s]}")
+    fact "$LABEL.$s.rss_empty_bytes" "$rss0"
+    c0=$(cpu_ticks "${PID[$s]}")
+    t0=$(now)
+    taskset -c "$CLIENT_CPU" "$BENCH_BIN" --host 127.0.0.1 -p "${PORT[$s]}" -q -n "$N" -d "$DATA_SIZE" \
+        -c "$FILL_CONNS" -P "$FILL_PIPELINE" --key-pattern sequential --ratio 1:0 --requests "$N" \
+        --require-no-errors --json "$OUT/raw/$LABEL-$s-fill.json" >/dev/null 2>&1 || fail "$LABEL $s: fill failed"
+    t1=$(now)
+    c1=$(cpu_ticks "${PID[$s]}")
+    fact "$LABEL.$s.fill_ops_per_sec" "$(calc "$N / ($t1 - $t0)")"
+    fact "$LABEL.$s.fill_cpu_s" "$(calc "($c1 - $c0) / $CLK_TCK")"
+    sleep 2
+    rss1=$(rss_bytes "${PID[$s]}")
+    fact "$LABEL.$s.rss_filled_bytes" "$rss1"
+    fact "$LABEL.$s.bytes_per_key" "$(calc "($rss1 - $rss0) / $N")"
+    check_keys "$s" "$N" after_fill
+    if [[ $s == skerry ]]; then
+        # Cold restart: kill -9 right after the fill, same command, same data. It is
+        # ready when DBSIZE is back to what it was before the kill (N after a good fill).
+        before=$(rcli skerry dbsize)
+        stop_server skerry KILL
+        t0=$(now)
+        start_server skerry skerry "$capped" --data-size "${gib}gb"
+        t1=$(now)
+        until [[ $(rcli skerry dbsize) == "$before" ]]; do
+            sleep 0.01
+            (($(calc "($(now) - $t0 > $START_TIMEOUT) ? 1 : 0"))) && { fail "$LABEL skerry: DBSIZE not back to $before after the restart"; break; }
+        done
+        t2=$(now)
+        fact "$LABEL.skerry.restart_ping_s" "$(calc "$t1 - $t0")"
+        fact "$LABEL.skerry.restart_dbsize_s" "$(calc "$t2 - $t0")"
+        fact "$LABEL.skerry.rss_after_restart_bytes" "$(rss_bytes "${PID[skerry]}")"
+        log "$LABEL skerry cold restart: PING after $(calc "$t1 - $t0") s, DBSIZE == $before after $(calc "$t2 - $t0") s"
+        check_keys skerry "$N" after_restart
+    fi
 }
 
 # ---------------------------------------------------------------- per dataset
@@ -362,56 +480,32 @@ for N in $DATASETS; do
     # Skerry's data file: twice the live data plus 4 GiB, room for defrag to keep up with
     # the SET points.
     gib=$(((N * (DATA_SIZE + 64) * 2 >> 30) + 4))
-    for s in "${SERVERS[@]}"; do
-        case $s in
-            skerry) start_server skerry skerry "$capped" --data-size "${gib}gb" ;;
-            redis) start_server redis redis 0 ;;
-        esac
-        rss0=$(rss_bytes "${PID[$s]}")
-        fact "$LABEL.$s.rss_empty_bytes" "$rss0"
-        c0=$(cpu_ticks "${PID[$s]}")
-        t0=$(now)
-        taskset -c "$CLIENT_CPU" "$BENCH_BIN" --host 127.0.0.1 -p "${PORT[$s]}" -q -n "$N" -d "$DATA_SIZE" \
-            -c "$FILL_CONNS" -P "$FILL_PIPELINE" --key-pattern sequential --ratio 1:0 --requests "$N" \
-            --require-no-errors --json "$OUT/raw/$LABEL-$s-fill.json" >/dev/null 2>&1 || fail "$LABEL $s: fill failed"
-        t1=$(now)
-        c1=$(cpu_ticks "${PID[$s]}")
-        fact "$LABEL.$s.fill_ops_per_sec" "$(calc "$N / ($t1 - $t0)")"
-        fact "$LABEL.$s.fill_cpu_s" "$(calc "($c1 - $c0) / $CLK_TCK")"
-        sleep 2
-        rss1=$(rss_bytes "${PID[$s]}")
-        fact "$LABEL.$s.rss_filled_bytes" "$rss1"
-        fact "$LABEL.$s.bytes_per_key" "$(calc "($rss1 - $rss0) / $N")"
-        check_keys "$s" "$N" after_fill
-        if [[ $s == skerry ]]; then
-            # Cold restart: kill -9 right after the fill, same command, same data. It is
-            # ready when DBSIZE is back to what it was before the kill (N after a good fill).
-            before=$(rcli skerry dbsize)
-            stop_server skerry KILL
-            t0=$(now)
-            start_server skerry skerry "$capped" --data-size "${gib}gb"
-            t1=$(now)
-            until [[ $(rcli skerry dbsize) == "$before" ]]; do
-                sleep 0.01
-                (($(calc "($(now) - $t0 > $START_TIMEOUT) ? 1 : 0"))) && { fail "$LABEL skerry: DBSIZE not back to $before after the restart"; break; }
-            done
-            t2=$(now)
-            fact "$LABEL.skerry.restart_ping_s" "$(calc "$t1 - $t0")"
-            fact "$LABEL.skerry.restart_dbsize_s" "$(calc "$t2 - $t0")"
-            fact "$LABEL.skerry.rss_after_restart_bytes" "$(rss_bytes "${PID[skerry]}")"
-            log "$LABEL skerry cold restart: PING after $(calc "$t1 - $t0") s, DBSIZE == $before after $(calc "$t2 - $t0") s"
-            check_keys skerry "$N" after_restart
-        fi
-    done
+    for s in "${SERVERS[@]}"; do prepare_server "$s"; done
     for s in "${SERVERS[@]}"; do
         run_point "$s" warmup get 128 1 "" 1 "$N" --ratio 0:1 --test-time "$WARMUP"
     done
     for test in get set; do sweep conns "$test" "$CONNS_LIST" 1; done
     if [[ $FIRST == 1 && $SKIP_PIPELINE != 1 ]]; then
+        # The default configuration joins for the pipeline sweep only (its points: those at
+        # DEFAULT_PIPELINES), so the connection sweep runs exactly as without it.
+        if [[ $DEFAULT_CONFIG == 1 ]]; then
+            prepare_server skerry-default
+            run_point skerry-default warmup get 128 1 "" 1 "$N" --ratio 0:1 --test-time "$WARMUP"
+        fi
         for test in get set; do sweep pipeline "$test" "$PIPELINE_CONNS" "$PIPELINES"; done
     fi
-    for s in "${SERVERS[@]}"; do
+    for s in "${SERVERS[@]}" ${PID[skerry-default]:+skerry-default}; do
         check_keys "$s" "$N" after_points
+        if [[ $s == skerry-default ]]; then
+            stray=$(stray_threads "$s")
+            if [[ -z $stray ]]; then
+                fact "$LABEL.$s.check_pinned" "PASS"
+            else
+                fact "$LABEL.$s.check_pinned" "FAIL: not only on CPU $SERVER_CPU: $stray"
+                FAILURES=$((FAILURES + 1))
+                log "CHECK FAILED: $LABEL $s: threads not only on CPU $SERVER_CPU: $stray"
+            fi
+        fi
         wipe_server "$s"
     done
     FIRST=0

@@ -65,6 +65,30 @@ def table_row(markdown, first_cell):
     raise AssertionError(f"no row {first_cell!r} in:\n{markdown}")
 
 
+def tables(markdown):
+    """Every Markdown table as (headers, rows), cells stripped."""
+    found, current = [], None
+    for line in markdown.splitlines() + [""]:
+        if line.startswith("|"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if current is None:
+                current = (cells, [])
+            elif not all(set(c) <= set("-:") for c in cells):
+                current[1].append(cells)
+        elif current is not None:
+            found.append(current)
+            current = None
+    return found
+
+
+def find_table(markdown, *headers):
+    """(headers, rows as header -> cell dicts) of the first table having all these headers."""
+    for head, rows in tables(markdown):
+        if all(h in head for h in headers):
+            return head, [dict(zip(head, row)) for row in rows]
+    raise AssertionError(f"no table with {headers!r} in:\n{markdown}")
+
+
 class ReportTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
@@ -121,6 +145,78 @@ class ReportTest(unittest.TestCase):
         self.assertIn("misses 7", failures)
         self.assertIn("DBSIZE 5", failures)
         self.assertIn("fill failed", failures)
+
+    def test_default_configuration_rows(self):
+        # Pipeline sweep at 50 connections; Skerry in its default configuration (no
+        # --threads) only at pipeline 1 and 16, as bench/suite.sh runs it.
+        rows = []
+        for pipe, skerry, default, redis in ((1, 100000, 80000, 120000),
+                                             (4, 150000, None, 200000),
+                                             (16, 300000, 210000, 400000)):
+            for server, ops in (("skerry", skerry), ("skerry-default", default),
+                                ("redis", redis)):
+                if ops is not None:
+                    rows.append(run_row("1M", server, "pipeline", "get", 50, pipe, 1, ops, 10,
+                                        5000))
+        write_results(self.dir, rows, facts=[
+            ("1M.skerry.worker_threads", "1"), ("1M.skerry-default.worker_threads", "2"),
+            ("1M.skerry-default.fill_ops_per_sec", "123456"),
+            ("1M.skerry-default.check_after_fill", "PASS"),
+            ("1M.skerry-default.check_pinned", "FAIL: not only on CPU 0: 77(skerry):0-1")])
+        rc, md = report(self.dir)
+        self.assertEqual(rc, 0, md)
+        ratio = "defaults / --threads 1 (ops/CPU-s)"
+        head, table = find_table(md, "pipeline", "Skerry", ratio)
+        got = {(r["pipeline"], r["Skerry"]): r for r in table}
+        self.assertEqual(sorted(got), [("1", "--threads 1"), ("1", "defaults"),
+                                       ("16", "--threads 1"), ("16", "defaults"),
+                                       ("4", "--threads 1")])
+        # Each defaults row right below the --threads 1 row of its point.
+        order = [(r["pipeline"], r["Skerry"]) for r in table]
+        self.assertEqual(order.index(("1", "defaults")), order.index(("1", "--threads 1")) + 1)
+        self.assertEqual(order.index(("16", "defaults")),
+                         order.index(("16", "--threads 1")) + 1)
+        d1, t1 = got[("1", "defaults")], got[("1", "--threads 1")]
+        self.assertEqual((d1["Skerry ops/s"], d1["Redis ops/s"], d1["Skerry/Redis"]),
+                         ("80,000", "-", "0.67"))
+        self.assertEqual((d1["Skerry ops/CPU-s"], d1["Skerry/Redis (ops/CPU-s)"], d1[ratio]),
+                         ("80,000", "0.67", "0.80"))
+        self.assertEqual((t1["Skerry ops/s"], t1["Redis ops/s"], t1[ratio]),
+                         ("100,000", "120,000", "-"))
+        self.assertEqual(got[("16", "defaults")][ratio], "0.70")
+        self.assertIn("(raw/1M-skerry-default-pipeline-get-c50-p1-r1.json)", d1["raw"])
+        self.assertNotIn("skerry-default", t1["raw"])
+        self.assertIn("2 workers", md)
+        # The summary's table of the default configuration beside --threads 1 and Redis.
+        _, summary = find_table(md, "Skerry defaults ops/CPU-s", ratio)
+        self.assertEqual([(r["pipeline"], r["Skerry --threads 1 ops/CPU-s"],
+                           r["Skerry defaults ops/CPU-s"], r["Redis ops/CPU-s"], r[ratio],
+                           r["defaults / Redis (ops/CPU-s)"]) for r in summary],
+                         [("1", "100,000", "80,000", "120,000", "0.80", "0.67"),
+                          ("16", "300,000", "210,000", "400,000", "0.70", "0.53")])
+        # Its facts in the fill table (not "Other facts"), its failed check listed.
+        _, fill = find_table(md, "server", "fill ops/s", "workers", "check pinned")
+        fill = {r["server"]: r for r in fill}
+        self.assertEqual((fill["Skerry (defaults)"]["fill ops/s"],
+                          fill["Skerry (defaults)"]["workers"], fill["Skerry"]["workers"]),
+                         ("123,456", "2", "1"))
+        self.assertNotIn("## Other facts", md)
+        failures = md.split("## Failures", 1)[1].split("\n## ", 1)[0]
+        self.assertIn("Skerry (defaults) check_pinned: FAIL", failures)
+        with open(os.path.join(self.dir, "charts", "pipeline.svg")) as f:
+            self.assertIn("Skerry (defaults)", f.read())
+
+    def test_no_defaults_no_defaults_columns(self):
+        write_results(self.dir, [run_row("1M", s, "pipeline", "set", 50, 1, 1, 1000, 1, 5)
+                                 for s in ("skerry", "redis")],
+                      facts=[("1M.skerry.fill_ops_per_sec", "1000")])
+        rc, md = report(self.dir)
+        self.assertEqual(rc, 0, md)
+        self.assertNotIn("defaults", md)
+        head, _ = find_table(md, "pipeline", "Skerry ops/s")
+        self.assertEqual(head[:5], ["dataset", "test", "conns", "pipeline", "Skerry ops/s"])
+        head, _ = find_table(md, "server", "fill ops/s")
+        self.assertNotIn("workers", head)
 
     def test_no_points_is_an_error(self):
         write_results(self.dir, [])
