@@ -5,9 +5,9 @@
 mod common;
 
 use common::run;
-use common::small::{opts, ram, value};
+use common::small::{assert_recovers_exactly, opts, ram, value};
 use skerry_store::device::CrashSpec;
-use skerry_store::{Durability, Location, RecoveredIndex, Store, Writer};
+use skerry_store::{Durability, Location, Store, Writer};
 
 fn val(tag: u8, len: usize) -> Vec<u8> {
     (0..len).map(|i| tag.wrapping_mul(31) ^ (i as u8)).collect()
@@ -77,22 +77,5 @@ fn idle_writer_reads_durable_records_from_the_device_and_keeps_appending() {
         }
     });
     ctl.crash(CrashSpec::lose_unsynced());
-    run(async {
-        let mut index = RecoveredIndex::default();
-        let (store, rec) = Store::create_or_open(vec![ctl.device().into()], &opts(), |r| {
-            index.apply(r);
-        })
-        .await
-        .expect("reopen");
-        assert!(rec.truncations.is_empty(), "{:?}", rec.truncations);
-        assert_eq!(rec.records, acked.len() as u64);
-        let w = Writer::open(store.clone(), 0, Durability::EverySec, rec.max_mutation_seq)
-            .await
-            .unwrap();
-        for (k, v, l) in &acked {
-            let e = index.get(k.as_bytes()).expect("recovered");
-            assert_eq!(e.location, *l, "{k}");
-            assert_eq!(w.read(l).await.unwrap().value(), v.as_slice(), "{k}");
-        }
-    });
+    assert_recovers_exactly(&ctl, &acked);
 }

@@ -7,10 +7,10 @@
 mod common;
 
 use common::run;
-use common::small::{opts, ram, value, BLOCK_BYTES};
+use common::small::{assert_recovers_exactly, opts, ram, value, BLOCK_BYTES};
 use skerry_store::device::CrashSpec;
 use skerry_store::format::{BlockHeader, BLOCK_HEADER_BYTES};
-use skerry_store::{BlockId, Durability, Location, RecoveredIndex, Store, Writer};
+use skerry_store::{BlockId, Durability, Location, Store, Writer};
 
 /// Fills a value with a byte that never appears in a record header of these tests, so
 /// stale bytes are easy to spot.
@@ -84,23 +84,5 @@ fn a_recycled_image_never_writes_its_old_bytes() {
     });
     assert!(reused.is_some());
     ctl.crash(CrashSpec::lose_unsynced());
-    run(async {
-        let mut index = RecoveredIndex::default();
-        let (store, rec) = Store::create_or_open(vec![ctl.device().into()], &opts(), |r| {
-            index.apply(r);
-        })
-        .await
-        .expect("reopen");
-        assert!(rec.truncations.is_empty(), "{:?}", rec.truncations);
-        assert_eq!(rec.corrupt_records, 0);
-        let w = Writer::open(store.clone(), 0, Durability::EverySec, rec.max_mutation_seq)
-            .await
-            .unwrap();
-        assert_eq!(rec.records, acked.len() as u64);
-        for (k, v, l) in &acked {
-            let e = index.get(k.as_bytes()).expect("recovered");
-            assert_eq!(e.location, *l, "{k}");
-            assert_eq!(w.read(l).await.unwrap().value(), v.as_slice(), "{k}");
-        }
-    });
+    assert_recovers_exactly(&ctl, &acked);
 }

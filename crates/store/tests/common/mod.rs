@@ -155,6 +155,35 @@ pub mod small {
     pub fn tombstone(seq: u64) -> RecordMeta {
         meta(RecordKind::Tombstone, seq)
     }
+
+    /// Reopens the store on the (crashed) RAM device of `ctl` and checks that recovery
+    /// finds exactly the `acked` (key, value, location) records, with no truncation and no
+    /// damaged record, each key at its location and each value read back whole.
+    pub fn assert_recovers_exactly(
+        ctl: &skerry_store::device::RamControl,
+        acked: &[(String, Vec<u8>, skerry_store::Location)],
+    ) {
+        use skerry_store::{Durability, RecoveredIndex, Store, Writer};
+        super::run(async {
+            let mut index = RecoveredIndex::default();
+            let (store, rec) = Store::create_or_open(vec![ctl.device().into()], &opts(), |r| {
+                index.apply(r);
+            })
+            .await
+            .expect("reopen");
+            assert!(rec.truncations.is_empty(), "{:?}", rec.truncations);
+            assert_eq!(rec.corrupt_records, 0);
+            assert_eq!(rec.records, acked.len() as u64);
+            let w = Writer::open(store.clone(), 0, Durability::EverySec, rec.max_mutation_seq)
+                .await
+                .unwrap();
+            for (k, v, l) in acked {
+                let e = index.get(k.as_bytes()).expect("recovered");
+                assert_eq!(e.location, *l, "{k}");
+                assert_eq!(w.read(l).await.unwrap().value(), v.as_slice(), "{k}");
+            }
+        });
+    }
 }
 
 /// The value of the record at `loc` in `image`, a RAM device's bytes (recovery hands out
