@@ -457,21 +457,6 @@ fn file_thread(dir: PathBuf, worker: usize, rx: flume::Receiver<Msg>) -> Result<
     }
 }
 
-/// Yields once to the worker's other tasks.
-async fn yield_now() {
-    let mut yielded = false;
-    std::future::poll_fn(|cx| {
-        if yielded {
-            std::task::Poll::Ready(())
-        } else {
-            yielded = true;
-            cx.waker().wake_by_ref();
-            std::task::Poll::Pending
-        }
-    })
-    .await
-}
-
 thread_local! {
     static RUNNING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
@@ -620,7 +605,7 @@ async fn write_inner(shared: &Arc<Shared>, worker: usize) -> Result<Written, Str
                     .await
                     .map_err(|_| file_error(&done_rx))?;
             } else {
-                yield_now().await;
+                skerry_store::yield_now().await;
             }
             if last_progress.elapsed() >= Duration::from_secs(1) {
                 last_progress = Instant::now();

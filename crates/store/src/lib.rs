@@ -55,3 +55,20 @@ pub use recovery::{
 };
 pub use store::{AllocatedBlock, BlockId, Location, Store, StoreOptions, StoreStats};
 pub use writer::{Durability, Writer, WriterStats};
+
+/// Yields once to the other tasks of the calling thread's runtime: returns `Pending` once,
+/// after waking itself, so long work can let a worker's connections run between its steps
+/// (the writer between two copies of a flush, the server's index checkpoints).
+pub async fn yield_now() {
+    let mut yielded = false;
+    std::future::poll_fn(|cx| {
+        if yielded {
+            std::task::Poll::Ready(())
+        } else {
+            yielded = true;
+            cx.waker().wake_by_ref();
+            std::task::Poll::Pending
+        }
+    })
+    .await
+}

@@ -43,7 +43,7 @@ use crate::format::{
 };
 use crate::recovery::{scan_area, AreaItem, InOrder, RecoveredOpenBlock};
 use crate::store::{io_err, AllocatedBlock, BlockId, Location, Store};
-use crate::{AlignedBuf, IoLatency};
+use crate::{yield_now, AlignedBuf, IoLatency};
 
 /// When appended records are made durable (`appendfsync`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -200,7 +200,6 @@ fn summary_outgrown(summary_len: usize, records_bytes: usize) -> bool {
     records_bytes >= SUMMARY_MIN_RECORD_BYTES && summary_len * SUMMARY_MAX_SHARE > records_bytes
 }
 
-/// One planned device write.
 /// One planned write of a staged block: `[start, end)` of its image (sector-aligned),
 /// copied a piece at a time as it goes out ([`Writer::write_out`]).
 struct WriteJob {
@@ -229,21 +228,6 @@ const WRITE_PIECE_BYTES: usize = 512 << 10;
 
 /// Pieces of a flush in flight at once (4 MiB).
 const WRITE_PIECES_IN_FLIGHT: usize = 8;
-
-/// Yields once to the worker's other tasks.
-async fn yield_now() {
-    let mut yielded = false;
-    poll_fn(|cx| {
-        if yielded {
-            Poll::Ready(())
-        } else {
-            yielded = true;
-            cx.waker().wake_by_ref();
-            Poll::Pending
-        }
-    })
-    .await
-}
 
 /// A completed piece of [`Writer::write_out`].
 struct PieceDone {

@@ -109,20 +109,6 @@ fn unsynced_appends_are_lost_synced_kept() {
     });
 }
 
-/// Returns `Pending` once (after waking itself), letting other tasks run.
-async fn yield_now() {
-    let mut yielded = false;
-    std::future::poll_fn(|cx| {
-        if yielded {
-            return std::task::Poll::Ready(());
-        }
-        yielded = true;
-        cx.waker().wake_by_ref();
-        std::task::Poll::Pending
-    })
-    .await
-}
-
 #[test]
 fn group_commit_shares_one_sync() {
     let dev = ram(4);
@@ -138,7 +124,7 @@ fn group_commit_shares_one_sync() {
                     .unwrap();
                 // Let every task append before any commits (RAM I/O never
                 // suspends, so the committers meet only this way).
-                yield_now().await;
+                skerry_store::yield_now().await;
                 w.ack().await.unwrap();
             }));
         }
