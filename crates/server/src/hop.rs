@@ -167,15 +167,12 @@ fn prefetch_batch(s: &Shard, b: &Batch) -> usize {
     let (mut n, mut looked) = (0, 0);
     for (idx, cmd_db, ends) in cmds.iter().take(PREFETCH_MAX_KEYS) {
         looked += 1;
-        let spec = &commands::COMMANDS[*idx];
-        if *cmd_db == db
-            && ends.len() >= 2
-            && matches!(spec.handler, commands::Handler::Keyed { .. })
-            && spec.first_key == 1
-        {
+        if *cmd_db != db || ends.len() < 2 {
+            continue;
+        }
+        if let Some(reads) = crate::prefetch::first_key_reads(*idx) {
             // Argument ends are offsets into `data`: the key follows the command name.
-            let key = &b.p.data[ends[0] as usize..ends[1] as usize];
-            keys[n] = (key, commands::reads_values_always(*idx));
+            keys[n] = (&b.p.data[ends[0] as usize..ends[1] as usize], reads);
             n += 1;
         }
     }

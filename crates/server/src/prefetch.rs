@@ -21,6 +21,16 @@ thread_local! {
     static SCRATCH: RefCell<RequestParser> = RefCell::new(RequestParser::new());
 }
 
+/// For command `idx` (of the command table) whose first argument is its key, whether it
+/// reads that key's value (worth prefetching too); `None` for a command that is not keyed
+/// by its first argument. What a connection's window and a forwarded batch
+/// (`crate::hop`) prefetch.
+pub fn first_key_reads(idx: usize) -> Option<bool> {
+    let spec = &COMMANDS[idx];
+    (matches!(spec.handler, Handler::Keyed { .. }) && spec.first_key == 1)
+        .then(|| commands::reads_values_always(idx))
+}
+
 /// Looks at the commands at the start of `data` (up to [`PREFETCH_MAX_KEYS`] complete
 /// ones) and prefetches their keys in database `db` of worker `worker` (of `workers`).
 /// Returns the bytes of the commands looked at: the caller prefetches again once it has
@@ -41,17 +51,13 @@ pub fn window(data: &[u8], db: usize, worker: usize, workers: usize, limits: &Li
             };
             let cmd = &data[at..at + consumed];
             if p.argc() >= 2 && data[at] == b'*' {
-                if let Some(idx) = commands::lookup(p.arg(cmd, 0)) {
-                    let spec = &COMMANDS[idx];
-                    if matches!(spec.handler, Handler::Keyed { .. }) && spec.first_key == 1 {
-                        let key = p.arg(cmd, 1);
-                        if crate::slot::owner(key, workers) == worker {
-                            // The argument lies inside `cmd` (a multibulk request).
-                            let start = key.as_ptr() as usize - data.as_ptr() as usize;
-                            ranges[n] =
-                                (start, start + key.len(), commands::reads_values_always(idx));
-                            n += 1;
-                        }
+                if let Some(reads) = commands::lookup(p.arg(cmd, 0)).and_then(first_key_reads) {
+                    let key = p.arg(cmd, 1);
+                    if crate::slot::owner(key, workers) == worker {
+                        // The argument lies inside `cmd` (a multibulk request).
+                        let start = key.as_ptr() as usize - data.as_ptr() as usize;
+                        ranges[n] = (start, start + key.len(), reads);
+                        n += 1;
                     }
                 }
             }

@@ -42,8 +42,6 @@ thread_local! {
     static LAST_FAILED: Cell<Option<(u64, u64, u64)>> = const { Cell::new(None) };
 }
 
-/// True when space is low on the data devices (one atomic load; the fast path of every
-/// `denyoom` command).
 /// True when a write must wait before it runs: the data devices are nearly full
 /// ([`space_low`]) or this worker's staged backlog is over [`BACKLOG_MAX_BYTES`]. Cheap:
 /// a few loads.
@@ -69,6 +67,7 @@ pub async fn wait_before_write(shared: &Shared) {
     }
 }
 
+/// True when space is low on the data devices (one atomic load).
 pub fn space_low() -> bool {
     local_shard().borrow().keyspace.log().store().space_low()
 }
