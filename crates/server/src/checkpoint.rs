@@ -693,7 +693,10 @@ pub fn write_all_before_exit(shared: &Arc<Shared>, timeout: Duration) {
             .detach()
         });
         if shared.inboxes[w]
-            .send(crate::worker::Envelope { txn: 0, job })
+            .send(crate::worker::Envelope {
+                txn: 0,
+                job: job.into(),
+            })
             .is_ok()
         {
             waiting.push((w, rx));

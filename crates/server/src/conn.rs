@@ -618,7 +618,8 @@ impl Conn {
     /// Sends the queued commands to their workers without waiting for their replies
     /// (see [`Conn::flush_pending`]).
     pub fn send_pending(&mut self) {
-        self.hops.send(self.worker, self.reply.proto, self.now_ms);
+        self.hops
+            .send(self.worker, self.info.id, self.reply.proto, self.now_ms);
     }
 
     /// Sends queued commands to their workers and puts their replies in place: a barrier,
@@ -701,7 +702,10 @@ impl Conn {
         if w == self.worker {
             job(&mut local_shard().borrow_mut());
         } else {
-            let _ = self.shared.inboxes[w].send(crate::worker::Envelope { txn: 0, job });
+            let _ = self.shared.inboxes[w].send(crate::worker::Envelope {
+                txn: 0,
+                job: job.into(),
+            });
         }
     }
 
@@ -1061,7 +1065,10 @@ impl Conn {
             if w == self.worker {
                 job(&mut local_shard().borrow_mut());
             } else {
-                let _ = self.shared.inboxes[w].send(crate::worker::Envelope { txn: 0, job });
+                let _ = self.shared.inboxes[w].send(crate::worker::Envelope {
+                    txn: 0,
+                    job: job.into(),
+                });
             }
         }
         self.cas_flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -1085,7 +1092,7 @@ impl Conn {
         let proto = self.reply.proto;
         let now_ms = self.now_ms;
         let (tx, rx) = flume::bounded::<Vec<u8>>(1);
-        let mut p = crate::hop::Pending::new(w);
+        let mut p = crate::hop::Pending::take(w);
         p.push(idx, self.db, argv);
         let wait = (state.clone(), self.info.fd);
         self.submit_job(w, crate::hop::blocking_job(p, proto, now_ms, tx, wait))
@@ -1151,7 +1158,10 @@ impl Conn {
             }
             job(&mut local_shard().borrow_mut());
         } else if self.shared.inboxes[w]
-            .send(crate::worker::Envelope { txn: 0, job })
+            .send(crate::worker::Envelope {
+                txn: 0,
+                job: job.into(),
+            })
             .is_err()
         {
             panic!("worker {w} has stopped");

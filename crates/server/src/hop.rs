@@ -23,25 +23,68 @@ use crate::commands;
 use crate::conn::{exec_failed, exec_keyed, key_args, Argv};
 use crate::keyspace::PREFETCH_MAX_KEYS;
 use crate::reply::Reply;
-use crate::worker::{local_shard, wait_local_unheld, Shard};
+use crate::worker::{local_shard, wait_local_unheld, Shard, Work};
 
-/// Keyed commands waiting to go to another worker in one message.
-pub(crate) struct Pending {
+/// Keyed commands waiting to go to another worker in one message, and, once they ran there,
+/// their replies: a batch goes to its owner and comes back whole, so its buffers are
+/// allocated, reused and freed on the connection's own worker ([`Pending::take`]) and a
+/// hop allocates nothing once the worker has run a few turns.
+pub struct Pending {
     pub(crate) worker: usize,
     /// Arguments of every command, back to back.
     pub(crate) data: Vec<u8>,
     /// (command index, database, argument end offsets into `data`).
     pub(crate) cmds: Vec<(usize, usize, SmallVec<[u32; 8]>)>,
+    /// Every command's reply, back to back (filled by the owner).
+    reply: Vec<u8>,
+    /// End offset in `reply` of each command's reply.
+    ends: Vec<u32>,
+}
+
+/// Batches kept per worker for reuse.
+const POOL_MAX: usize = 64;
+/// A batch whose argument or reply buffer grew past this is freed rather than kept.
+const POOL_KEEP_MAX_BYTES: usize = 256 * 1024;
+
+thread_local! {
+    /// Empty batches of this worker's connections, for reuse.
+    static POOL: std::cell::RefCell<Vec<Pending>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 impl Pending {
-    /// An empty batch for worker `worker`.
-    pub(crate) fn new(worker: usize) -> Pending {
-        Pending {
-            worker,
-            data: Vec::new(),
-            cmds: Vec::new(),
+    /// An empty batch for worker `worker`, reused from this worker's pool when one is free.
+    pub(crate) fn take(worker: usize) -> Pending {
+        match POOL.with_borrow_mut(|p| p.pop()) {
+            Some(mut p) => {
+                p.worker = worker;
+                p
+            }
+            None => Pending {
+                worker,
+                data: Vec::new(),
+                cmds: Vec::new(),
+                reply: Vec::new(),
+                ends: Vec::new(),
+            },
         }
+    }
+
+    /// Gives a batch whose replies were taken back to this worker's pool (emptied), or frees
+    /// it when it grew large or enough are kept.
+    fn recycle(mut self) {
+        if self.data.capacity() > POOL_KEEP_MAX_BYTES || self.reply.capacity() > POOL_KEEP_MAX_BYTES
+        {
+            return;
+        }
+        self.data.clear();
+        self.cmds.clear();
+        self.reply.clear();
+        self.ends.clear();
+        POOL.with_borrow_mut(|p| {
+            if p.len() < POOL_MAX {
+                p.push(self);
+            }
+        });
     }
 
     /// Appends command `idx` of database `db` with its arguments.
@@ -55,25 +98,18 @@ impl Pending {
     }
 }
 
-/// The replies of one batch of a turn.
-pub(crate) struct BatchReply {
-    worker: usize,
-    /// Every command's reply, back to back.
-    buf: Vec<u8>,
-    /// End offset in `buf` of each command's reply.
-    ends: Vec<u32>,
+/// Frees the batches kept for reuse (a worker that went idle).
+pub(crate) fn free_pool() {
+    POOL.with_borrow_mut(|p| *p = Vec::new());
 }
 
 /// Where a batch's replies go.
-enum ReplyTo {
+pub enum ReplyTo {
     /// A blocking command sent alone: its reply (see `crate::blocking`).
     One(flume::Sender<Vec<u8>>),
-    /// A batch of a turn: its replies and where each ends, to the connection on worker
-    /// `from`.
-    Turn {
-        tx: flume::Sender<BatchReply>,
-        from: usize,
-    },
+    /// A batch of a turn: the batch itself, with its replies and where each ends, back to
+    /// connection `client` on worker `from`.
+    Turn { client: u64, from: usize },
 }
 
 /// The job that runs `p` on its worker and sends the reply of the blocking command it
@@ -85,39 +121,63 @@ pub(crate) fn blocking_job(
     tx: flume::Sender<Vec<u8>>,
     wait: (Arc<crate::blocking::WaitState>, std::os::fd::RawFd),
 ) -> crate::worker::Job {
-    batch_job(p, proto, now_ms, ReplyTo::One(tx), Some(wait))
+    Box::new(move |s: &mut Shard| {
+        HopWork::Batch {
+            p,
+            proto,
+            now_ms,
+            tx: ReplyTo::One(tx),
+            wait: Some(wait),
+        }
+        .run(s)
+    })
 }
 
-fn batch_job(
-    p: Pending,
-    proto: Proto,
-    now_ms: i64,
-    tx: ReplyTo,
-    wait: Option<(Arc<crate::blocking::WaitState>, std::os::fd::RawFd)>,
-) -> crate::worker::Job {
-    Box::new(move |s: &mut Shard| {
-        let ends = match tx {
-            ReplyTo::Turn { .. } => Vec::with_capacity(p.cmds.len()),
-            ReplyTo::One(_) => Vec::new(),
-        };
-        let b = Batch {
-            p,
-            next: 0,
-            start: 0,
-            reply: Reply {
-                buf: Vec::with_capacity(256),
+/// A hop, as a worker receives it.
+pub enum HopWork {
+    /// Commands to run here, and where their replies go.
+    Batch {
+        p: Pending,
+        proto: Proto,
+        now_ms: i64,
+        tx: ReplyTo,
+        wait: Option<(Arc<crate::blocking::WaitState>, std::os::fd::RawFd)>,
+    },
+    /// A batch of connection `client` of this worker, back with its replies.
+    Returned { client: u64, batch: Pending },
+}
+
+impl HopWork {
+    /// Does it, on the worker it was sent to.
+    pub(crate) fn run(self, s: &mut Shard) {
+        match self {
+            HopWork::Batch {
+                mut p,
                 proto,
-            },
-            ends,
-            now_ms,
-            tx,
-            mark: None,
-            wait,
-            wrote: false,
-            prefetched: 0,
-        };
-        run_batch(s, b);
-    })
+                now_ms,
+                tx,
+                wait,
+            } => {
+                let buf = std::mem::take(&mut p.reply);
+                let ends = std::mem::take(&mut p.ends);
+                let b = Batch {
+                    p,
+                    next: 0,
+                    start: 0,
+                    reply: Reply { buf, proto },
+                    ends,
+                    now_ms,
+                    tx,
+                    mark: None,
+                    wait,
+                    wrote: false,
+                    prefetched: 0,
+                };
+                run_batch(s, b);
+            }
+            HopWork::Returned { client, batch } => deliver(client, batch),
+        }
+    }
 }
 
 /// Keyed commands forwarded to their owner in one message, run there in order.
@@ -203,7 +263,7 @@ fn run_batch(s: &mut Shard, mut b: Batch) {
                 s.keyspace
                     .missing(db, &key_args(idx, &argv), b.now_ms, mark)
             } else {
-                Vec::new()
+                crate::keyspace::Locations::new()
             };
             if missing.is_empty() {
                 if let Some((wait, _)) = &b.wait {
@@ -294,24 +354,54 @@ impl Batch {
             ReplyTo::One(tx) => {
                 let _ = tx.send(self.reply.buf);
             }
-            ReplyTo::Turn { tx, from } => {
-                let reply = BatchReply {
-                    worker,
-                    buf: self.reply.buf,
-                    ends: self.ends,
-                };
-                // With the other replies of this turn for `from`, in one message; handed to
-                // the connection on its own thread (a local wake-up).
+            ReplyTo::Turn { client, from } => {
+                let mut reply = self.p;
+                debug_assert_eq!(reply.worker, worker, "a batch answered by another worker");
+                reply.reply = self.reply.buf;
+                reply.ends = self.ends;
+                // With the other replies of this turn for `from`; handed to the connection on
+                // its own thread (a local wake-up).
                 crate::worker::post(
                     from,
                     true,
-                    Box::new(move |_: &mut Shard| {
-                        let _ = tx.send(reply);
+                    Work::Hop(HopWork::Returned {
+                        client,
+                        batch: reply,
                     }),
                 );
             }
         }
     }
+}
+
+/// Where the batches of a connection come back to, on its worker.
+#[derive(Default)]
+struct Returned {
+    /// Batches back with their replies, not yet taken by [`Hops::gather`].
+    got: SmallVec<[Pending; 4]>,
+    /// The connection's task, waiting in [`Hops::gather`].
+    waker: Option<std::task::Waker>,
+}
+
+thread_local! {
+    /// Per connection of this worker that has batches in flight (by client id): the
+    /// batches back. A map on the worker's own thread: a reply costs no channel and no
+    /// allocation.
+    static RETURNED: std::cell::RefCell<foldhash::HashMap<u64, Returned>> =
+        std::cell::RefCell::new(foldhash::HashMap::default());
+}
+
+/// Hands a batch back to connection `client` of this worker (dropped when the connection
+/// went away meanwhile).
+fn deliver(client: u64, batch: Pending) {
+    RETURNED.with_borrow_mut(|r| {
+        if let Some(slot) = r.get_mut(&client) {
+            slot.got.push(batch);
+            if let Some(w) = slot.waker.take() {
+                w.wake();
+            }
+        }
+    })
 }
 
 /// A run of consecutive queued commands for one worker, and where their replies go in the
@@ -334,8 +424,16 @@ pub struct Hops {
     in_flight: usize,
     /// Where the replies of queued and sent commands go, in command order.
     holes: Vec<Hole>,
-    /// The connection's reply channel (made on its first hop).
-    chan: Option<(flume::Sender<BatchReply>, flume::Receiver<BatchReply>)>,
+    /// The connection's client id, once it has a slot in `RETURNED` (its first hop).
+    client: Option<u64>,
+}
+
+impl Drop for Hops {
+    fn drop(&mut self) {
+        if let Some(client) = self.client {
+            RETURNED.with_borrow_mut(|r| r.remove(&client));
+        }
+    }
 }
 
 impl Hops {
@@ -358,7 +456,7 @@ impl Hops {
         let i = match self.queued.iter().position(|p| p.worker == w) {
             Some(i) => i,
             None => {
-                self.queued.push(Pending::new(w));
+                self.queued.push(Pending::take(w));
                 self.queued.len() - 1
             }
         };
@@ -371,19 +469,28 @@ impl Hops {
 
     /// Sends every queued batch to its worker (they run in parallel); their replies are
     /// taken by [`Hops::gather`].
-    pub fn send(&mut self, me: usize, proto: Proto, now_ms: i64) {
+    pub fn send(&mut self, me: usize, client: u64, proto: Proto, now_ms: i64) {
         if self.queued.is_empty() {
             return;
         }
-        let tx = self.chan.get_or_insert_with(flume::unbounded).0.clone();
+        if self.client.is_none() {
+            RETURNED.with_borrow_mut(|r| {
+                r.entry(client).or_default();
+            });
+            self.client = Some(client);
+        }
         for p in self.queued.drain(..) {
             let w = p.worker;
-            let to = ReplyTo::Turn {
-                tx: tx.clone(),
-                from: me,
-            };
+            let to = ReplyTo::Turn { client, from: me };
             // With the other batches of this turn for `w` (all connections), in one message.
-            crate::worker::post(w, false, batch_job(p, proto, now_ms, to, None));
+            let batch = HopWork::Batch {
+                p,
+                proto,
+                now_ms,
+                tx: to,
+                wait: None,
+            };
+            crate::worker::post(w, false, Work::Hop(batch));
             self.in_flight += 1;
         }
         self.queued_bytes = 0;
@@ -397,27 +504,40 @@ impl Hops {
         if self.in_flight == 0 {
             return;
         }
-        let rx = self.chan.as_ref().expect("sent").1.clone();
-        let mut got: SmallVec<[BatchReply; 4]> = SmallVec::new();
-        while self.in_flight > 0 {
-            got.push(rx.recv_async().await.expect("a worker dropped a batch"));
-            self.in_flight -= 1;
-        }
-        let holes = std::mem::take(&mut self.holes);
+        let client = self.client.expect("sent");
+        let mut got: SmallVec<[Pending; 4]> = SmallVec::new();
+        std::future::poll_fn(|cx| {
+            RETURNED.with_borrow_mut(|r| {
+                let slot = r.get_mut(&client).expect("a connection's slot");
+                self.in_flight -= slot.got.len();
+                got.extend(slot.got.drain(..));
+                if self.in_flight == 0 {
+                    std::task::Poll::Ready(())
+                } else {
+                    slot.waker = Some(cx.waker().clone());
+                    std::task::Poll::Pending
+                }
+            })
+        })
+        .await;
+        let holes = &self.holes;
         if let ([h], [r]) = (&holes[..], &got[..]) {
             if h.at == reply.len() {
                 // Only forwarded commands since the last gather: append.
-                reply.extend_from_slice(&r.buf);
+                reply.extend_from_slice(&r.reply);
+                got.into_iter().for_each(Pending::recycle);
+                self.holes.clear();
                 return;
             }
         }
-        let total: usize = got.iter().map(|r| r.buf.len()).sum();
+        let total: usize = got.iter().map(|r| r.reply.len()).sum();
         let old = std::mem::take(reply);
-        let mut out = Vec::with_capacity(old.len() + total);
+        let mut out = crate::netbuf::take();
+        out.reserve(old.len() + total);
         // Per batch: commands and bytes taken so far.
         let mut taken: SmallVec<[(usize, usize); 4]> = got.iter().map(|_| (0, 0)).collect();
         let mut pos = 0;
-        for h in &holes {
+        for h in holes {
             out.extend_from_slice(&old[pos..h.at]);
             pos = h.at;
             let i = got
@@ -428,10 +548,53 @@ impl Hops {
             let (cmds, from) = taken[i];
             let cmds = cmds + h.cmds as usize;
             let to = r.ends[cmds - 1] as usize;
-            out.extend_from_slice(&r.buf[from..to]);
+            out.extend_from_slice(&r.reply[from..to]);
             taken[i] = (cmds, to);
         }
         out.extend_from_slice(&old[pos..]);
         *reply = out;
+        crate::netbuf::give(old);
+        got.into_iter().for_each(Pending::recycle);
+        self.holes.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_come_back_empty_and_big_ones_are_freed() {
+        free_pool();
+        let mut p = Pending::take(1);
+        p.push(3, 0, &[b"SET", b"k", b"v"]);
+        p.reply.extend_from_slice(b"+OK\r\n");
+        p.ends.push(5);
+        let data_ptr = p.data.as_ptr();
+        p.recycle();
+        // Reused, emptied, for whichever worker asks next.
+        let q = Pending::take(2);
+        assert_eq!(q.worker, 2);
+        assert!(q.data.is_empty() && q.cmds.is_empty() && q.reply.is_empty() && q.ends.is_empty());
+        assert_eq!(q.data.as_ptr(), data_ptr, "the same buffer");
+        // A batch that grew past the bound is not kept.
+        let mut big = q;
+        big.reply.reserve(POOL_KEEP_MAX_BYTES + 1);
+        big.recycle();
+        assert!(POOL.with_borrow(|p| p.is_empty()));
+        // The pool holds at most POOL_MAX, and an idle worker frees it.
+        for _ in 0..POOL_MAX + 5 {
+            Pending {
+                worker: 0,
+                data: Vec::with_capacity(16),
+                cmds: Vec::new(),
+                reply: Vec::new(),
+                ends: Vec::new(),
+            }
+            .recycle();
+        }
+        assert_eq!(POOL.with_borrow(|p| p.len()), POOL_MAX);
+        free_pool();
+        assert!(POOL.with_borrow(|p| p.is_empty()));
     }
 }

@@ -28,7 +28,35 @@ pub struct Envelope {
     /// Transaction id, or 0.
     pub txn: u64,
     /// The work.
-    pub job: Job,
+    pub job: Work,
+}
+
+/// What a worker is asked to do: any job, or a hop (a batch of forwarded commands, or one
+/// coming back with its replies), which travels without a box of its own; or several, in
+/// order (the posts of one turn, see [`post`]).
+pub enum Work {
+    /// A job.
+    Job(Job),
+    /// A hop (see `crate::hop`).
+    Hop(crate::hop::HopWork),
+    /// Several, run in order.
+    Many(Vec<Work>),
+}
+
+impl From<Job> for Work {
+    fn from(job: Job) -> Work {
+        Work::Job(job)
+    }
+}
+
+impl Work {
+    fn run(self, s: &mut Shard) {
+        match self {
+            Work::Job(job) => job(s),
+            Work::Hop(h) => h.run(s),
+            Work::Many(all) => all.into_iter().for_each(|w| w.run(s)),
+        }
+    }
 }
 
 /// State shared by every worker (read-mostly; no data-path locks).
@@ -181,7 +209,7 @@ impl Shard {
     /// Runs a job from the inbox now, or defers it while another transaction holds the shard.
     fn deliver(&mut self, env: Envelope) {
         if self.accepts(env.txn) {
-            (env.job)(self);
+            env.job.run(self);
             self.drain_deferred();
             crate::blocking::serve_ready(self);
         } else {
@@ -196,7 +224,7 @@ impl Shard {
             let Some(env) = self.deferred.pop_front() else {
                 break;
             };
-            (env.job)(self);
+            env.job.run(self);
         }
     }
 
@@ -242,12 +270,13 @@ async fn local_unheld(txn: u64, take: bool) {
             if !queued {
                 queued = true;
                 let waker = cx.waker().clone();
+                let job: Job = Box::new(move |s: &mut Shard| {
+                    s.hold = Some(txn);
+                    waker.wake();
+                });
                 s.deferred.push_back(Envelope {
                     txn,
-                    job: Box::new(move |s: &mut Shard| {
-                        s.hold = Some(txn);
-                        waker.wake();
-                    }),
+                    job: job.into(),
                 });
             }
         } else {
@@ -260,10 +289,10 @@ async fn local_unheld(txn: u64, take: bool) {
 /// Jobs posted during this loop turn, per target worker, not yet sent (see [`post`]).
 #[derive(Default)]
 struct Posts {
-    /// Per worker: jobs for its shard (sent as one envelope of no transaction).
-    shard: Vec<Vec<Job>>,
+    /// Per worker: jobs for its shard (sent as envelopes of no transaction).
+    shard: Vec<Vec<Work>>,
     /// Per worker: jobs that do not touch its shard ([`UNHELD`]).
-    unheld: Vec<Vec<Job>>,
+    unheld: Vec<Vec<Work>>,
     /// Jobs are waiting to be sent.
     any: bool,
     /// The sending task, parked while nothing waits.
@@ -276,10 +305,11 @@ thread_local! {
 
 /// Sends `job` to worker `w` at the end of this loop turn, in one message with every other
 /// job posted for `w` meanwhile (by any connection of this worker): a hop costs one inbox
-/// message and at most one wake-up of `w` per turn, not one per connection (decision 0017).
+/// message and at most one wake-up of `w` per turn, not one per connection (decision 0017),
+/// and a turn's hops cost one allocation per target, not several per hop (decision 0022).
 /// `unheld`: the job does not touch `w`'s shard and runs even while a transaction holds it
 /// (a reply going back to a connection); else it runs as a job of no transaction.
-pub fn post(w: usize, unheld: bool, job: Job) {
+pub fn post(w: usize, unheld: bool, job: Work) {
     POSTS.with(|p| {
         let mut p = p.borrow_mut();
         let lists = if unheld { &mut p.unheld } else { &mut p.shard };
@@ -313,36 +343,25 @@ async fn send_posts(shared: Arc<Shared>) {
             })
         })
         .await;
-        // The non-empty per-worker lists, taken.
-        fn take_posted(lists: &mut [Vec<Job>]) -> Vec<(usize, Vec<Job>)> {
-            lists
-                .iter_mut()
-                .enumerate()
-                .filter(|(_, l)| !l.is_empty())
-                .map(|(w, l)| (w, std::mem::take(l)))
-                .collect()
-        }
-        let (shard, unheld) = POSTS.with(|p| {
+        // One message per target worker with every job of the turn for it, in the order
+        // posted; a single job goes alone.
+        POSTS.with(|p| {
             let mut p = p.borrow_mut();
             p.any = false;
-            (take_posted(&mut p.shard), take_posted(&mut p.unheld))
-        });
-        for (txn, lists) in [(UNHELD, unheld), (0, shard)] {
-            for (w, jobs) in lists {
-                let job: Job = if jobs.len() == 1 {
-                    jobs.into_iter().next().expect("one")
-                } else {
-                    Box::new(move |s: &mut Shard| {
-                        for job in jobs {
-                            job(s);
-                        }
-                    })
-                };
-                if shared.inboxes[w].send(Envelope { txn, job }).is_err() {
-                    tracing::error!("worker {w} has stopped");
+            let Posts { shard, unheld, .. } = &mut *p;
+            for (txn, lists) in [(UNHELD, unheld), (0, shard)] {
+                for (w, jobs) in lists.iter_mut().enumerate() {
+                    let job = match jobs.len() {
+                        0 => continue,
+                        1 => jobs.pop().expect("one job"),
+                        n => Work::Many(std::mem::replace(jobs, Vec::with_capacity(n))),
+                    };
+                    if shared.inboxes[w].send(Envelope { txn, job }).is_err() {
+                        tracing::error!("worker {w} has stopped");
+                    }
                 }
             }
-        }
+        });
     }
 }
 
@@ -354,7 +373,13 @@ pub async fn sync_all(shared: &Shared, me: usize) {
         let job = commit_job(tx);
         if w == me {
             job(&mut local_shard().borrow_mut());
-        } else if shared.inboxes[w].send(Envelope { txn: 0, job }).is_err() {
+        } else if shared.inboxes[w]
+            .send(Envelope {
+                txn: 0,
+                job: job.into(),
+            })
+            .is_err()
+        {
             continue;
         }
         if let Ok(Err(e)) = rx.recv_async().await {
@@ -422,7 +447,13 @@ where
     let job: Job = Box::new(move |s: &mut Shard| {
         let _ = tx.send(f(s));
     });
-    if shared.inboxes[w].send(Envelope { txn, job }).is_err() {
+    if shared.inboxes[w]
+        .send(Envelope {
+            txn,
+            job: job.into(),
+        })
+        .is_err()
+    {
         panic!("worker {w} has stopped");
     }
     rx.recv_async().await.expect("worker dropped a job")
@@ -454,7 +485,13 @@ impl Txn {
                     s.hold = Some(id);
                     let _ = tx.send(());
                 });
-                if shared.inboxes[w].send(Envelope { txn: id, job }).is_err() {
+                if shared.inboxes[w]
+                    .send(Envelope {
+                        txn: id,
+                        job: job.into(),
+                    })
+                    .is_err()
+                {
                     panic!("worker {w} has stopped");
                 }
                 rx.recv_async().await.expect("worker dropped a job");
@@ -520,7 +557,10 @@ impl Txn {
             .detach();
         });
         if self.shared.inboxes[w]
-            .send(Envelope { txn: self.id, job })
+            .send(Envelope {
+                txn: self.id,
+                job: job.into(),
+            })
             .is_err()
         {
             panic!("worker {w} has stopped");
@@ -538,7 +578,10 @@ impl Drop for Txn {
                 local_shard().borrow_mut().release(id);
             } else {
                 let job: Job = Box::new(move |s: &mut Shard| s.release(id));
-                let _ = self.shared.inboxes[w].send(Envelope { txn: id, job });
+                let _ = self.shared.inboxes[w].send(Envelope {
+                    txn: id,
+                    job: job.into(),
+                });
             }
         }
     }
@@ -573,7 +616,13 @@ where
         let job: Job = Box::new(move |s: &mut Shard| {
             let _ = tx.send(f(s));
         });
-        if shared.inboxes[w].send(Envelope { txn: 0, job }).is_err() {
+        if shared.inboxes[w]
+            .send(Envelope {
+                txn: 0,
+                job: job.into(),
+            })
+            .is_err()
+        {
             panic!("worker {w} has stopped");
         }
         waiting.push(Some(rx));
@@ -765,6 +814,10 @@ async fn cron(shared: Arc<Shared>, id: usize) {
         let r = if ticks.is_multiple_of(10) {
             resize_value_cache(&shared, id);
             let commands = shard.borrow().stats.total_commands;
+            if commands == commands_at_collect {
+                // Idle for a second: the batches kept for hops go too.
+                crate::hop::free_pool();
+            }
             collect_allocator(commands == commands_at_collect);
             commands_at_collect = commands;
             log.tick().await

@@ -134,6 +134,12 @@ impl Entry {
         self.key[15] == HEAP
     }
 
+    /// The key when it lives outside the entry (longer than [`INLINE_KEY_MAX_BYTES`]).
+    #[inline]
+    pub fn heap_key(&self) -> Option<&[u8]> {
+        self.is_heap().then(|| self.key())
+    }
+
     /// The key.
     #[inline]
     pub fn key(&self) -> &[u8] {
@@ -288,6 +294,15 @@ mod tests {
             e.set_expire_at_ms(5);
             assert!(e.expired(5) && !e.expired(4));
             assert_eq!(e.heap_bytes() > 0, key.len() > INLINE_KEY_MAX_BYTES);
+            // What a batch lookup prefetches: the key's bytes exactly when they are not in
+            // the entry.
+            match e.heap_key() {
+                Some(k) => {
+                    assert!(key.len() > INLINE_KEY_MAX_BYTES);
+                    assert_eq!(k, key);
+                }
+                None => assert!(key.len() <= INLINE_KEY_MAX_BYTES),
+            }
         }
     }
 }

@@ -19,8 +19,6 @@
 //! crash-atomic command as the root's change; groups left without a root of their type by
 //! anything else are tombstoned when the worker starts.
 
-use skerry_store::Location;
-
 use super::entry::{Entry, PackedLoc};
 use super::table::hash_key;
 use super::{record_key, Expiry, Keyspace};
@@ -68,7 +66,7 @@ impl Keyspace {
         db: usize,
         key: &[u8],
         mark: u64,
-        out: &mut Vec<Location>,
+        out: &mut super::Locations,
     ) {
         let ids = self.dbs[db].dirs.get(key).cloned().unwrap_or_default();
         // The chunks of a big string enter the value cache only when the whole value

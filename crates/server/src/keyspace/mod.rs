@@ -149,6 +149,12 @@ impl Keyed for Entry {
     fn vacant() -> Self {
         Entry::vacant()
     }
+    #[inline]
+    fn prefetch_key(&self) {
+        if let Some(first) = self.heap_key().and_then(|k| k.first()) {
+            table::prefetch(first);
+        }
+    }
 }
 
 /// The keys of one database.
@@ -916,6 +922,9 @@ impl Keyspace {
         for &h in &hashes[..n] {
             d.table.prefetch_slots(h);
         }
+        for &h in &hashes[..n] {
+            d.table.prefetch_keys(h);
+        }
         if self.cache.is_empty() {
             return;
         }
@@ -1030,11 +1039,11 @@ impl Keyspace {
 
     /// Locations of the values of `keys` (in `db`) that are not resident; expired keys are
     /// removed on the way. Older values than `mark` may be evicted from the read buffer.
-    pub fn missing(&mut self, db: usize, keys: &[&[u8]], now_ms: i64, mark: u64) -> Vec<Location> {
+    pub fn missing(&mut self, db: usize, keys: &[&[u8]], now_ms: i64, mark: u64) -> Locations {
         self.trim_read_buf(mark);
         self.colls.make_room();
         self.prepared = None;
-        let mut out = Vec::new();
+        let mut out = Locations::new();
         for key in keys {
             let hash = hash_key(key);
             let Some((loc, _, value_type)) = self.live_loc_typed(db, hash, key, now_ms) else {
@@ -1076,7 +1085,7 @@ impl Keyspace {
     /// Puts values read by [`fetch`] into the read buffer (evicting values older than
     /// `mark` past the budget first) and the value cache. Err with the reply message when a
     /// read failed.
-    pub fn fill(&mut self, got: Vec<Fetched>, mark: u64) -> Result<(), String> {
+    pub fn fill(&mut self, got: FetchedValues, mark: u64) -> Result<(), String> {
         self.trim_read_buf(mark);
         let mut first_err = None;
         for f in got {
@@ -2093,6 +2102,13 @@ impl Keyspace {
     }
 }
 
+/// Locations of values to read ([`Keyspace::missing`]); one or two without an allocation
+/// (a GET's value read from the device allocates only its value).
+pub type Locations = smallvec::SmallVec<[Location; 2]>;
+
+/// Values read by [`fetch`], in the order asked.
+pub type FetchedValues = smallvec::SmallVec<[Fetched; 1]>;
+
 /// A value read by [`fetch`].
 #[derive(Debug)]
 pub struct Fetched {
@@ -2129,16 +2145,16 @@ async fn fetch_one(log: &Writer, location: Location) -> Fetched {
 ///
 /// At most about [`chunked::CHUNK_READ_WINDOW_BYTES`] are in flight at once (the chunks of
 /// a big string are read a window at a time, each read the size of one chunk).
-pub async fn fetch(log: Rc<Writer>, locs: Vec<Location>) -> Vec<Fetched> {
+pub async fn fetch(log: Rc<Writer>, locs: Locations) -> FetchedValues {
     if let [loc] = locs[..] {
         // The common case (one key): no task to spawn.
-        return vec![fetch_one(&log, loc).await];
+        return smallvec::smallvec![fetch_one(&log, loc).await];
     }
     let total_bytes: usize = locs.iter().map(|l| l.len_bytes as usize).sum();
     if total_bytes <= chunked::CHUNK_READ_WINDOW_BYTES {
-        return fetch_together(log, locs).await;
+        return fetch_together(log, locs.into_vec()).await;
     }
-    let mut out = Vec::with_capacity(locs.len());
+    let mut out = FetchedValues::with_capacity(locs.len());
     let mut window = Vec::new();
     let mut window_bytes = 0;
     for loc in locs {
@@ -2156,7 +2172,7 @@ pub async fn fetch(log: Rc<Writer>, locs: Vec<Location>) -> Vec<Fetched> {
 }
 
 /// Reads the records at `locs` all in flight together.
-async fn fetch_together(log: Rc<Writer>, locs: Vec<Location>) -> Vec<Fetched> {
+async fn fetch_together(log: Rc<Writer>, locs: Vec<Location>) -> FetchedValues {
     let tasks: Vec<_> = locs
         .into_iter()
         .map(|loc| {
@@ -2164,7 +2180,7 @@ async fn fetch_together(log: Rc<Writer>, locs: Vec<Location>) -> Vec<Fetched> {
             compio::runtime::spawn(async move { fetch_one(&log, loc).await })
         })
         .collect();
-    let mut out = Vec::with_capacity(tasks.len());
+    let mut out = FetchedValues::with_capacity(tasks.len());
     for t in tasks {
         match t.await {
             Ok(r) => out.push(r),

@@ -25,6 +25,10 @@ pub trait Keyed {
     fn hash(&self) -> u64;
     /// A placeholder for an unused slot: owns nothing, dropping it does nothing.
     fn vacant() -> Self;
+    /// Starts bringing the key's bytes into the CPU cache when they live outside the entry
+    /// (see [`SegTable::prefetch_keys`]); nothing for a key held inline.
+    #[inline]
+    fn prefetch_key(&self) {}
 }
 
 /// A segment splits when it holds this many entries.
@@ -416,6 +420,24 @@ impl<T: Keyed> SegTable<T> {
         let mut m = match_tag(seg.group_word(g), tag(hash));
         while m != 0 {
             prefetch(&seg.buckets[g].slots[lowest(m)]);
+            m &= m - 1;
+        }
+    }
+
+    /// Prefetches the out-of-entry keys of the slots of `hash`'s home bucket whose control
+    /// byte matches its tag (after [`SegTable::prefetch_slots`] brought the entries in): the
+    /// third step of a batch lookup, so that the key comparison of a key longer than an
+    /// entry holds does not wait for memory either.
+    #[inline]
+    pub fn prefetch_keys(&self, hash: u64) {
+        let seg = &self.segments[self.segment_of(hash)];
+        if seg.buckets.is_empty() {
+            return;
+        }
+        let g = seg.home(hash);
+        let mut m = match_tag(seg.group_word(g), tag(hash));
+        while m != 0 {
+            seg.buckets[g].slots[lowest(m)].prefetch_key();
             m &= m - 1;
         }
     }
