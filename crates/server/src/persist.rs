@@ -9,6 +9,7 @@
 
 use std::path::PathBuf;
 
+use skerry_store::format::summary::SUMMARY_ENTRY_HEADER_BYTES;
 use skerry_store::format::{RecordKind, RESERVED_BYTES, VALUE_TYPE_STRING};
 use skerry_store::{
     AnyDevice, BlockId, Durability, FileDevice, GrowthOptions, Recovered, RecoveredOpenBlock,
@@ -536,6 +537,17 @@ fn classify<'a>(
     Some((w, db, key, item, r.meta.mutation_seq))
 }
 
+/// Records a full scan is expected to deliver, from the summary bytes of the sealed blocks:
+/// an entry is [`SUMMARY_ENTRY_HEADER_BYTES`] plus its record key, counted here as 16
+/// bytes. Longer keys, records of open blocks (no summary yet) and keys in other
+/// databases make it low, and a low estimate only leaves some growth to the load; short
+/// keys and records made obsolete by newer ones make it high, and the end of the load fits
+/// the table back to what it holds.
+fn estimated_records(summary_bytes: u64) -> usize {
+    const ASSUMED_KEY_BYTES: u64 = 16;
+    (summary_bytes / (SUMMARY_ENTRY_HEADER_BYTES as u64 + ASSUMED_KEY_BYTES)) as usize
+}
+
 /// The full scan: every record straight into its owner's index (the last one wins).
 async fn open_scanning(
     devices: Vec<AnyDevice>,
@@ -548,7 +560,23 @@ async fn open_scanning(
         .collect();
     let (mut damaged, mut beyond_databases) = (0u64, 0u64);
     let mut routing = Routing::default();
-    let opened = Store::create_or_open_reporting(devices, options, |item| {
+    // The store reads every block header before it delivers the first record: their
+    // summary sizes give an estimate of the records to come, and each worker's table is
+    // sized for its share before the first one lands (decision 0023).
+    let summary_bytes = std::cell::Cell::new(0u64);
+    let mut sized = false;
+    let mut note_header = |_: skerry_store::BlockId, h: &skerry_store::format::BlockHeader| {
+        summary_bytes.set(summary_bytes.get() + u64::from(h.summary_len_bytes));
+        None
+    };
+    let opened = Store::open_with_checkpoint(devices, options, &mut note_header, |item| {
+        if !sized {
+            sized = true;
+            let records = estimated_records(summary_bytes.get());
+            for index in &mut per_worker {
+                index.expect(0, records / workers);
+            }
+        }
         if let Some((w, db, key, item, _)) = classify(
             item,
             workers,

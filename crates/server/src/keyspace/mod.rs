@@ -455,6 +455,17 @@ impl RecoveredIndex {
         self.in_order = true;
     }
 
+    /// Sizes database `db`'s table for about `entries` keys before a load that can only
+    /// estimate its count (a full scan, from block summary sizes); unlike
+    /// [`RecoveredIndex::reserve`] its records are still applied in sorted batches. An
+    /// estimate above what arrives is fitted back at the end of the load
+    /// ([`table::SegTable::set_bulk_load`]).
+    pub fn expect(&mut self, db: usize, entries: usize) {
+        if self.batch.is_empty() {
+            self.dbs[db].table.reserve_empty(entries);
+        }
+    }
+
     /// A value record of `key` at `loc` (replaces an older one).
     ///
     /// `db` is the record key's database number: with [`groups::GROUP_DB_BIT`] set, the
@@ -2265,6 +2276,52 @@ mod tests {
             Value::Str(v) => v,
             Value::Coll { .. } => panic!("not a string"),
         })
+    }
+
+    /// A full scan sizes the table from an estimate ([`RecoveredIndex::expect`]): the same
+    /// keys as without one, and a table no bigger than normal growth leaves even when the
+    /// estimate was far too high.
+    #[test]
+    fn an_expected_load_ends_with_the_same_index_and_memory() {
+        let load = |expect: Option<usize>| {
+            let mut index = RecoveredIndex::new(1);
+            if let Some(n) = expect {
+                index.expect(0, n);
+            }
+            for n in 0..200_000u32 {
+                let key = format!("key:{:012}", n % 150_000);
+                let loc = Location {
+                    device: 0,
+                    block: 1 + n / 1000,
+                    offset_bytes: 4096 + 8 * (n % 1000),
+                    len_bytes: 64,
+                };
+                index.value(0, key.as_bytes(), &loc, VALUE_TYPE_STRING, 0);
+            }
+            index.end_load();
+            index
+        };
+        let plain = load(None);
+        let plain_bytes = plain.dbs[0].table.allocation_bytes();
+        for expect in [150_000, 1_000_000] {
+            let sized = load(Some(expect));
+            let t = &sized.dbs[0].table;
+            assert_eq!(t.len(), 150_000);
+            for n in 150_000..200_000u32 {
+                let key = format!("key:{:012}", n % 150_000);
+                let got = t.get(hash_key(key.as_bytes()), key.as_bytes());
+                assert_eq!(
+                    got.map(|e| e.loc().unpack().block),
+                    Some(1 + n / 1000),
+                    "{key}"
+                );
+            }
+            let bytes = t.allocation_bytes();
+            assert!(
+                bytes <= plain_bytes + plain_bytes / 16,
+                "expecting {expect}: {bytes} bytes against {plain_bytes} without an estimate"
+            );
+        }
     }
 
     /// A recovery's records are applied in hash-sorted batches: the last record of each key
