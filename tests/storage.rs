@@ -642,6 +642,66 @@ fn info_storage_tracks_live_bytes_and_blocks() {
     assert_eq!(storage_info(&mut r, "storage_blocking_reads"), 0);
 }
 
+/// Writes faster than the devices take them: past `storage-write-backlog-max-mb` of a
+/// worker's full blocks waiting for the devices, writes wait for a sync, and nothing is
+/// refused or lost on the way.
+#[test]
+fn write_backlog_bound_makes_writes_wait_and_loses_nothing() {
+    skip_if_redis!();
+    let mut s = Server::start(&[
+        "--appendonly",
+        "yes",
+        "--data-size",
+        "512mb",
+        "--threads",
+        "1",
+        "--storage-write-backlog-max-mb",
+        "1",
+    ]);
+    let mut r = s.raw();
+    assert_eq!(
+        r.cmd(&["CONFIG", "GET", "storage-write-backlog-max-mb"]),
+        Value::Array(vec![
+            Value::Bulk(b"storage-write-backlog-max-mb".to_vec()),
+            Value::Bulk(b"1".to_vec())
+        ])
+    );
+    match r.cmd(&["CONFIG", "SET", "storage-write-backlog-max-mb", "0"]) {
+        Value::Error(e) => assert!(e.contains("storage-write-backlog-max-mb"), "{e}"),
+        other => panic!("a bound of 0 was accepted: {other:?}"),
+    }
+    assert_eq!(storage_info(&mut r, "storage_write_backlog_waits"), 0);
+    // About 160 MB in pipelines of 2,000 SETs (8 MB): each pipeline seals a block or more
+    // while the previous ones are still going to the device.
+    let mut model = BTreeMap::new();
+    for round in 0..20 {
+        let keys = round * 2000..(round + 1) * 2000;
+        let cmds: Vec<Vec<Vec<u8>>> = keys
+            .clone()
+            .map(|k| vec![b"SET".to_vec(), fill_key(k), fill_value(k, 7)])
+            .collect();
+        for (k, reply) in keys.zip(pipeline(&mut r, &cmds)) {
+            assert_eq!(reply, ok(), "SET of key {k}");
+            model.insert(k, fill_value(k, 7));
+        }
+    }
+    let waits = storage_info(&mut r, "storage_write_backlog_waits");
+    assert!(waits > 0, "no write waited with a 1 MB backlog bound");
+    check_model(&mut r, &model, "after the burst");
+    // The bound changes at run time like any CONFIG name.
+    assert_eq!(
+        r.cmd(&["CONFIG", "SET", "storage-write-backlog-max-mb", "4096"]),
+        ok()
+    );
+    // Under `appendfsync everysec` a write is durable within a second.
+    std::thread::sleep(Duration::from_millis(1500));
+    drop(r);
+    s.kill();
+    s.start_again();
+    let mut r = s.raw();
+    check_model(&mut r, &model, "after kill -9");
+}
+
 #[test]
 fn data_size_change_keeps_the_existing_store() {
     skip_if_redis!();

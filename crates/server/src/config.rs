@@ -229,6 +229,17 @@ pub static PARAMS: &[Param] = &[
         "5000",
         true,
     ),
+    // Skerry: a worker's staged blocks waiting for the devices past which writes wait for a
+    // sync first (crate::space, decision 0021).
+    p(
+        "storage-write-backlog-max-mb",
+        Kind::Int {
+            min: 1,
+            max: 1 << 20,
+        },
+        "128",
+        true,
+    ),
     p(
         "storage-defrag-interval-ms",
         Kind::Int {
@@ -523,6 +534,8 @@ pub struct Hot {
     pub auth_required: AtomicBool,
     /// `client-query-buffer-limit`.
     pub query_buffer_limit: AtomicU64,
+    /// `storage-write-backlog-max-mb`, in bytes.
+    pub write_backlog_max_bytes: AtomicU64,
     /// Hard output limit for normal clients in bytes (0 = none).
     pub output_hard_limit: AtomicU64,
     /// Soft output limit for normal clients in bytes (0 = none).
@@ -849,6 +862,7 @@ impl Config {
                 timeout_s: AtomicU64::new(0),
                 auth_required: AtomicBool::new(false),
                 query_buffer_limit: AtomicU64::new(0),
+                write_backlog_max_bytes: AtomicU64::new(0),
                 output_hard_limit: AtomicU64::new(0),
                 output_soft_limit: AtomicU64::new(0),
                 output_soft_seconds: AtomicU64::new(0),
@@ -925,6 +939,8 @@ impl Config {
             .store(!get("requirepass").is_empty(), Ordering::Relaxed);
         h.query_buffer_limit
             .store(num("client-query-buffer-limit"), Ordering::Relaxed);
+        h.write_backlog_max_bytes
+            .store(num("storage-write-backlog-max-mb") << 20, Ordering::Relaxed);
         h.coll.set(crate::coll::Thresholds {
             hash_max_listpack_entries: num("hash-max-listpack-entries") as usize,
             hash_max_listpack_value: num("hash-max-listpack-value") as usize,

@@ -24,13 +24,20 @@ pub static STALLED_MS: AtomicU64 = AtomicU64::new(0);
 pub static STALLS_FAILED: AtomicU64 = AtomicU64::new(0);
 
 /// Writes that waited for the worker's staged blocks to reach the devices
-/// ([`BACKLOG_MAX_BYTES`]).
+/// (`storage-write-backlog-max-mb`).
 pub static BACKLOG_WAITS: AtomicU64 = AtomicU64::new(0);
 
-/// Full blocks' staging images of one worker waiting for the devices beyond which writes
-/// wait for a sync first: when clients write faster than the devices take the bytes, the
-/// backlog (RAM) stays bounded instead of growing with the excess (decision 0021).
-pub const BACKLOG_MAX_BYTES: u64 = 128 << 20;
+/// Bytes of full blocks' staging images of one worker waiting for the devices beyond which
+/// writes wait for a sync first (`storage-write-backlog-max-mb`, 128 by default): when
+/// clients write faster than the devices take the bytes, the backlog (RAM) stays bounded
+/// instead of growing with the excess (decision 0021).
+fn backlog_max_bytes(shared: &Shared) -> u64 {
+    shared
+        .config
+        .hot
+        .write_backlog_max_bytes
+        .load(Ordering::Relaxed)
+}
 
 /// A stall gives up when no block was freed and defrag copied nothing for this long.
 const NO_PROGRESS: Duration = Duration::from_millis(300);
@@ -43,14 +50,14 @@ thread_local! {
 }
 
 /// True when a write must wait before it runs: the data devices are nearly full
-/// ([`space_low`]) or this worker's staged backlog is over [`BACKLOG_MAX_BYTES`]. Cheap:
-/// a few loads.
+/// ([`space_low`]) or this worker's staged backlog is over `storage-write-backlog-max-mb`.
+/// Cheap: a few loads.
 #[inline]
 pub fn writes_must_wait() -> bool {
     let shard = local_shard();
     let s = shard.borrow();
     let log = s.keyspace.log();
-    log.store().space_low() || log.sealed_staged_bytes() > BACKLOG_MAX_BYTES
+    log.store().space_low() || log.sealed_staged_bytes() > backlog_max_bytes(&s.shared)
 }
 
 /// Waits for what [`writes_must_wait`] found: room on the devices, then the backlog synced.
@@ -59,7 +66,7 @@ pub async fn wait_before_write(shared: &Shared) {
         wait_for_room(shared).await;
     }
     let log = local_shard().borrow().keyspace.log().clone();
-    if log.sealed_staged_bytes() > BACKLOG_MAX_BYTES {
+    if log.sealed_staged_bytes() > backlog_max_bytes(shared) {
         BACKLOG_WAITS.fetch_add(1, Ordering::Relaxed);
         if let Err(e) = log.commit().await {
             tracing::error!("data file sync failed: {e}");

@@ -1013,7 +1013,7 @@ pub(crate) fn storage_figures(shared: &crate::worker::Shared, w: &[WorkerInfo]) 
         num(
             "write_backlog_waits",
             Counter,
-            "Writes that waited for the worker's staged blocks to reach the devices (backlog over 128 MiB).",
+            "Writes that waited for the worker's staged blocks to reach the devices (backlog over storage-write-backlog-max-mb).",
             crate::space::BACKLOG_WAITS.load(Ordering::Relaxed),
         ),
         num(
