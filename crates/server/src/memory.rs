@@ -126,6 +126,27 @@ pub fn per_worker_cache_bytes(config: &Config, workers: usize) -> usize {
     usize::try_from(total / workers.max(1) as u64).unwrap_or(usize::MAX)
 }
 
+/// The memory the process may use: `maxmemory` when set, else its cgroup's limit, else the
+/// machine's RAM (as [`update`] derives it).
+pub fn limit_bytes(config: &Config) -> u64 {
+    limit_with_source(config).0
+}
+
+/// [`limit_bytes`], where it came from, and `/proc/meminfo` when that was read (the
+/// machine's RAM only matters without `maxmemory` and a cgroup limit).
+fn limit_with_source(config: &Config) -> (u64, Source, String) {
+    let maxmemory = u64::try_from(config.get_i64("maxmemory")).unwrap_or(0);
+    if maxmemory > 0 {
+        return (maxmemory, Source::Maxmemory, String::new());
+    }
+    if let Some(l) = cgroup_limit_bytes() {
+        return (l, Source::Cgroup, String::new());
+    }
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let total = meminfo_field(&meminfo, "MemTotal:").unwrap_or(1 << 30);
+    (total, Source::Machine, meminfo)
+}
+
 /// Recomputes the budget from the limit, the process's RSS and what the caches hold
 /// (`workers` of them). Cheap: reads a few small `/proc` and cgroup files.
 pub fn update(config: &Config, workers: usize) {
@@ -134,20 +155,7 @@ pub fn update(config: &Config, workers: usize) {
         .map(|c| c.load(Ordering::Relaxed))
         .sum();
     let rss = crate::commands::server::rss_bytes();
-    let maxmemory = u64::try_from(config.get_i64("maxmemory")).unwrap_or(0);
-    // The machine's memory only matters without maxmemory and a cgroup limit.
-    let mut meminfo = String::new();
-    let (limit, source) = if maxmemory > 0 {
-        (maxmemory, Source::Maxmemory)
-    } else if let Some(l) = cgroup_limit_bytes() {
-        (l, Source::Cgroup)
-    } else {
-        meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-        (
-            meminfo_field(&meminfo, "MemTotal:").unwrap_or(1 << 30),
-            Source::Machine,
-        )
-    };
+    let (limit, source, meminfo) = limit_with_source(config);
     let non_cache = rss.saturating_sub(cache_used);
     let margin = (limit / 16).max(64 << 20);
     let mut cache = limit.saturating_sub(non_cache).saturating_sub(margin);

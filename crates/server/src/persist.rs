@@ -220,6 +220,9 @@ pub fn open(cfg: &Config, workers: usize, databases: usize, now_ms: i64) -> Resu
         ));
     }
     let max_bytes = cfg.get_i64("data-size") as u64;
+    // A full scan sizes its index from an estimate; at most a quarter of the memory the
+    // process may use goes to that up front (decision 0023).
+    let scan_reserve_max = reserve_cap_entries(crate::memory::limit_bytes(cfg));
     if max_bytes != 0 && max_bytes < MIN_DATA_SIZE_BYTES {
         return Err(format!(
             "data-size must be 0 (no cap) or at least {} MiB",
@@ -273,10 +276,10 @@ pub fn open(cfg: &Config, workers: usize, databases: usize, now_ms: i64) -> Resu
                     );
                     fallback_reason(reason);
                     devices = open_devices(&paths, size_bytes).await?;
-                    open_scanning(devices, options, workers, databases).await
+                    open_scanning(devices, options, workers, databases, scan_reserve_max).await
                 }
             },
-            None => open_scanning(devices, options, workers, databases).await,
+            None => open_scanning(devices, options, workers, databases, scan_reserve_max).await,
         };
         let (store, recovery) = scan
             .opened
@@ -548,12 +551,23 @@ fn estimated_records(summary_bytes: u64) -> usize {
     (summary_bytes / (SUMMARY_ENTRY_HEADER_BYTES as u64 + ASSUMED_KEY_BYTES)) as usize
 }
 
+/// The most index entries a full scan sizes its tables for up front, with `limit_bytes` of
+/// memory for the process: a quarter of it, at about 34 bytes a slot (a 32-byte entry at
+/// the table's load), so that an estimate far above what the file holds (records of keys
+/// rewritten many times, very short keys) cannot take the memory a load needs before the
+/// end of the load fits the table back.
+fn reserve_cap_entries(limit_bytes: u64) -> usize {
+    const SLOT_BYTES: u64 = 34;
+    usize::try_from(limit_bytes / 4 / SLOT_BYTES).unwrap_or(usize::MAX)
+}
+
 /// The full scan: every record straight into its owner's index (the last one wins).
 async fn open_scanning(
     devices: Vec<AnyDevice>,
     options: &StoreOptions,
     workers: usize,
     databases: usize,
+    reserve_max_entries: usize,
 ) -> Scanned {
     let mut per_worker: Vec<RecoveredIndex> = (0..workers)
         .map(|_| RecoveredIndex::new(databases))
@@ -572,7 +586,7 @@ async fn open_scanning(
     let opened = Store::open_with_checkpoint(devices, options, &mut note_header, |item| {
         if !sized {
             sized = true;
-            let records = estimated_records(summary_bytes.get());
+            let records = estimated_records(summary_bytes.get()).min(reserve_max_entries);
             for index in &mut per_worker {
                 index.expect(0, records / workers);
             }
@@ -909,6 +923,19 @@ async fn open_checkpointed(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_full_scan_sizes_its_index_with_at_most_a_quarter_of_the_memory() {
+        // Inside `memcap 2048` the suite's 10M keys are sized for in full; 100M are not.
+        let cap = reserve_cap_entries(2048 << 20);
+        assert!((10_000_000..16_000_000).contains(&cap), "{cap}");
+        assert!(cap as u64 * 34 <= (2048u64 << 20) / 4);
+        assert_eq!(reserve_cap_entries(0), 0);
+        // The estimate: 16-byte keys (18 with the database prefix) come out within 5%.
+        let entry = (SUMMARY_ENTRY_HEADER_BYTES + 18) as u64;
+        let est = estimated_records(1_000_000 * entry);
+        assert!((1_000_000..1_050_000).contains(&est), "{est}");
+    }
     use skerry_store::device::RamDevice;
     use skerry_store::format::{RecordMeta, RESERVED_BYTES};
     use skerry_store::Writer;
