@@ -923,6 +923,9 @@ async fn open_checkpointed(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use skerry_store::device::RamDevice;
+    use skerry_store::format::{RecordMeta, RESERVED_BYTES};
+    use skerry_store::Writer;
 
     #[test]
     fn a_full_scan_sizes_its_index_with_at_most_a_quarter_of_the_memory() {
@@ -936,9 +939,6 @@ mod tests {
         let est = estimated_records(1_000_000 * entry);
         assert!((1_000_000..1_050_000).contains(&est), "{est}");
     }
-    use skerry_store::device::RamDevice;
-    use skerry_store::format::{RecordMeta, RESERVED_BYTES};
-    use skerry_store::Writer;
 
     /// A store whose three open blocks were written by workers 0, 1, 2 (in that order, so
     /// their block sequences increase), reopened.

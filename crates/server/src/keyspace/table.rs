@@ -412,16 +412,7 @@ impl<T: Keyed> SegTable<T> {
     /// step of a batch lookup, so that the lookup itself finds the entry in the cache.
     #[inline]
     pub fn prefetch_slots(&self, hash: u64) {
-        let seg = &self.segments[self.segment_of(hash)];
-        if seg.buckets.is_empty() {
-            return;
-        }
-        let g = seg.home(hash);
-        let mut m = match_tag(seg.group_word(g), tag(hash));
-        while m != 0 {
-            prefetch(&seg.buckets[g].slots[lowest(m)]);
-            m &= m - 1;
-        }
+        self.for_home_tag_matches(hash, |slot| prefetch(slot));
     }
 
     /// Prefetches the out-of-entry keys of the slots of `hash`'s home bucket whose control
@@ -430,6 +421,13 @@ impl<T: Keyed> SegTable<T> {
     /// entry holds does not wait for memory either.
     #[inline]
     pub fn prefetch_keys(&self, hash: u64) {
+        self.for_home_tag_matches(hash, T::prefetch_key);
+    }
+
+    /// Calls `f` on each slot of `hash`'s home bucket whose control byte matches its tag
+    /// (the candidates a lookup of `hash` compares first; vacant slots may be among them).
+    #[inline]
+    fn for_home_tag_matches(&self, hash: u64, mut f: impl FnMut(&T)) {
         let seg = &self.segments[self.segment_of(hash)];
         if seg.buckets.is_empty() {
             return;
@@ -437,7 +435,7 @@ impl<T: Keyed> SegTable<T> {
         let g = seg.home(hash);
         let mut m = match_tag(seg.group_word(g), tag(hash));
         while m != 0 {
-            seg.buckets[g].slots[lowest(m)].prefetch_key();
+            f(&seg.buckets[g].slots[lowest(m)]);
             m &= m - 1;
         }
     }
