@@ -151,6 +151,10 @@ pub fn encoded_record_len(key_len: usize, value_len: usize) -> usize {
     (RECORD_HEADER_BYTES + key_len + value_len).next_multiple_of(RECORD_ALIGN_BYTES)
 }
 
+/// The record checksum: CRC32C of the block sequence (little-endian), then of the header
+/// after the checksum field, the key and the value. Computed from the sources before they
+/// are copied into a block image: over the copy (one call instead of four) it had to wait
+/// for the copy's stores and made a SET at pipeline 16 9% slower.
 fn record_crc(block_seq: u64, header: &[u8], key: &[u8], value: &[u8]) -> u32 {
     let crc = crc32c::crc32c(&block_seq.to_le_bytes());
     let crc = crc32c::crc32c_append(crc, &header[OFF_CRC + 4..RECORD_HEADER_BYTES]);
@@ -383,6 +387,19 @@ mod tests {
         let buf = encode(&m, b"k", b"v");
         assert_eq!(buf.len(), 40);
         assert!(buf[34..].iter().all(|&b| b == 0));
+    }
+
+    /// The checksum is the one data files have always carried: CRC32C of the block
+    /// sequence, then of the header after the checksum field, the key and the value.
+    #[test]
+    fn checksum_covers_sequence_header_key_and_value_in_order() {
+        let (key, value) = (b"user:1".as_slice(), vec![7u8; 1000]);
+        let rec = encode(&meta(RecordKind::Value), key, &value);
+        let mut crc = crc32c::crc32c(&SEQ.to_le_bytes());
+        crc = crc32c::crc32c_append(crc, &rec[OFF_CRC + 4..RECORD_HEADER_BYTES]);
+        crc = crc32c::crc32c_append(crc, key);
+        crc = crc32c::crc32c_append(crc, &value);
+        assert_eq!(get_u32(&rec, OFF_CRC), crc);
     }
 
     #[test]
