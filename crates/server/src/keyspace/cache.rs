@@ -76,9 +76,11 @@ pub fn prefetch_value(value: &SharedValue) {
     }
 }
 
-/// Bytes of a value [`prefetch_value`] brings in: the rest streams (the hardware
-/// prefetcher follows a sequential copy).
-const PREFETCH_VALUE_BYTES: usize = 256;
+/// Bytes of a value [`prefetch_value`] brings in; the rest of a longer value streams (the
+/// hardware prefetcher follows a sequential copy). All of a 1 KiB value: with only its
+/// first 256 bytes prefetched, the reply's copy of the rest was 16% of a cached GET's CPU
+/// at pipeline 16, and prefetching 2 KiB made those GETs 15% cheaper (decision 0024).
+const PREFETCH_VALUE_BYTES: usize = 2048;
 
 /// Counters and sizes of one cache (INFO storage sums them over the workers).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
