@@ -335,6 +335,9 @@ pub struct WriterStats {
     pub releases: u64,
     /// Releases not yet applied (waiting for a sync).
     pub pending_releases: u64,
+    /// Live bytes appended to the open block and not yet in the store's count
+    /// ([`crate::StoreStats::live_bytes`]): add them for the live bytes right now.
+    pub unpublished_live_bytes: u64,
     /// Blocks this writer reclaimed (zeroed and freed).
     pub reclaimed_blocks: u64,
     /// Times the tombstone reserve was put to use (the device was full).
@@ -728,6 +731,7 @@ impl Writer {
             appends: st.appends,
             durable_appends: st.durable_appends,
             pending_releases: st.pending_releases.len() as u64,
+            unpublished_live_bytes: st.open.as_ref().map_or(0, |b| b.unpublished_live_bytes),
             ..st.stats
         }
     }

@@ -840,7 +840,7 @@ pub(crate) fn storage_figures(shared: &crate::worker::Shared, w: &[WorkerInfo]) 
             "live_bytes",
             Gauge,
             "Encoded bytes of the live records over all blocks.",
-            st.live_bytes,
+            st.live_bytes + sum(&|x| x.writer.unpublished_live_bytes),
         ),
         text("appendfsync", "The durability policy.", policy.to_string()),
         num(
