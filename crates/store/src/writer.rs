@@ -1041,9 +1041,9 @@ impl Writer {
     }
 
     /// Adds `block`'s unpublished live bytes to its shared count. Done when the block is
-    /// sealed, before every write-out and before a release is applied, so the shared
-    /// count is never behind for a block that defrag, reclaim or a release reads: a
-    /// record is released only after a sync, which came after its write-out.
+    /// sealed and before every write-out. A record's bytes are released only once a sync
+    /// covers it, and that sync's write-out published them first, so a release never
+    /// finds the shared count behind; defrag and reclaim never read an open block's.
     fn publish_live(&self, block: &mut StagedBlock) {
         if block.unpublished_live_bytes > 0 {
             self.store
