@@ -693,10 +693,7 @@ pub fn write_all_before_exit(shared: &Arc<Shared>, timeout: Duration) {
             .detach()
         });
         if shared.inboxes[w]
-            .send(crate::worker::Envelope {
-                txn: 0,
-                job: job.into(),
-            })
+            .send(crate::worker::Envelope::job(0, job))
             .is_ok()
         {
             waiting.push((w, rx));

@@ -702,10 +702,7 @@ impl Conn {
         if w == self.worker {
             job(&mut local_shard().borrow_mut());
         } else {
-            let _ = self.shared.inboxes[w].send(crate::worker::Envelope {
-                txn: 0,
-                job: job.into(),
-            });
+            let _ = self.shared.inboxes[w].send(crate::worker::Envelope::job(0, job));
         }
     }
 
@@ -1065,10 +1062,7 @@ impl Conn {
             if w == self.worker {
                 job(&mut local_shard().borrow_mut());
             } else {
-                let _ = self.shared.inboxes[w].send(crate::worker::Envelope {
-                    txn: 0,
-                    job: job.into(),
-                });
+                let _ = self.shared.inboxes[w].send(crate::worker::Envelope::job(0, job));
             }
         }
         self.cas_flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -1158,10 +1152,7 @@ impl Conn {
             }
             job(&mut local_shard().borrow_mut());
         } else if self.shared.inboxes[w]
-            .send(crate::worker::Envelope {
-                txn: 0,
-                job: job.into(),
-            })
+            .send(crate::worker::Envelope::job(0, job))
             .is_err()
         {
             panic!("worker {w} has stopped");

@@ -29,6 +29,7 @@ use crate::worker::{local_shard, wait_local_unheld, Shard, Work};
 /// their replies: a batch goes to its owner and comes back whole, so its buffers are
 /// allocated, reused and freed on the connection's own worker ([`Pending::take`]) and a
 /// hop allocates nothing once the worker has run a few turns.
+#[derive(Default)]
 pub struct Pending {
     pub(crate) worker: usize,
     /// Arguments of every command, back to back.
@@ -61,10 +62,7 @@ impl Pending {
             }
             None => Pending {
                 worker,
-                data: Vec::new(),
-                cmds: Vec::new(),
-                reply: Vec::new(),
-                ends: Vec::new(),
+                ..Pending::default()
             },
         }
     }
@@ -585,11 +583,8 @@ mod tests {
         // The pool holds at most POOL_MAX, and an idle worker frees it.
         for _ in 0..POOL_MAX + 5 {
             Pending {
-                worker: 0,
                 data: Vec::with_capacity(16),
-                cmds: Vec::new(),
-                reply: Vec::new(),
-                ends: Vec::new(),
+                ..Pending::default()
             }
             .recycle();
         }

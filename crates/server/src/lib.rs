@@ -355,10 +355,7 @@ fn sync_before_exit(shared: &Shared) {
         let (tx, rx) = flume::bounded(1);
         let job = worker::commit_job(tx);
         if shared.inboxes[w]
-            .send(worker::Envelope {
-                txn: 0,
-                job: job.into(),
-            })
+            .send(worker::Envelope::job(0, job))
             .is_ok()
         {
             waiting.push((w, rx));

@@ -271,12 +271,7 @@ fn gather_all(shared: &Shared) -> Option<Vec<WorkerInfo>> {
         let job: Job = Box::new(move |s| {
             let _ = tx.send(gather(s));
         });
-        shared.inboxes[w]
-            .send(Envelope {
-                txn: 0,
-                job: job.into(),
-            })
-            .ok()?;
+        shared.inboxes[w].send(Envelope::job(0, job)).ok()?;
         waiting.push(rx);
     }
     waiting

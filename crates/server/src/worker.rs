@@ -43,9 +43,13 @@ pub enum Work {
     Many(Vec<Work>),
 }
 
-impl From<Job> for Work {
-    fn from(job: Job) -> Work {
-        Work::Job(job)
+impl Envelope {
+    /// An envelope carrying one job, of transaction `txn` (0: none).
+    pub fn job(txn: u64, job: Job) -> Envelope {
+        Envelope {
+            txn,
+            job: Work::Job(job),
+        }
     }
 }
 
@@ -274,10 +278,7 @@ async fn local_unheld(txn: u64, take: bool) {
                     s.hold = Some(txn);
                     waker.wake();
                 });
-                s.deferred.push_back(Envelope {
-                    txn,
-                    job: job.into(),
-                });
+                s.deferred.push_back(Envelope::job(txn, job));
             }
         } else {
             s.hold_waiters.push(cx.waker().clone());
@@ -373,13 +374,7 @@ pub async fn sync_all(shared: &Shared, me: usize) {
         let job = commit_job(tx);
         if w == me {
             job(&mut local_shard().borrow_mut());
-        } else if shared.inboxes[w]
-            .send(Envelope {
-                txn: 0,
-                job: job.into(),
-            })
-            .is_err()
-        {
+        } else if shared.inboxes[w].send(Envelope::job(0, job)).is_err() {
             continue;
         }
         if let Ok(Err(e)) = rx.recv_async().await {
@@ -447,13 +442,7 @@ where
     let job: Job = Box::new(move |s: &mut Shard| {
         let _ = tx.send(f(s));
     });
-    if shared.inboxes[w]
-        .send(Envelope {
-            txn,
-            job: job.into(),
-        })
-        .is_err()
-    {
+    if shared.inboxes[w].send(Envelope::job(txn, job)).is_err() {
         panic!("worker {w} has stopped");
     }
     rx.recv_async().await.expect("worker dropped a job")
@@ -485,13 +474,7 @@ impl Txn {
                     s.hold = Some(id);
                     let _ = tx.send(());
                 });
-                if shared.inboxes[w]
-                    .send(Envelope {
-                        txn: id,
-                        job: job.into(),
-                    })
-                    .is_err()
-                {
+                if shared.inboxes[w].send(Envelope::job(id, job)).is_err() {
                     panic!("worker {w} has stopped");
                 }
                 rx.recv_async().await.expect("worker dropped a job");
@@ -557,10 +540,7 @@ impl Txn {
             .detach();
         });
         if self.shared.inboxes[w]
-            .send(Envelope {
-                txn: self.id,
-                job: job.into(),
-            })
+            .send(Envelope::job(self.id, job))
             .is_err()
         {
             panic!("worker {w} has stopped");
@@ -578,10 +558,7 @@ impl Drop for Txn {
                 local_shard().borrow_mut().release(id);
             } else {
                 let job: Job = Box::new(move |s: &mut Shard| s.release(id));
-                let _ = self.shared.inboxes[w].send(Envelope {
-                    txn: id,
-                    job: job.into(),
-                });
+                let _ = self.shared.inboxes[w].send(Envelope::job(id, job));
             }
         }
     }
@@ -616,13 +593,7 @@ where
         let job: Job = Box::new(move |s: &mut Shard| {
             let _ = tx.send(f(s));
         });
-        if shared.inboxes[w]
-            .send(Envelope {
-                txn: 0,
-                job: job.into(),
-            })
-            .is_err()
-        {
+        if shared.inboxes[w].send(Envelope::job(0, job)).is_err() {
             panic!("worker {w} has stopped");
         }
         waiting.push(Some(rx));
