@@ -24,7 +24,9 @@ use crate::worker::{local_shard, unix_ms, Shared};
 /// at most this many records copied (a copy of a 1 KiB record costs about 2 µs), records
 /// looked at for this long, and, when every record found so far has been looked at, this
 /// many bytes of the block scanned for more (CRC-checked, about 150 µs per MiB): about
-/// 230 µs in all. (Smaller steps, 100 µs and 256 KiB, stretched a block's rewrite over
+/// 230 µs in all. (A sealed block with a sound summary, the usual victim, lists all its
+/// records at once and needs no scan: only the values of the records still live are
+/// read and checked, see `skerry_store::BlockImage`.) (Smaller steps, 100 µs and 256 KiB, stretched a block's rewrite over
 /// more time, and its 8 MiB device reads then delayed more cold GETs: p99.9 of the first
 /// GET pass after a SET burst 5.3–6.1 ms against 1.8–2.1 ms.) A step
 /// is the longest a client of the worker waits for defrag (decision 0021); while space is
@@ -32,6 +34,9 @@ use crate::worker::{local_shard, unix_ms, Shared};
 const CHUNK_MOVED_RECORDS: u64 = 64;
 const CHUNK_TIME: Duration = Duration::from_micros(150);
 const CHUNK_SCANNED_BYTES: usize = 512 << 10;
+
+/// Records whose index entries are prefetched together, a batch ahead of the lookups.
+const PREFETCH_RECORDS: usize = crate::keyspace::PREFETCH_MAX_KEYS;
 
 /// While space is low, how often a worker with nothing to rewrite syncs and reclaims.
 const ROOM_INTERVAL: Duration = Duration::from_millis(10);
@@ -206,6 +211,8 @@ pub async fn run(shared: Arc<Shared>, worker: usize) {
             .read_bytes
             .fetch_add(block_bytes as u64, Ordering::Relaxed);
         let mut next = 0usize;
+        // Records whose index entries have been prefetched: `..prefetched_to`.
+        let mut prefetched_to = 0usize;
         let mut complete = true;
         // Space is short: bigger steps (connections wait longer between them, but writes
         // are waiting for the space anyway).
@@ -229,16 +236,26 @@ pub async fn run(shared: Arc<Shared>, worker: usize) {
                 let now_ms = unix_ms();
                 let (mut moved, mut bytes, mut looked) = (0u64, 0u64, 0usize);
                 while next < image.len() && moved < budget as u64 * CHUNK_MOVED_RECORDS {
-                    let (loc, meta, key, value) = image.record(next);
-                    match s
-                        .keyspace
-                        .relocate(key, &loc, meta.value_type, value, now_ms)
-                    {
+                    if prefetched_to < image.len() && prefetched_to <= next + PREFETCH_RECORDS {
+                        // The index entries of the next batch of records, a batch ahead.
+                        let to = (prefetched_to + PREFETCH_RECORDS).min(image.len());
+                        s.keyspace
+                            .prefetch_relocations((prefetched_to..to).map(|i| image.record(i).2));
+                        prefetched_to = to;
+                    }
+                    let (loc, meta, key) = image.record(next);
+                    match s.keyspace.relocate(
+                        key,
+                        &loc,
+                        meta.value_type,
+                        || image.value(next),
+                        now_ms,
+                    ) {
                         Ok(Relocation::Moved) => {
                             moved += 1;
                             bytes += u64::from(loc.len_bytes);
                         }
-                        Ok(Relocation::Obsolete) => {}
+                        Ok(Relocation::Obsolete) | Ok(Relocation::Damaged) => {}
                         Ok(Relocation::Refused) => {
                             complete = false;
                             break;

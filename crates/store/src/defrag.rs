@@ -21,8 +21,10 @@ use std::sync::atomic::Ordering;
 use compio::BufResult;
 
 use crate::error::Result;
+use crate::format::summary::decode_summary;
 use crate::format::{
-    BlockHeader, BlockKind, BlockState, RecordKind, RecordMeta, BLOCK_HEADER_BYTES,
+    decode_record, BlockHeader, BlockKind, BlockState, RecordKind, RecordMeta, BLOCK_HEADER_BYTES,
+    RECORD_HEADER_BYTES,
 };
 use crate::recovery::{AreaItem, AreaScanner};
 use crate::store::{block_state, io_err, BlockId, Location};
@@ -210,9 +212,14 @@ struct ImageRecord {
     value: Range<usize>,
 }
 
-/// The value records of one block as read from its device, for defrag. The records are
-/// found (and CRC-checked) a step at a time ([`BlockImage::scan`]), so a block-sized image
-/// never holds its worker for long.
+/// The value records of one block as read from its device, for defrag.
+///
+/// A sealed block with a sound summary lists its records from the summary at once, and a
+/// record's value is CRC-checked only when it is asked for ([`BlockImage::value`]): defrag
+/// asks only for the records still live, which in a victim are a small part of the block,
+/// so the dead ones' bytes are never read by the CPU. Any other block (open when its
+/// writer stopped, or a damaged summary) is scanned, CRC-checking every record, a step at
+/// a time ([`BlockImage::scan`]), so a block-sized image never holds its worker for long.
 pub struct BlockImage {
     id: BlockId,
     block_seq: u64,
@@ -221,6 +228,8 @@ pub struct BlockImage {
     end: usize,
     scanner: AreaScanner,
     records: Vec<ImageRecord>,
+    /// The records came from the summary: every one is listed, none is CRC-checked yet.
+    from_summary: bool,
 }
 
 impl BlockImage {
@@ -247,7 +256,7 @@ impl BlockImage {
 
     /// True once every record of the block has been found.
     pub fn scanned(&self) -> bool {
-        self.scanner.done()
+        self.from_summary || self.scanner.done()
     }
 
     /// Finds the next records: looks at about `budget_bytes` of the block (at least one
@@ -255,6 +264,9 @@ impl BlockImage {
     /// (their keys keep reporting the damage). Returns true once the whole block has been
     /// scanned.
     pub fn scan(&mut self, budget_bytes: usize) -> bool {
+        if self.from_summary {
+            return true;
+        }
         let area = &self.buf[BLOCK_HEADER_BYTES..self.end];
         let base = self.buf.as_ptr() as usize;
         let records = &mut self.records;
@@ -289,8 +301,8 @@ impl BlockImage {
         self.buf
     }
 
-    /// Value record `i` (`i < len()`): where it is, its header fields, key and value.
-    pub fn record(&self, i: usize) -> (Location, &RecordMeta, &[u8], &[u8]) {
+    /// Value record `i` (`i < len()`): where it is, its header fields and its key.
+    pub fn record(&self, i: usize) -> (Location, &RecordMeta, &[u8]) {
         let r = &self.records[i];
         (
             Location {
@@ -301,8 +313,79 @@ impl BlockImage {
             },
             &r.meta,
             &self.buf[r.key.clone()],
-            &self.buf[r.value.clone()],
         )
+    }
+
+    /// The value of record `i` (`i < len()`), CRC-checked; `None` when the record is
+    /// damaged (its bytes do not match its checksum, or not the header and key the
+    /// summary lists). A damaged record is left where it is: reads of its key report the
+    /// damage.
+    pub fn value(&self, i: usize) -> Option<&[u8]> {
+        let r = &self.records[i];
+        if !self.from_summary {
+            // The scan checked it.
+            return Some(&self.buf[r.value.clone()]);
+        }
+        let at = r.offset_bytes as usize;
+        let bytes = self.buf.get(at..at + r.len_bytes as usize)?;
+        match decode_record(bytes, self.block_seq) {
+            Ok(Some(rec))
+                if rec.meta == r.meta
+                    && rec.key == &self.buf[r.key.clone()]
+                    && rec.encoded_len_bytes == r.len_bytes as usize =>
+            {
+                Some(rec.value)
+            }
+            _ => None,
+        }
+    }
+
+    /// Lists the records from the block's summary (`header`'s), if it has a sound one.
+    fn list_from_summary(&mut self, header: &BlockHeader) -> bool {
+        if header.state != BlockState::Sealed || header.summary_len_bytes == 0 {
+            return false;
+        }
+        let at = header.summary_offset_bytes();
+        let Some(summary) = self.buf.get(at..at + header.summary_len_bytes as usize) else {
+            return false;
+        };
+        let entries = match decode_summary(
+            summary,
+            self.block_seq,
+            header.summary_crc,
+            header.committed_len_bytes as usize,
+        ) {
+            Ok(entries) => entries,
+            Err(e) => {
+                tracing::warn!(
+                    device = self.id.device,
+                    block = self.id.block,
+                    "defrag: block summary not usable ({e}); scanning the block"
+                );
+                return false;
+            }
+        };
+        let base = self.buf.as_ptr() as usize;
+        self.records.clear();
+        self.records.reserve_exact(entries.len());
+        for e in entries {
+            if e.meta.kind == RecordKind::Tombstone {
+                continue;
+            }
+            let key_at = e.key.as_ptr() as usize - base;
+            let value_at = e.offset_bytes + RECORD_HEADER_BYTES + e.key.len();
+            self.records.push(ImageRecord {
+                offset_bytes: e.offset_bytes as u32,
+                len_bytes: e.encoded_len_bytes as u32,
+                meta: e.meta,
+                // The summary's copy of the key: checked by the summary's CRC, and
+                // compared with the record's own when its value is asked for.
+                key: key_at..key_at + e.key.len(),
+                value: value_at..value_at,
+            });
+        }
+        self.from_summary = true;
+        true
     }
 }
 
@@ -364,13 +447,16 @@ impl Writer {
             }
             _ => block_size,
         };
-        Ok(Some(BlockImage {
+        let mut image = BlockImage {
             id,
             block_seq,
             buf,
             end,
             scanner: AreaScanner::default(),
             records: Vec::new(),
-        }))
+            from_summary: false,
+        };
+        image.list_from_summary(&header);
+        Ok(Some(image))
     }
 }

@@ -307,3 +307,98 @@ fn a_sealed_block_whose_header_was_lost_scans_cleanly() {
         assert_eq!(&got[..keys.len()], &keys[..]);
     });
 }
+
+/// Defrag's image of a sealed block lists its records from the summary without reading
+/// their values, and checks a value's CRC only when it is asked for: a damaged value is
+/// refused (the other records of the block are not), and a damaged summary makes the
+/// image scan the block instead, which finds the same records but the damaged one.
+#[test]
+fn defrag_images_list_records_from_the_summary_and_check_values_when_asked() {
+    let dev = ram(16);
+    let ctl = dev.control();
+    run(async {
+        let (store, _, _) = open(&ctl).await;
+        let w = Writer::open(store.clone(), 0, Durability::EverySec, 0)
+            .await
+            .unwrap();
+        let mut written: Vec<(Location, Vec<u8>, Vec<u8>)> = Vec::new();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        for i in 0..200u32 {
+            let key = format!("key-{i}").into_bytes();
+            let value: Vec<u8> = (0..rng.random_range(500..1500))
+                .map(|_| rng.random())
+                .collect();
+            let m = meta(RecordKind::Value, 0, w.next_seq(), 0, 0);
+            let loc = w.append(m, &key, &value).unwrap();
+            written.push((loc, key, value));
+            if i % 50 == 0 {
+                // Tombstones are not listed (they are never live).
+                let m = meta(RecordKind::Tombstone, 0, w.next_seq(), 0, 0);
+                w.append(m, b"gone", &[]).unwrap();
+            }
+        }
+        w.sync().await.unwrap();
+        let sums = summaries(&ctl.visible_image());
+        assert!(!sums.is_empty());
+        let (summary_at, summary_len) = sums[0];
+        let block = ((summary_at - RESERVED_BYTES) / BLOCK_BYTES) as u32;
+        let block_start = RESERVED_BYTES + u64::from(block) * BLOCK_BYTES;
+        let id = skerry_store::BlockId { device: 0, block };
+        let seq = store.block_seq(id);
+        let in_block: Vec<&(Location, Vec<u8>, Vec<u8>)> = written
+            .iter()
+            .filter(|(l, _, _)| l.block == block)
+            .collect();
+        assert!(
+            in_block.len() >= 20,
+            "{} records in the block",
+            in_block.len()
+        );
+
+        let image = w.read_block(id, seq, None).await.unwrap().expect("image");
+        assert!(image.scanned(), "listed from the summary at once");
+        assert_eq!(image.len(), in_block.len());
+        for (i, (loc, key, value)) in in_block.iter().enumerate() {
+            let (l, m, k) = image.record(i);
+            assert_eq!((l, m.kind, k), (*loc, RecordKind::Value, &key[..]));
+            assert_eq!(image.value(i), Some(&value[..]));
+        }
+
+        // One value damaged on the device.
+        let bad = in_block.len() / 2;
+        let (loc, key, _) = in_block[bad];
+        let value_at = block_start
+            + u64::from(loc.offset_bytes)
+            + skerry_store::format::RECORD_HEADER_BYTES as u64
+            + key.len() as u64
+            + 7;
+        ctl.flip_bit(value_at, 3);
+        let image = w.read_block(id, seq, None).await.unwrap().expect("image");
+        assert!(image.scanned());
+        assert_eq!(image.len(), in_block.len());
+        for (i, (_, _, value)) in in_block.iter().enumerate() {
+            let want = (i != bad).then_some(&value[..]);
+            assert_eq!(image.value(i), want, "record {i}");
+        }
+
+        // The summary damaged too: the block is scanned, and the scan skips the damaged
+        // record.
+        ctl.flip_bit(summary_at + summary_len as u64 / 2, 5);
+        let mut image = w.read_block(id, seq, None).await.unwrap().expect("image");
+        assert!(!image.scanned(), "a damaged summary is not used");
+        while !image.scan(4096) {}
+        assert!(image.scanned());
+        let good: Vec<_> = in_block
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i != bad)
+            .map(|(_, r)| r)
+            .collect();
+        assert_eq!(image.len(), good.len());
+        for (i, (loc, key, value)) in good.iter().enumerate() {
+            let (l, _, k) = image.record(i);
+            assert_eq!((l, k), (*loc, &key[..]));
+            assert_eq!(image.value(i), Some(&value[..]));
+        }
+    });
+}

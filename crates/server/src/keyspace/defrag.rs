@@ -19,20 +19,24 @@ pub enum Relocation {
     Obsolete,
     /// The copy could not be written (no space, too large): the record stays where it is.
     Refused,
+    /// The record is the key's current version but its bytes are damaged: it stays where
+    /// it is, and reads of the key report the damage.
+    Damaged,
 }
 
 impl Keyspace {
-    /// Moves the record at `from` (record key `record_key`, `value_type`, `value`, as read
-    /// back from the device) to the log head if this worker's index still points at it.
-    /// The copy gets a fresh mutation sequence: it is the key's current version, and newer
-    /// writes get higher sequences still. The old record is released, which takes effect
-    /// once the copy is durable.
-    pub fn relocate(
+    /// Moves the record at `from` (record key `record_key`, `value_type`, as read back from
+    /// the device) to the log head if this worker's index still points at it; `value`
+    /// gives its value, CRC-checked, and is called only then (`None`: damaged). The copy
+    /// gets a fresh mutation sequence: it is the key's current version, and newer writes
+    /// get higher sequences still. The old record is released, which takes effect once the
+    /// copy is durable.
+    pub fn relocate<'v>(
         &mut self,
         record_key: &[u8],
         from: &Location,
         value_type: u8,
-        value: &[u8],
+        value: impl FnOnce() -> Option<&'v [u8]>,
         now_ms: i64,
     ) -> Result<Relocation, StoreError> {
         let Some((raw_db, key)) = split_record_key(record_key) else {
@@ -47,8 +51,11 @@ impl Keyspace {
         let from_packed = PackedLoc::pack(from);
         let d = &self.dbs[db];
         let table = if group { &d.groups } else { &d.table };
-        let expire_at_ms = match table.get(hash, key) {
-            Some(e) if e.loc() == from_packed && e.value_type() == value_type => {
+        // Most records of a victim are obsolete: no entry points at their location, which
+        // the lookup tells from the entries alone, without reading keys stored out of them.
+        let current = table.get_by(hash, |e| e.loc() == from_packed && e.key() == key);
+        let expire_at_ms = match current {
+            Some(e) if e.value_type() == value_type => {
                 if e.expired(now_ms) {
                     // Expiry writes its tombstone and releases the record.
                     return Ok(Relocation::Obsolete);
@@ -56,6 +63,9 @@ impl Keyspace {
                 e.expire_at_ms()
             }
             _ => return Ok(Relocation::Obsolete),
+        };
+        let Some(value) = value() else {
+            return Ok(Relocation::Damaged);
         };
         let meta = RecordMeta {
             kind: RecordKind::Value,
@@ -90,5 +100,35 @@ impl Keyspace {
         }
         self.log.release(*from);
         Ok(Relocation::Moved)
+    }
+
+    /// Starts bringing the index entries of the records `record_keys` (read back from a
+    /// victim block, see [`Keyspace::relocate`]) into the CPU cache: a victim's records
+    /// are mostly obsolete, so the time of looking them up is mostly waiting for the
+    /// table's memory, and loads of several keys overlap (as [`Keyspace::prefetch`] does
+    /// for a pipeline). Keys stored out of their entries are not brought in: the lookup
+    /// reads one only for the entry that points at the record. Only a hint.
+    pub fn prefetch_relocations<'k>(&self, record_keys: impl Iterator<Item = &'k [u8]>) {
+        let mut found = [(None, 0u64); super::PREFETCH_MAX_KEYS];
+        let mut n = 0;
+        for record_key in record_keys.take(super::PREFETCH_MAX_KEYS) {
+            let Some((raw_db, key)) = split_record_key(record_key) else {
+                continue;
+            };
+            let (db, group) = super::groups::split_db(raw_db);
+            let Some(d) = self.dbs.get(db) else {
+                continue;
+            };
+            let table = if group { &d.groups } else { &d.table };
+            let hash = hash_key(key);
+            table.prefetch_bucket(hash);
+            found[n] = (Some(table), hash);
+            n += 1;
+        }
+        for (table, hash) in &found[..n] {
+            if let Some(t) = table {
+                t.prefetch_slots(*hash);
+            }
+        }
     }
 }
