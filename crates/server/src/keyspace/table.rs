@@ -215,12 +215,6 @@ impl<T: Keyed> Segment<T> {
     /// The slot holding `key`.
     #[inline]
     fn find(&self, hash: u64, key: &[u8]) -> Option<usize> {
-        self.find_by(hash, |slot| slot.key() == key)
-    }
-
-    /// The first slot of `hash`'s probe sequence whose tag matches and that `is` accepts.
-    #[inline]
-    fn find_by(&self, hash: u64, is: impl Fn(&T) -> bool) -> Option<usize> {
         let groups = self.groups();
         let t = tag(hash);
         let mut g = self.home(hash);
@@ -230,7 +224,7 @@ impl<T: Keyed> Segment<T> {
             let mut m = match_tag(word, t);
             while m != 0 {
                 let i = g * GROUP + lowest(m);
-                if self.ctrl(i) == t && is(self.slot(i)) {
+                if self.ctrl(i) == t && self.slot(i).key() == key {
                     return Some(i);
                 }
                 m &= m - 1;
@@ -506,16 +500,6 @@ impl<T: Keyed> SegTable<T> {
     pub fn get(&self, hash: u64, key: &[u8]) -> Option<&T> {
         let seg = &self.segments[self.segment_of(hash)];
         seg.find(hash, key).map(|i| seg.slot(i))
-    }
-
-    /// The entry of `hash` that `is` accepts (it is asked only about entries whose tag
-    /// matches `hash`'s): a lookup that can tell an entry by something cheaper than its key
-    /// first, such as the location it points at, and so need not read a key stored out of
-    /// the entry for every candidate.
-    #[inline]
-    pub fn get_by(&self, hash: u64, is: impl Fn(&T) -> bool) -> Option<&T> {
-        let seg = &self.segments[self.segment_of(hash)];
-        seg.find_by(hash, is).map(|i| seg.slot(i))
     }
 
     /// The entry for `key`, mutable.
