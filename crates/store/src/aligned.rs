@@ -303,6 +303,63 @@ impl IoBuf for AlignedBuf {
     }
 }
 
+/// What a device write takes: a buffer whose bytes are aligned for `O_DIRECT` and stay
+/// unchanged while the write is in flight (the write owns it, or a share of it).
+pub trait WriteBuf: IoBuf {
+    /// The bytes to write.
+    fn bytes(&self) -> &[u8];
+    /// Alignment of the bytes' memory.
+    fn align_bytes(&self) -> usize;
+}
+
+impl WriteBuf for AlignedBuf {
+    fn bytes(&self) -> &[u8] {
+        self.as_slice()
+    }
+    fn align_bytes(&self) -> usize {
+        self.align_bytes
+    }
+}
+
+/// A range of a sealed block's staging image, written to the device without a copy. The
+/// image is shared (`Rc`) and never changed once sealed, so the range stays as it was
+/// for as long as the write holds it, and its memory stays allocated even if the write's
+/// future is dropped before the kernel is done with it.
+pub struct ImagePiece {
+    image: std::rc::Rc<AlignedBuf>,
+    start: usize,
+    end: usize,
+}
+
+impl ImagePiece {
+    /// `image[start..end]`; `start` and `end` must be multiples of the image's alignment.
+    pub fn new(image: std::rc::Rc<AlignedBuf>, start: usize, end: usize) -> ImagePiece {
+        assert!(start < end && end <= image.len_bytes());
+        assert!(start.is_multiple_of(image.align_bytes) && end.is_multiple_of(image.align_bytes));
+        ImagePiece { image, start, end }
+    }
+
+    /// Bytes in the piece.
+    pub fn len_bytes(&self) -> usize {
+        self.end - self.start
+    }
+}
+
+impl IoBuf for ImagePiece {
+    fn as_init(&self) -> &[u8] {
+        &self.image[self.start..self.end]
+    }
+}
+
+impl WriteBuf for ImagePiece {
+    fn bytes(&self) -> &[u8] {
+        &self.image[self.start..self.end]
+    }
+    fn align_bytes(&self) -> usize {
+        self.image.align_bytes
+    }
+}
+
 impl SetLen for AlignedBuf {
     unsafe fn set_len(&mut self, len: usize) {
         // The trait's contract (len <= capacity) is checked anyway: every byte of

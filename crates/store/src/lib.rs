@@ -41,7 +41,7 @@ pub mod recovery;
 mod store;
 mod writer;
 
-pub use aligned::{AlignedBuf, MIN_ALIGN_BYTES};
+pub use aligned::{AlignedBuf, ImagePiece, WriteBuf, MIN_ALIGN_BYTES};
 pub use checkpoint::SealedBlock;
 pub use defrag::{BlockImage, DefragOutlook, DefragPolicy, Victim, VictimReason};
 pub use device::{AnyDevice, Device, FileDevice};

@@ -34,6 +34,7 @@ use std::task::{Poll, Waker};
 
 use compio::BufResult;
 
+use crate::aligned::ImagePiece;
 use crate::device::{AnyDevice, Device};
 use crate::error::{Result, StoreError};
 use crate::format::summary::{push_summary_entry, summary_entry_len};
@@ -43,7 +44,8 @@ use crate::format::{
 };
 use crate::recovery::{scan_area, AreaItem, InOrder, RecoveredOpenBlock};
 use crate::store::{io_err, AllocatedBlock, BlockId, Location, Store};
-use crate::{yield_now, AlignedBuf, IoLatency};
+use crate::{yield_now, AlignedBuf, IoLatency, MIN_ALIGN_BYTES};
+use std::rc::Rc;
 
 /// When appended records are made durable (`appendfsync`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -93,12 +95,68 @@ impl Notify {
 }
 
 /// The RAM image of one block being written.
+/// A block's staging image: owned while the block is open (appends write into it),
+/// shared once it is sealed. Nothing changes a sealed image again, so its writes to the
+/// device take shares of it ([`ImagePiece`]) instead of copies (decision 0026).
+enum Image {
+    Open(AlignedBuf),
+    Sealed(Rc<AlignedBuf>),
+}
+
+impl std::ops::Deref for Image {
+    type Target = AlignedBuf;
+
+    fn deref(&self) -> &AlignedBuf {
+        match self {
+            Image::Open(b) => b,
+            Image::Sealed(b) => b,
+        }
+    }
+}
+
+impl Image {
+    /// The open image, to change.
+    fn open_mut(&mut self) -> &mut AlignedBuf {
+        match self {
+            Image::Open(b) => b,
+            Image::Sealed(_) => panic!("a sealed block's image is never changed"),
+        }
+    }
+
+    /// Shares the image from now on.
+    fn seal(&mut self) {
+        // A one-sector placeholder for the moment of the move (one per sealed block).
+        let placeholder = Image::Open(AlignedBuf::new(MIN_ALIGN_BYTES, MIN_ALIGN_BYTES));
+        let open = std::mem::replace(self, placeholder);
+        *self = match open {
+            Image::Open(b) => Image::Sealed(Rc::new(b)),
+            sealed => sealed,
+        };
+    }
+
+    /// The shared image of a sealed block.
+    fn shared(&self) -> Option<&Rc<AlignedBuf>> {
+        match self {
+            Image::Open(_) => None,
+            Image::Sealed(b) => Some(b),
+        }
+    }
+
+    /// The buffer, for another block (`None` while a write still holds a share).
+    fn into_buf(self) -> Option<AlignedBuf> {
+        match self {
+            Image::Open(b) => Some(b),
+            Image::Sealed(b) => Rc::try_unwrap(b).ok(),
+        }
+    }
+}
+
 struct StagedBlock {
     alloc: AllocatedBlock,
     /// The whole block; bytes past `used_bytes` are zero, and so are the whole pages
     /// between the header and `staged_from` once released (their records are read from
     /// the device).
-    buf: AlignedBuf,
+    buf: Image,
     /// Bytes in use from the block start (header included).
     used_bytes: usize,
     /// Bytes `[0, flushed_bytes)` have been written to the device.
@@ -162,7 +220,7 @@ impl StagedBlock {
     /// `staged_from` (records there are read from the device); the header page and that
     /// partial sector stay, for sealing and the next flush. Returns the bytes released.
     fn release_unstaged_pages(&mut self, align_bytes: usize) -> usize {
-        self.buf.zero_pages(
+        self.buf.open_mut().zero_pages(
             BLOCK_HEADER_BYTES,
             self.staged_from / align_bytes * align_bytes,
         )
@@ -232,6 +290,10 @@ struct WriteJob {
     flushed_to: Option<usize>,
     /// The write carries the sealed header.
     writes_sealed_header: bool,
+    /// The block's image when it was already sealed as the write was planned: its bytes
+    /// are then exactly what the write must put on the device (header included, zeros
+    /// past the block's end), and the pieces are shares of it instead of copies.
+    image: Option<Rc<AlignedBuf>>,
 }
 
 /// Staged bytes are copied to a write buffer at most this many at a time (a copy holds the
@@ -244,12 +306,21 @@ const WRITE_PIECES_IN_FLIGHT: usize = 8;
 /// A completed piece of [`Writer::write_out`].
 struct PieceDone {
     res: std::io::Result<()>,
-    buf: AlignedBuf,
+    /// The write buffer the piece was copied into (none for a share of a sealed image).
+    buf: Option<AlignedBuf>,
+    len_bytes: u64,
     /// Index of its planned write.
     job: usize,
     offset_bytes: u64,
     /// The planned write's last piece.
     last: bool,
+}
+
+/// One piece of a planned write: copied from an open block's image, or a share of a
+/// sealed one.
+enum Piece {
+    Copied(AlignedBuf),
+    Shared(ImagePiece),
 }
 
 /// Released bytes summed per block (dense per device, reused between syncs).
@@ -327,6 +398,8 @@ pub struct WriterStats {
     pub writes: u64,
     /// Bytes written to devices (including rewritten partial sectors).
     pub written_bytes: u64,
+    /// Of those, bytes written straight from sealed blocks' images, without a copy.
+    pub written_uncopied_bytes: u64,
     /// Successful flush + fdatasync rounds (group commits).
     pub syncs: u64,
     /// Blocks opened.
@@ -631,7 +704,7 @@ impl Writer {
         }
         let mut block = StagedBlock {
             alloc: AllocatedBlock { id, block_seq },
-            buf,
+            buf: Image::Open(buf),
             used_bytes: valid_end,
             flushed_bytes: valid_end,
             synced_bytes: valid_end,
@@ -654,7 +727,7 @@ impl Writer {
         // The recovered records are read from the device (`staged_from`), and the tail is
         // zero: only the header page and the last partial sector stay in RAM.
         block.release_unstaged_pages(align);
-        block.buf.zero_pages(valid_end, block_size);
+        block.buf.open_mut().zero_pages(valid_end, block_size);
         Ok(Some(block))
     }
 
@@ -865,7 +938,7 @@ impl Writer {
         }
         let at = block.used_bytes;
         let written = encode_record(
-            &mut block.buf.full_mut()[at..],
+            &mut block.buf.open_mut().full_mut()[at..],
             block.alloc.block_seq,
             &meta,
             key,
@@ -1022,7 +1095,7 @@ impl Writer {
         header.encode(&mut buf[..BLOCK_HEADER_BYTES]);
         StagedBlock {
             alloc,
-            buf,
+            buf: Image::Open(buf),
             used_bytes: BLOCK_HEADER_BYTES,
             flushed_bytes: 0,
             synced_bytes: 0,
@@ -1068,8 +1141,9 @@ impl Writer {
                 let at = records_end + SUMMARY_GAP_BYTES;
                 debug_assert!(at + s.len() <= block.buf.len_bytes(), "summary room kept");
                 // The gap reads as the end of the records (a zero record header).
-                block.buf[records_end..at].fill(0);
-                block.buf[at..at + s.len()].copy_from_slice(&s);
+                let image = block.buf.open_mut();
+                image[records_end..at].fill(0);
+                image[at..at + s.len()].copy_from_slice(&s);
                 block.used_bytes = at + s.len();
                 (
                     s.len() as u32,
@@ -1091,7 +1165,17 @@ impl Writer {
             summary_len_bytes,
             summary_crc,
         };
-        header.encode(&mut block.buf[..BLOCK_HEADER_BYTES]);
+        let image = block.buf.open_mut();
+        header.encode(&mut image[..BLOCK_HEADER_BYTES]);
+        // The last sector's bytes past the block's end are written as they are (the
+        // image is written without a copy from now on): zeros, as a copy would write.
+        let align = self.store.align_bytes(block.alloc.id.device);
+        let tail_end = block
+            .used_bytes
+            .next_multiple_of(align)
+            .min(image.len_bytes());
+        image[block.used_bytes..tail_end].fill(0);
+        block.buf.seal();
         block.sealed = true;
         block.header_dirty = true;
     }
@@ -1259,7 +1343,7 @@ impl Writer {
                 // Not zeroed: a new block's image is zero only in its header page, and the
                 // bytes past its records are written as zeros (Writer::copy_piece).
                 if st.spare.len() < SPARE_IMAGES_KEPT {
-                    st.spare.push(done.buf);
+                    st.spare.extend(done.buf.into_buf());
                 }
             } else {
                 i += 1;
@@ -1321,12 +1405,15 @@ impl Writer {
             let PieceDone {
                 res,
                 buf,
+                len_bytes,
                 job,
                 offset_bytes,
                 last,
             } = done;
-            let len_bytes = buf.len_bytes() as u64;
-            self.give_write_buf(buf);
+            let copied = buf.is_some();
+            if let Some(buf) = buf {
+                self.give_write_buf(buf);
+            }
             let device = jobs[job].device;
             if let Err(e) = res {
                 if failed.is_none() {
@@ -1340,6 +1427,9 @@ impl Writer {
             st.unsynced_devices[usize::from(device)] = true;
             st.stats.writes += 1;
             st.stats.written_bytes += len_bytes;
+            if !copied {
+                st.stats.written_uncopied_bytes += len_bytes;
+            }
             if !last || failed.is_some() {
                 return;
             }
@@ -1371,17 +1461,31 @@ impl Writer {
                     break 'jobs;
                 }
                 let piece_end = (at + WRITE_PIECE_BYTES).min(job.end);
-                let Some(buf) = self.copy_piece(job, at, piece_end) else {
-                    break;
+                let piece = match &job.image {
+                    Some(image) => Piece::Shared(ImagePiece::new(image.clone(), at, piece_end)),
+                    None => match self.copy_piece(job, at, piece_end) {
+                        Some(buf) => Piece::Copied(buf),
+                        None => break,
+                    },
                 };
                 let offset_bytes = job.block_offset_bytes + at as u64;
                 let device = &self.devices[usize::from(job.device)];
                 let last = piece_end == job.end;
+                let len_bytes = (piece_end - at) as u64;
                 in_flight.push(async move {
-                    let BufResult(res, buf) = device.write_at(buf, offset_bytes).await;
+                    let (res, buf) = match piece {
+                        Piece::Copied(buf) => {
+                            let BufResult(res, buf) = device.write_at(buf, offset_bytes).await;
+                            (res, Some(buf))
+                        }
+                        Piece::Shared(piece) => {
+                            (device.write_at(piece, offset_bytes).await.0, None)
+                        }
+                    };
                     PieceDone {
                         res: res.map(|_| ()),
                         buf,
+                        len_bytes,
                         job: i,
                         offset_bytes,
                         last,
@@ -1489,6 +1593,7 @@ impl Writer {
                     header: if header_written { header_page(b) } else { None },
                     flushed_to: Some(b.used_bytes),
                     writes_sealed_header: header_written && b.sealed,
+                    image: b.buf.shared().cloned(),
                 });
             }
             if b.sealed && b.header_dirty && !header_written {
@@ -1502,6 +1607,7 @@ impl Writer {
                     header: header_page(b),
                     flushed_to: None,
                     writes_sealed_header: true,
+                    image: b.buf.shared().cloned(),
                 });
             }
         }

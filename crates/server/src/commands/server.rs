@@ -868,6 +868,12 @@ pub(crate) fn storage_figures(shared: &crate::worker::Shared, w: &[WorkerInfo]) 
             sum(&|s| s.writer.written_bytes),
         ),
         num(
+            "device_written_uncopied_bytes",
+            Counter,
+            "Of the bytes written, those written straight from sealed blocks' images.",
+            sum(&|s| s.writer.written_uncopied_bytes),
+        ),
+        num(
             "fdatasyncs",
             Counter,
             "Flush + fdatasync rounds (group commits).",

@@ -14,7 +14,7 @@ use compio::io::{AsyncReadAt, AsyncWriteAt};
 use compio::BufResult;
 
 use super::{assert_io_ok, Device};
-use crate::aligned::{AlignedBuf, MIN_ALIGN_BYTES};
+use crate::aligned::{AlignedBuf, WriteBuf, MIN_ALIGN_BYTES};
 
 /// Alignment assumed when the kernel or file system does not report one.
 const FALLBACK_ALIGN_BYTES: usize = 4096;
@@ -176,13 +176,9 @@ impl Device for FileDevice {
         BufResult(Ok(len), buf)
     }
 
-    async fn write_at(
-        &self,
-        mut buf: AlignedBuf,
-        offset_bytes: u64,
-    ) -> BufResult<usize, AlignedBuf> {
+    async fn write_at<B: WriteBuf>(&self, mut buf: B, offset_bytes: u64) -> BufResult<usize, B> {
         assert_io_ok(self.size_bytes(), self.align_bytes, &buf, offset_bytes);
-        let len = buf.len_bytes();
+        let len = buf.bytes().len();
         let mut done = 0usize;
         let mut file = &self.file;
         while done < len {

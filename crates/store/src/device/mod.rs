@@ -12,7 +12,7 @@ use std::io;
 
 use compio::BufResult;
 
-use crate::aligned::AlignedBuf;
+use crate::aligned::{AlignedBuf, WriteBuf};
 
 mod file;
 mod ram;
@@ -41,7 +41,7 @@ pub trait Device {
 
     /// Writes `buf[..buf.len_bytes()]` at `offset_bytes`. The data is durable
     /// only after a later [`Device::sync`] succeeds.
-    async fn write_at(&self, buf: AlignedBuf, offset_bytes: u64) -> BufResult<usize, AlignedBuf>;
+    async fn write_at<B: WriteBuf>(&self, buf: B, offset_bytes: u64) -> BufResult<usize, B>;
 
     /// Makes every completed write durable (`fdatasync`).
     async fn sync(&self) -> io::Result<()>;
@@ -90,7 +90,7 @@ impl Device for AnyDevice {
         }
     }
 
-    async fn write_at(&self, buf: AlignedBuf, offset_bytes: u64) -> BufResult<usize, AlignedBuf> {
+    async fn write_at<B: WriteBuf>(&self, buf: B, offset_bytes: u64) -> BufResult<usize, B> {
         match self {
             AnyDevice::File(d) => d.write_at(buf, offset_bytes).await,
             AnyDevice::Ram(d) => d.write_at(buf, offset_bytes).await,
@@ -110,10 +110,10 @@ impl Device for AnyDevice {
 pub(crate) fn assert_io_ok(
     size_bytes: u64,
     align_bytes: usize,
-    buf: &AlignedBuf,
+    buf: &impl WriteBuf,
     offset_bytes: u64,
 ) {
-    let len = buf.len_bytes();
+    let len = buf.bytes().len();
     let align = align_bytes as u64;
     assert!(
         offset_bytes.is_multiple_of(align),

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use compio::BufResult;
 
 use super::{assert_io_ok, Device};
-use crate::aligned::AlignedBuf;
+use crate::aligned::{AlignedBuf, WriteBuf};
 
 /// Granularity of torn writes: a sector is written entirely or not at all.
 pub const SECTOR_BYTES: usize = 512;
@@ -284,13 +284,13 @@ impl Device for RamDevice {
         BufResult(Ok(len), buf)
     }
 
-    async fn write_at(&self, buf: AlignedBuf, offset_bytes: u64) -> BufResult<usize, AlignedBuf> {
+    async fn write_at<B: WriteBuf>(&self, buf: B, offset_bytes: u64) -> BufResult<usize, B> {
         assert_io_ok(self.size_bytes, self.align_bytes, &buf, offset_bytes);
         let mut state = lock(&self.shared);
         if let Some(err) = state.check_fault(FaultOp::Write) {
             return BufResult(Err(err), buf);
         }
-        let len = buf.len_bytes();
+        let len = buf.bytes().len();
         state.stats.writes += 1;
         match state.writes_until_power_cut {
             Some(0) => state.powered_off = true,
@@ -302,10 +302,10 @@ impl Device for RamDevice {
             return BufResult(Ok(len), buf);
         }
         let start = offset_bytes as usize;
-        state.visible[start..start + len].copy_from_slice(buf.as_slice());
+        state.visible[start..start + len].copy_from_slice(buf.bytes());
         state.unsynced.push(Unsynced {
             offset_bytes,
-            data: buf.as_slice().to_vec(),
+            data: buf.bytes().to_vec(),
         });
         BufResult(Ok(len), buf)
     }
