@@ -24,13 +24,13 @@ use crate::worker::{local_shard, unix_ms, Shared};
 /// at most this many records copied (a copy of a 1 KiB record costs about 2 µs), records
 /// looked at for this long, and, when every record found so far has been looked at, this
 /// many bytes of the block scanned for more (CRC-checked, about 150 µs per MiB): about
-/// 230 µs in all. (A sealed block with a sound summary, the usual victim, lists all its
-/// records at once and needs no scan: only the values of the records still live are
-/// read and checked, see `skerry_store::BlockImage`.) (Smaller steps, 100 µs and 256 KiB, stretched a block's rewrite over
-/// more time, and its 8 MiB device reads then delayed more cold GETs: p99.9 of the first
-/// GET pass after a SET burst 5.3–6.1 ms against 1.8–2.1 ms.) A step
-/// is the longest a client of the worker waits for defrag (decision 0021); while space is
-/// low, steps are four times larger.
+/// 230 µs in all. A sealed block with a sound summary, the usual victim, lists all its
+/// records at once and needs no scan: only the values of the records still live are read
+/// and checked (`skerry_store::BlockImage`, decision 0025). (Smaller steps, 100 µs and
+/// 256 KiB, stretched a block's rewrite over more time, and its 8 MiB device reads then
+/// delayed more cold GETs: p99.9 of the first GET pass after a SET burst 5.3–6.1 ms
+/// against 1.8–2.1 ms.) A step is the longest a client of the worker waits for defrag
+/// (decision 0021); while writes wait for space, steps are four times larger.
 const CHUNK_MOVED_RECORDS: u64 = 64;
 const CHUNK_TIME: Duration = Duration::from_micros(150);
 const CHUNK_SCANNED_BYTES: usize = 512 << 10;
