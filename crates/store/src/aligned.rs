@@ -307,15 +307,14 @@ impl IoBuf for AlignedBuf {
 /// unchanged while the write is in flight (the write owns it, or a share of it).
 pub trait WriteBuf: IoBuf {
     /// The bytes to write.
-    fn bytes(&self) -> &[u8];
+    fn bytes(&self) -> &[u8] {
+        self.as_init()
+    }
     /// Alignment of the bytes' memory.
     fn align_bytes(&self) -> usize;
 }
 
 impl WriteBuf for AlignedBuf {
-    fn bytes(&self) -> &[u8] {
-        self.as_slice()
-    }
     fn align_bytes(&self) -> usize {
         self.align_bytes
     }
@@ -338,11 +337,6 @@ impl ImagePiece {
         assert!(start.is_multiple_of(image.align_bytes) && end.is_multiple_of(image.align_bytes));
         ImagePiece { image, start, end }
     }
-
-    /// Bytes in the piece.
-    pub fn len_bytes(&self) -> usize {
-        self.end - self.start
-    }
 }
 
 impl IoBuf for ImagePiece {
@@ -352,9 +346,6 @@ impl IoBuf for ImagePiece {
 }
 
 impl WriteBuf for ImagePiece {
-    fn bytes(&self) -> &[u8] {
-        &self.image[self.start..self.end]
-    }
     fn align_bytes(&self) -> usize {
         self.image.align_bytes
     }

@@ -340,14 +340,15 @@ impl BlockImage {
         }
     }
 
-    /// Lists the records from the block's summary (`header`'s), if it has a sound one.
-    fn list_from_summary(&mut self, header: &BlockHeader) -> bool {
+    /// Lists the records from the block's summary (`header`'s), if it has a sound one
+    /// (else the block is scanned).
+    fn list_from_summary(&mut self, header: &BlockHeader) {
         if header.state != BlockState::Sealed || header.summary_len_bytes == 0 {
-            return false;
+            return;
         }
         let at = header.summary_offset_bytes();
         let Some(summary) = self.buf.get(at..at + header.summary_len_bytes as usize) else {
-            return false;
+            return;
         };
         let entries = match decode_summary(
             summary,
@@ -362,7 +363,7 @@ impl BlockImage {
                     block = self.id.block,
                     "defrag: block summary not usable ({e}); scanning the block"
                 );
-                return false;
+                return;
             }
         };
         let base = self.buf.as_ptr() as usize;
@@ -385,7 +386,6 @@ impl BlockImage {
             });
         }
         self.from_summary = true;
-        true
     }
 }
 

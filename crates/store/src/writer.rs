@@ -44,7 +44,7 @@ use crate::format::{
 };
 use crate::recovery::{scan_area, AreaItem, InOrder, RecoveredOpenBlock};
 use crate::store::{io_err, AllocatedBlock, BlockId, Location, Store};
-use crate::{yield_now, AlignedBuf, IoLatency, MIN_ALIGN_BYTES};
+use crate::{yield_now, AlignedBuf, IoLatency};
 use std::rc::Rc;
 
 /// When appended records are made durable (`appendfsync`).
@@ -94,69 +94,20 @@ impl Notify {
     }
 }
 
+/// An open block's image, to append to. A block's image is shared only once the block is
+/// sealed: nothing changes it again, and its writes to the device take shares of it
+/// ([`ImagePiece`]) instead of copies (decision 0026).
+fn image_mut(image: &mut Rc<AlignedBuf>) -> &mut AlignedBuf {
+    Rc::get_mut(image).expect("a block's image is shared only once the block is sealed")
+}
+
 /// The RAM image of one block being written.
-/// A block's staging image: owned while the block is open (appends write into it),
-/// shared once it is sealed. Nothing changes a sealed image again, so its writes to the
-/// device take shares of it ([`ImagePiece`]) instead of copies (decision 0026).
-enum Image {
-    Open(AlignedBuf),
-    Sealed(Rc<AlignedBuf>),
-}
-
-impl std::ops::Deref for Image {
-    type Target = AlignedBuf;
-
-    fn deref(&self) -> &AlignedBuf {
-        match self {
-            Image::Open(b) => b,
-            Image::Sealed(b) => b,
-        }
-    }
-}
-
-impl Image {
-    /// The open image, to change.
-    fn open_mut(&mut self) -> &mut AlignedBuf {
-        match self {
-            Image::Open(b) => b,
-            Image::Sealed(_) => panic!("a sealed block's image is never changed"),
-        }
-    }
-
-    /// Shares the image from now on.
-    fn seal(&mut self) {
-        // A one-sector placeholder for the moment of the move (one per sealed block).
-        let placeholder = Image::Open(AlignedBuf::new(MIN_ALIGN_BYTES, MIN_ALIGN_BYTES));
-        let open = std::mem::replace(self, placeholder);
-        *self = match open {
-            Image::Open(b) => Image::Sealed(Rc::new(b)),
-            sealed => sealed,
-        };
-    }
-
-    /// The shared image of a sealed block.
-    fn shared(&self) -> Option<&Rc<AlignedBuf>> {
-        match self {
-            Image::Open(_) => None,
-            Image::Sealed(b) => Some(b),
-        }
-    }
-
-    /// The buffer, for another block (`None` while a write still holds a share).
-    fn into_buf(self) -> Option<AlignedBuf> {
-        match self {
-            Image::Open(b) => Some(b),
-            Image::Sealed(b) => Rc::try_unwrap(b).ok(),
-        }
-    }
-}
-
 struct StagedBlock {
     alloc: AllocatedBlock,
     /// The whole block; bytes past `used_bytes` are zero, and so are the whole pages
     /// between the header and `staged_from` once released (their records are read from
-    /// the device).
-    buf: Image,
+    /// the device). Shared with its writes once the block is sealed ([`image_mut`]).
+    buf: Rc<AlignedBuf>,
     /// Bytes in use from the block start (header included).
     used_bytes: usize,
     /// Bytes `[0, flushed_bytes)` have been written to the device.
@@ -220,7 +171,7 @@ impl StagedBlock {
     /// `staged_from` (records there are read from the device); the header page and that
     /// partial sector stay, for sealing and the next flush. Returns the bytes released.
     fn release_unstaged_pages(&mut self, align_bytes: usize) -> usize {
-        self.buf.open_mut().zero_pages(
+        image_mut(&mut self.buf).zero_pages(
             BLOCK_HEADER_BYTES,
             self.staged_from / align_bytes * align_bytes,
         )
@@ -704,7 +655,7 @@ impl Writer {
         }
         let mut block = StagedBlock {
             alloc: AllocatedBlock { id, block_seq },
-            buf: Image::Open(buf),
+            buf: Rc::new(buf),
             used_bytes: valid_end,
             flushed_bytes: valid_end,
             synced_bytes: valid_end,
@@ -727,7 +678,7 @@ impl Writer {
         // The recovered records are read from the device (`staged_from`), and the tail is
         // zero: only the header page and the last partial sector stay in RAM.
         block.release_unstaged_pages(align);
-        block.buf.open_mut().zero_pages(valid_end, block_size);
+        image_mut(&mut block.buf).zero_pages(valid_end, block_size);
         Ok(Some(block))
     }
 
@@ -938,7 +889,7 @@ impl Writer {
         }
         let at = block.used_bytes;
         let written = encode_record(
-            &mut block.buf.open_mut().full_mut()[at..],
+            &mut image_mut(&mut block.buf).full_mut()[at..],
             block.alloc.block_seq,
             &meta,
             key,
@@ -1095,7 +1046,7 @@ impl Writer {
         header.encode(&mut buf[..BLOCK_HEADER_BYTES]);
         StagedBlock {
             alloc,
-            buf: Image::Open(buf),
+            buf: Rc::new(buf),
             used_bytes: BLOCK_HEADER_BYTES,
             flushed_bytes: 0,
             synced_bytes: 0,
@@ -1141,7 +1092,7 @@ impl Writer {
                 let at = records_end + SUMMARY_GAP_BYTES;
                 debug_assert!(at + s.len() <= block.buf.len_bytes(), "summary room kept");
                 // The gap reads as the end of the records (a zero record header).
-                let image = block.buf.open_mut();
+                let image = image_mut(&mut block.buf);
                 image[records_end..at].fill(0);
                 image[at..at + s.len()].copy_from_slice(&s);
                 block.used_bytes = at + s.len();
@@ -1165,7 +1116,7 @@ impl Writer {
             summary_len_bytes,
             summary_crc,
         };
-        let image = block.buf.open_mut();
+        let image = image_mut(&mut block.buf);
         header.encode(&mut image[..BLOCK_HEADER_BYTES]);
         // The last sector's bytes past the block's end are written as they are (the
         // image is written without a copy from now on): zeros, as a copy would write.
@@ -1175,7 +1126,6 @@ impl Writer {
             .next_multiple_of(align)
             .min(image.len_bytes());
         image[block.used_bytes..tail_end].fill(0);
-        block.buf.seal();
         block.sealed = true;
         block.header_dirty = true;
     }
@@ -1343,7 +1293,7 @@ impl Writer {
                 // Not zeroed: a new block's image is zero only in its header page, and the
                 // bytes past its records are written as zeros (Writer::copy_piece).
                 if st.spare.len() < SPARE_IMAGES_KEPT {
-                    st.spare.extend(done.buf.into_buf());
+                    st.spare.extend(Rc::try_unwrap(done.buf).ok());
                 }
             } else {
                 i += 1;
@@ -1593,7 +1543,7 @@ impl Writer {
                     header: if header_written { header_page(b) } else { None },
                     flushed_to: Some(b.used_bytes),
                     writes_sealed_header: header_written && b.sealed,
-                    image: b.buf.shared().cloned(),
+                    image: b.sealed.then(|| b.buf.clone()),
                 });
             }
             if b.sealed && b.header_dirty && !header_written {
@@ -1607,7 +1557,7 @@ impl Writer {
                     header: header_page(b),
                     flushed_to: None,
                     writes_sealed_header: true,
-                    image: b.buf.shared().cloned(),
+                    image: b.sealed.then(|| b.buf.clone()),
                 });
             }
         }

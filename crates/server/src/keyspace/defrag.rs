@@ -111,7 +111,10 @@ impl Keyspace {
     /// for a pipeline): the buckets, then the entries, then the keys stored out of their
     /// entries. Only a hint.
     pub fn prefetch_relocations<'k>(&self, record_keys: impl Iterator<Item = &'k [u8]>) {
-        let mut found = [(None, 0u64); super::PREFETCH_MAX_KEYS];
+        let Some(first) = self.dbs.first() else {
+            return;
+        };
+        let mut lookups = [(&first.table, 0u64); super::PREFETCH_MAX_KEYS];
         let mut n = 0;
         for record_key in record_keys.take(super::PREFETCH_MAX_KEYS) {
             let Some((raw_db, key)) = split_record_key(record_key) else {
@@ -124,18 +127,9 @@ impl Keyspace {
             let table = if group { &d.groups } else { &d.table };
             let hash = hash_key(key);
             table.prefetch_bucket(hash);
-            found[n] = (Some(table), hash);
+            lookups[n] = (table, hash);
             n += 1;
         }
-        for (table, hash) in &found[..n] {
-            if let Some(t) = table {
-                t.prefetch_slots(*hash);
-            }
-        }
-        for (table, hash) in &found[..n] {
-            if let Some(t) = table {
-                t.prefetch_keys(*hash);
-            }
-        }
+        super::table::SegTable::prefetch_lookups(&lookups[..n]);
     }
 }

@@ -439,6 +439,19 @@ impl<T: Keyed> SegTable<T> {
         self.for_home_tag_matches(hash, T::prefetch_key);
     }
 
+    /// The second and third steps of a batch lookup, for `lookups` (a table and a hash
+    /// each, whose buckets [`SegTable::prefetch_bucket`] has already been asked for): all
+    /// the candidate entries, then all their out-of-entry keys, so that the loads of
+    /// different lookups overlap.
+    pub fn prefetch_lookups(lookups: &[(&SegTable<T>, u64)]) {
+        for &(table, hash) in lookups {
+            table.prefetch_slots(hash);
+        }
+        for &(table, hash) in lookups {
+            table.prefetch_keys(hash);
+        }
+    }
+
     /// Calls `f` on each slot of `hash`'s home bucket whose control byte matches its tag
     /// (the candidates a lookup of `hash` compares first; vacant slots may be among them).
     #[inline]
