@@ -387,7 +387,8 @@ impl Conn {
                 return;
             }
             let m = self.multi.as_mut().expect("in MULTI");
-            if matches!(spec.handler, Handler::Async(cmd) if cmd != AsyncCmd::Sort) {
+            if matches!(spec.handler, Handler::Async(cmd) if cmd != AsyncCmd::Sort && cmd != AsyncCmd::Eval)
+            {
                 m.error = true;
                 let msg = format!(
                     "ERR '{}' inside MULTI is not supported by Skerry yet",
@@ -588,6 +589,7 @@ impl Conn {
             AsyncCmd::Exec => self.exec_multi().await,
             AsyncCmd::Watch => self.watch_keys(&argv[1..]).await,
             AsyncCmd::Sort => crate::commands::sort::sort(self, argv).await,
+            AsyncCmd::Eval => crate::scripting::eval(self, argv).await,
             AsyncCmd::Publish => {
                 crate::commands::pubsub::publish(self, argv, crate::pubsub::Space::Global).await
             }
@@ -778,7 +780,7 @@ impl Conn {
 
     /// Under `appendfsync always`, when a multi-worker command `wrote`, makes every
     /// worker's part durable before the reply goes out.
-    async fn sync_multi_worker_writes(&self, wrote: bool) {
+    pub(crate) async fn sync_multi_worker_writes(&self, wrote: bool) {
         if wrote
             && crate::persist::durability(&self.shared.config) == skerry_store::Durability::Always
         {
@@ -970,45 +972,12 @@ impl Conn {
         let mut wrote = false;
         self.in_exec = true;
         for (idx, args) in multi.queue {
-            let argv: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
-            let spec = &COMMANDS[idx];
-            match spec.handler {
-                Handler::Keyed { .. } => match self.owner(spec, &argv) {
-                    Some(w) => {
-                        let keys: Vec<Vec<u8>> =
-                            key_args(idx, &argv).iter().map(|k| k.to_vec()).collect();
-                        let (db, now, proto) = (self.db, self.now_ms, self.reply.proto);
-                        let out = txn
-                            .run_resident(w, db, keys, now, move |s| {
-                                let argv: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
-                                let mut r = Reply::new(proto);
-                                // Inside MULTI a blocking command does not wait.
-                                let writes = s.keyspace.writes();
-                                if exec_keyed(s, idx, db, now, &mut r, &argv).is_some() {
-                                    deny_blocking_reply(idx, &mut r);
-                                }
-                                (r.buf, s.keyspace.writes() != writes)
-                            })
-                            .await;
-                        match out {
-                            Ok((buf, w)) => {
-                                wrote |= w;
-                                self.reply.buf.extend_from_slice(&buf);
-                            }
-                            Err(e) => self.reply.error(&format!("ERR {e}")),
-                        }
-                    }
-                    None => {
-                        let (out, w, _) = self.cross_in_txn(&txn, idx, &argv, true).await;
-                        wrote |= w;
-                        self.reply.buf.extend_from_slice(&out);
-                    }
-                },
-                Handler::Conn(f) => f(self, &argv),
-                Handler::Async(AsyncCmd::Sort) => {
-                    wrote |= crate::commands::sort::sort_in_txn(self, &txn, &argv).await;
-                }
-                Handler::Async(_) => self
+            let proto = self.reply.proto;
+            let (out, w) = self.run_in_txn(&txn, idx, args, proto).await;
+            wrote |= w;
+            match out {
+                Some(buf) => self.reply.buf.extend_from_slice(&buf),
+                None => self
                     .reply
                     .error("ERR this command cannot run inside MULTI in Skerry yet"),
             }
@@ -1026,6 +995,83 @@ impl Conn {
         }
         drop(txn);
         self.sync_multi_worker_writes(wrote).await;
+    }
+
+    /// Runs command `idx` inside `txn`, which holds every worker it touches (EXEC's queued
+    /// commands, a script's calls): its reply in protocol `proto`, and whether it wrote.
+    /// `None` for a command that cannot run inside a transaction (one that visits every
+    /// worker by itself). A blocking command does not wait: it answers as Redis does
+    /// inside MULTI.
+    pub(crate) async fn run_in_txn(
+        &mut self,
+        txn: &Txn,
+        idx: usize,
+        args: Vec<Vec<u8>>,
+        proto: Proto,
+    ) -> (Option<Vec<u8>>, bool) {
+        let argv: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
+        let spec = &COMMANDS[idx];
+        match spec.handler {
+            Handler::Keyed { .. } => match self.owner(spec, &argv) {
+                Some(w) => {
+                    let keys: Vec<Vec<u8>> =
+                        key_args(idx, &argv).iter().map(|k| k.to_vec()).collect();
+                    let (db, now) = (self.db, self.now_ms);
+                    drop(argv);
+                    let out = txn
+                        .run_resident(w, db, keys, now, move |s| {
+                            let argv: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
+                            let mut r = Reply::new(proto);
+                            let writes = s.keyspace.writes();
+                            if exec_keyed(s, idx, db, now, &mut r, &argv).is_some() {
+                                deny_blocking_reply(idx, &mut r);
+                            }
+                            (r.buf, s.keyspace.writes() != writes)
+                        })
+                        .await;
+                    match out {
+                        Ok((buf, wrote)) => (Some(buf), wrote),
+                        Err(e) => {
+                            let mut r = Reply::new(proto);
+                            r.error(&format!("ERR {e}"));
+                            (Some(r.buf), false)
+                        }
+                    }
+                }
+                None => {
+                    let saved = std::mem::replace(&mut self.reply.proto, proto);
+                    let (out, w, _) = self.cross_in_txn(txn, idx, &argv, true).await;
+                    self.reply.proto = saved;
+                    (Some(out), w)
+                }
+            },
+            Handler::Conn(f) => {
+                let saved = std::mem::replace(&mut self.reply, Reply::new(proto));
+                f(self, &argv);
+                let out = std::mem::replace(&mut self.reply, saved);
+                (Some(out.buf), false)
+            }
+            Handler::Async(AsyncCmd::Sort) => {
+                let saved = std::mem::replace(&mut self.reply, Reply::new(proto));
+                let wrote = crate::commands::sort::sort_in_txn(self, txn, &argv).await;
+                let out = std::mem::replace(&mut self.reply, saved);
+                (Some(out.buf), wrote)
+            }
+            Handler::Async(AsyncCmd::Eval) => {
+                // Inside EXEC, which holds every worker when an EVAL is queued.
+                let saved = std::mem::replace(&mut self.reply, Reply::new(proto));
+                let wrote = match crate::scripting::prepare(self, &argv) {
+                    Ok(p) => Box::pin(crate::scripting::run_in_txn(self, txn, p)).await,
+                    Err(e) => {
+                        self.reply.error(&e);
+                        false
+                    }
+                };
+                let out = std::mem::replace(&mut self.reply, saved);
+                (Some(out.buf), wrote)
+            }
+            Handler::Async(_) => (None, false),
+        }
     }
 
     /// True when a key this connection WATCHes changed since WATCH.

@@ -22,6 +22,7 @@ pub mod persist;
 pub mod prefetch;
 pub mod pubsub;
 pub mod reply;
+pub mod scripting;
 pub mod slot;
 pub mod space;
 pub mod worker;
@@ -260,6 +261,7 @@ pub fn main_from_args<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
         executable: std::env::current_exe()
             .map(|p| p.display().to_string())
             .unwrap_or_default(),
+        scripts: Default::default(),
     });
     // Calibrate the TSC clock used for command timing now, not on the first command.
     let _ = quanta::Instant::now();

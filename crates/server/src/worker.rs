@@ -102,6 +102,8 @@ pub struct Shared {
     pub run_id: String,
     /// Path of the executable.
     pub executable: String,
+    /// The Lua script cache (SCRIPT LOAD, EVAL).
+    pub scripts: Arc<crate::scripting::Scripts>,
 }
 
 impl Shared {

@@ -74,6 +74,8 @@ pub enum AsyncCmd {
     Watch,
     /// SORT / SORT_RO (BY and GET read keys on any worker).
     Sort,
+    /// EVAL, EVALSHA, EVAL_RO, EVALSHA_RO.
+    Eval,
     /// PUBLISH (to the subscribers on every worker).
     Publish,
     /// SPUBLISH.
@@ -670,6 +672,27 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: CONFIG_SUBS,
         ..spec("config", -2, &[], NOKEY, "server", "2.0.0", "A container for server configuration commands.", &["@slow"], Handler::Async(AsyncCmd::Config))
     },
+    // scripting
+    CommandSpec {
+        key_finder: Some(keys_timeout_numkeys),
+        ..spec("eval", -3, EVAL_FLAGS, K1, "scripting", "2.6.0", "Executes a server-side Lua script.", A_SCRIPT, Handler::Async(AsyncCmd::Eval))
+    },
+    CommandSpec {
+        key_finder: Some(keys_timeout_numkeys),
+        ..spec("evalsha", -3, EVAL_FLAGS, K1, "scripting", "2.6.0", "Executes a server-side Lua script by SHA1 digest.", A_SCRIPT, Handler::Async(AsyncCmd::Eval))
+    },
+    CommandSpec {
+        key_finder: Some(keys_timeout_numkeys),
+        ..spec("eval_ro", -3, EVAL_RO_FLAGS, K1, "scripting", "7.0.0", "Executes a read-only server-side Lua script.", A_SCRIPT, Handler::Async(AsyncCmd::Eval))
+    },
+    CommandSpec {
+        key_finder: Some(keys_timeout_numkeys),
+        ..spec("evalsha_ro", -3, EVAL_RO_FLAGS, K1, "scripting", "7.0.0", "Executes a read-only server-side Lua script by SHA1 digest.", A_SCRIPT, Handler::Async(AsyncCmd::Eval))
+    },
+    CommandSpec {
+        subcommands: SCRIPT_SUBS,
+        ..spec("script", -2, &[], NOKEY, "scripting", "2.6.0", "A container for Lua scripts management commands.", &["@slow"], Handler::Conn(crate::scripting::script))
+    },
     CommandSpec {
         subcommands: FUNCTION_SUBS,
         ..spec("function", -2, &[], NOKEY, "scripting", "7.0.0", "A container for function commands.", &["@slow"], Handler::Conn(sv::function))
@@ -898,6 +921,44 @@ pub static COMMAND_SUBS: &[SubSpec] = &[
         arity: 2,
         flags: &["loading", "stale"],
         summary: "Returns helpful text about the different subcommands.",
+    },
+];
+
+const EVAL_FLAGS: &[&str] = &["noscript", "stale", "skip_monitor", "may_replicate", "no_mandatory_keys", "movablekeys"];
+const EVAL_RO_FLAGS: &[&str] = &["readonly", "noscript", "stale", "skip_monitor", "no_mandatory_keys", "movablekeys"];
+const A_SCRIPT: &[&str] = &["@slow", "@scripting"];
+
+/// SCRIPT's subcommands.
+pub static SCRIPT_SUBS: &[SubSpec] = &[
+    SubSpec {
+        name: "script|exists",
+        arity: -3,
+        flags: &["noscript"],
+        summary: "Determines whether server-side Lua scripts exist in the script cache.",
+    },
+    SubSpec {
+        name: "script|flush",
+        arity: -2,
+        flags: &["noscript"],
+        summary: "Removes all server-side Lua scripts from the script cache.",
+    },
+    SubSpec {
+        name: "script|help",
+        arity: 2,
+        flags: &["loading", "stale"],
+        summary: "Returns helpful text about the different subcommands.",
+    },
+    SubSpec {
+        name: "script|kill",
+        arity: 2,
+        flags: &["noscript", "allow_busy"],
+        summary: "Terminates a server-side Lua script during execution.",
+    },
+    SubSpec {
+        name: "script|load",
+        arity: 3,
+        flags: &["noscript", "stale"],
+        summary: "Loads a server-side Lua script to the script cache.",
     },
 ];
 

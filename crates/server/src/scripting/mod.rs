@@ -1,0 +1,397 @@
+//! Lua scripting: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT.
+//!
+//! Scripts are Redis's: Lua 5.1 (vendored through `mlua`), the libraries and sandbox of
+//! Redis ([`vm`], [`libs`]). Each worker has its own interpreter; the script cache (bodies
+//! by SHA1) is shared, and each worker compiles a script the first time it runs it.
+//!
+//! A script is atomic (docs/decisions/0027-scripts-atomic-across-workers.md): it runs
+//! holding every worker, as EXEC holds the workers of its keys, inside one recovery unit
+//! per worker, so its writes are whole or absent after a crash and no other client sees
+//! its intermediate state, whatever keys it touches, declared or not. The script runs on a
+//! fiber of its own ([`fiber`]); each `redis.call` suspends it while the command runs on
+//! the worker that owns its keys, as a queued command of EXEC runs.
+
+mod fiber;
+pub mod libs;
+mod vm;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use skerry_resp::Proto;
+
+use crate::commands::{lookup, parse_i64, COMMANDS};
+use crate::conn::Conn;
+use crate::reply::{errors, Reply};
+use crate::worker::Txn;
+
+/// How many scripts that came with EVAL (not SCRIPT LOAD) the cache keeps: past this, the
+/// least recently used of them goes, as in Redis 7.4+ (`evictedScripts`).
+const EVAL_SCRIPTS_KEPT: usize = 500;
+
+/// The script cache shared by the workers: bodies by SHA1.
+#[derive(Default)]
+pub struct Scripts {
+    inner: Mutex<Cache>,
+    /// Bumped by SCRIPT FLUSH: workers drop what they compiled under an older epoch.
+    epoch: AtomicU64,
+    /// Scripts evicted from the cache since start (INFO `evicted_scripts`).
+    evicted: AtomicU64,
+}
+
+#[derive(Default)]
+struct Cache {
+    bodies: HashMap<String, Entry>,
+    /// Use counter (the LRU clock of EVAL scripts).
+    clock: u64,
+}
+
+struct Entry {
+    body: Arc<[u8]>,
+    /// Loaded with SCRIPT LOAD: never evicted.
+    loaded: bool,
+    last_used: u64,
+}
+
+impl Scripts {
+    /// Adds `body` (its SHA1 `sha`): `loaded` for SCRIPT LOAD (kept until SCRIPT FLUSH),
+    /// else an EVAL script, evicted past [`EVAL_SCRIPTS_KEPT`].
+    fn add(&self, sha: &str, body: &[u8], loaded: bool) -> Arc<[u8]> {
+        let mut c = self.inner.lock().expect("script cache");
+        c.clock += 1;
+        let clock = c.clock;
+        if let Some(e) = c.bodies.get_mut(sha) {
+            e.loaded |= loaded;
+            e.last_used = clock;
+            return e.body.clone();
+        }
+        let body: Arc<[u8]> = body.into();
+        c.bodies.insert(
+            sha.to_string(),
+            Entry {
+                body: body.clone(),
+                loaded,
+                last_used: clock,
+            },
+        );
+        if !loaded {
+            let evals = c.bodies.values().filter(|e| !e.loaded).count();
+            if evals > EVAL_SCRIPTS_KEPT {
+                let oldest = c
+                    .bodies
+                    .iter()
+                    .filter(|(_, e)| !e.loaded)
+                    .min_by_key(|(_, e)| e.last_used)
+                    .map(|(k, _)| k.clone());
+                if let Some(k) = oldest {
+                    c.bodies.remove(&k);
+                    self.evicted.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        body
+    }
+
+    /// The body of script `sha` (lower-case hex), marking it used.
+    fn get(&self, sha: &str) -> Option<Arc<[u8]>> {
+        let mut c = self.inner.lock().expect("script cache");
+        c.clock += 1;
+        let clock = c.clock;
+        c.bodies.get_mut(sha).map(|e| {
+            e.last_used = clock;
+            e.body.clone()
+        })
+    }
+
+    fn exists(&self, sha: &str) -> bool {
+        self.inner
+            .lock()
+            .expect("script cache")
+            .bodies
+            .contains_key(sha)
+    }
+
+    fn flush(&self) {
+        self.inner.lock().expect("script cache").bodies.clear();
+        self.epoch.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Number of cached scripts (INFO `number_of_cached_scripts`).
+    pub fn len(&self) -> usize {
+        self.inner.lock().expect("script cache").bodies.len()
+    }
+
+    /// True when no script is cached.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes of the cached bodies (INFO `used_memory_scripts_eval`).
+    pub fn body_bytes(&self) -> usize {
+        let c = self.inner.lock().expect("script cache");
+        c.bodies.values().map(|e| e.body.len() + 40).sum()
+    }
+
+    /// Scripts evicted since start.
+    pub fn evicted(&self) -> u64 {
+        self.evicted.load(Ordering::Relaxed)
+    }
+}
+
+/// Memory of this worker's Lua interpreter, in bytes.
+pub fn lua_memory_bytes() -> usize {
+    vm::used_memory_bytes()
+}
+
+/// SHA1 of `data` as 40 lower-case hex digits.
+pub fn sha1_hex(data: &[u8]) -> String {
+    sha1_smol::Sha1::from(data).digest().to_string()
+}
+
+/// An EVAL-family call, parsed and checked, ready to run.
+pub struct Prepared {
+    sha: String,
+    script: vm::Compiled,
+    keys: Vec<Vec<u8>>,
+    args: Vec<Vec<u8>>,
+    /// EVAL_RO / EVALSHA_RO, or a `no-writes` script: writes are refused.
+    read_only: bool,
+}
+
+/// Parses an EVAL, EVALSHA, EVAL_RO or EVALSHA_RO call and compiles its script on this
+/// worker; `Err` holds the error reply.
+pub fn prepare(c: &Conn, argv: &[&[u8]]) -> Result<Prepared, String> {
+    let name = argv[0].to_ascii_lowercase();
+    let by_sha = name.starts_with(b"evalsha");
+    let ro = name.ends_with(b"_ro");
+    let Some(numkeys) = parse_i64(argv[2]) else {
+        return Err(errors::NOT_INT.into());
+    };
+    if numkeys > (argv.len() - 3) as i64 {
+        return Err("ERR Number of keys can't be greater than number of args".into());
+    }
+    if numkeys < 0 {
+        return Err("ERR Number of keys can't be negative".into());
+    }
+    let scripts = &c.shared.scripts;
+    let (sha, body) = if by_sha {
+        let sha = String::from_utf8_lossy(argv[1]).to_ascii_lowercase();
+        match (sha.len() == 40).then(|| scripts.get(&sha)).flatten() {
+            Some(body) => (sha, body),
+            None => return Err("NOSCRIPT No matching script. Please use EVAL.".into()),
+        }
+    } else {
+        let sha = sha1_hex(argv[1]);
+        // Compiled before it is cached: a script that does not compile is not kept.
+        vm::local().compile(&sha, argv[1], scripts.epoch.load(Ordering::SeqCst))?;
+        let body = scripts.add(&sha, argv[1], false);
+        (sha, body)
+    };
+    let script = vm::local().compile(&sha, &body, scripts.epoch.load(Ordering::SeqCst))?;
+    let flags = script.flags;
+    if !flags.compat && !flags.no_writes && ro {
+        return Err("ERR Can not execute a script with write flag using *_ro command.".into());
+    }
+    if !flags.compat
+        && !flags.no_writes
+        && !flags.allow_oom
+        && crate::memory::over_maxmemory()
+    {
+        return Err(
+            "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'"
+                .into(),
+        );
+    }
+    let n = numkeys as usize;
+    Ok(Prepared {
+        sha,
+        script,
+        keys: argv[3..3 + n].iter().map(|k| k.to_vec()).collect(),
+        args: argv[3 + n..].iter().map(|a| a.to_vec()).collect(),
+        read_only: ro || flags.no_writes,
+    })
+}
+
+/// EVAL, EVALSHA, EVAL_RO, EVALSHA_RO: runs the script holding every worker.
+pub async fn eval(c: &mut Conn, argv: &[&[u8]]) {
+    let p = match prepare(c, argv) {
+        Ok(p) => p,
+        Err(e) => {
+            c.reply.error(&e);
+            return;
+        }
+    };
+    let all: Vec<usize> = (0..c.shared.workers).collect();
+    let txn = Txn::begin(&c.shared, c.worker, all.clone()).await;
+    for &w in &all {
+        // The whole script is one unit for recovery on each worker.
+        txn.run(w, |s| s.keyspace.begin_command(true)).await;
+    }
+    let wrote = run_in_txn(c, &txn, p).await;
+    for &w in &all {
+        txn.run(w, |s| {
+            s.keyspace.end_command();
+            if let Some(e) = s.keyspace.take_error() {
+                tracing::error!("script end: {e}");
+            }
+        })
+        .await;
+    }
+    drop(txn);
+    c.sync_multi_worker_writes(wrote).await;
+}
+
+/// Runs a prepared script inside `txn`, which holds every worker (EVAL, or EXEC with an
+/// EVAL queued); its reply goes to the connection's reply buffer. Returns whether it wrote.
+pub async fn run_in_txn(c: &mut Conn, txn: &Txn, p: Prepared) -> bool {
+    let proto = c.reply.proto;
+    let vm = vm::local();
+    let Prepared {
+        sha,
+        script,
+        keys,
+        args,
+        read_only,
+    } = p;
+    let run_vm = vm.clone();
+    let mut f = fiber::Fiber::new(
+        move || run_vm.run(&script, keys, args, &sha, proto),
+        vm::retire_local,
+    );
+    let saved_db = c.db;
+    let was_in_exec = std::mem::replace(&mut c.in_exec, true);
+    let mut wrote = false;
+    let mut answer = Vec::new();
+    let out = loop {
+        match f.resume(std::mem::take(&mut answer)) {
+            fiber::Step::Done(out) => break out,
+            fiber::Step::Call(call) => {
+                let resp3 = vm.script_resp3();
+                let (a, w) = call_command(c, txn, call, read_only, resp3).await;
+                answer = a;
+                wrote |= w;
+            }
+        }
+    };
+    c.in_exec = was_in_exec;
+    // SELECT inside a script changes the script's database only (Redis 7).
+    c.db = saved_db;
+    c.reply.buf.extend_from_slice(&out);
+    wrote
+}
+
+/// Runs one `redis.call` of a script: Redis's checks (`scriptCall`), then the command as
+/// EXEC runs a queued one. Returns the reply (in the script's protocol) and whether it
+/// wrote.
+async fn call_command(
+    c: &mut Conn,
+    txn: &Txn,
+    argv: Vec<Vec<u8>>,
+    read_only: bool,
+    resp3: bool,
+) -> (Vec<u8>, bool) {
+    let proto = if resp3 { Proto::Resp3 } else { Proto::Resp2 };
+    let err = |msg: &str| {
+        let mut r = Reply::new(proto);
+        r.error(msg);
+        (r.buf, false)
+    };
+    let Some(idx) = lookup(&argv[0]) else {
+        return err("ERR Unknown Redis command called from script");
+    };
+    let spec = &COMMANDS[idx];
+    if !spec.arity_ok(argv.len()) {
+        return err("ERR Wrong number of args calling Redis command from script");
+    }
+    if !spec.subcommands.is_empty() && argv.len() >= 2 {
+        match spec.subcommand(&argv[1]) {
+            Some(sub) if !sub.arity_ok(argv.len()) => {
+                return err("ERR Wrong number of args calling Redis command from script");
+            }
+            Some(sub) if sub.flags.contains(&"noscript") => {
+                return err("ERR This Redis command is not allowed from script");
+            }
+            None => {
+                let name = String::from_utf8_lossy(&argv[1]).to_string();
+                return err(&format!(
+                    "ERR unknown subcommand '{}'. Try {} HELP.",
+                    name.chars().take(128).collect::<String>(),
+                    spec.name.to_ascii_uppercase()
+                ));
+            }
+            _ => {}
+        }
+    }
+    if spec.has_flag("noscript") {
+        return err("ERR This Redis command is not allowed from script");
+    }
+    let writes = spec.has_flag("write") || spec.has_flag("may_replicate");
+    if read_only && writes {
+        return err("ERR Write commands are not allowed from read-only scripts.");
+    }
+    match c.run_in_txn(txn, idx, argv, proto).await {
+        (Some(out), wrote) => (out, wrote),
+        (None, _) => err(&format!(
+            "ERR '{}' cannot be called from a script in Skerry yet",
+            spec.name
+        )),
+    }
+}
+
+/// SCRIPT LOAD | EXISTS | FLUSH | KILL | HELP.
+pub fn script(c: &mut Conn, a: &[&[u8]]) {
+    let sub = a[1].to_ascii_lowercase();
+    let scripts = c.shared.scripts.clone();
+    match sub.as_slice() {
+        b"load" => {
+            let sha = sha1_hex(a[2]);
+            let epoch = scripts.epoch.load(Ordering::SeqCst);
+            match vm::local().compile(&sha, a[2], epoch) {
+                Ok(_) => {
+                    scripts.add(&sha, a[2], true);
+                    c.reply.bulk(sha.as_bytes());
+                }
+                Err(e) => c.reply.error(&e),
+            }
+        }
+        b"exists" => {
+            c.reply.array(a.len() - 2);
+            for sha in &a[2..] {
+                let sha = String::from_utf8_lossy(sha).to_ascii_lowercase();
+                c.reply.int(i64::from(scripts.exists(&sha)));
+            }
+        }
+        b"flush" => {
+            let ok = match a.len() {
+                2 => true,
+                3 => a[2].eq_ignore_ascii_case(b"async") || a[2].eq_ignore_ascii_case(b"sync"),
+                _ => false,
+            };
+            if ok {
+                scripts.flush();
+                c.reply.ok();
+            } else {
+                c.reply.error("ERR SCRIPT FLUSH only support SYNC|ASYNC option");
+            }
+        }
+        b"kill" => c.reply.error("NOTBUSY No scripts in execution right now."),
+        _ => c.reply.simple_lines(&[
+            "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "EXISTS <sha1> [<sha1> ...]",
+            "    Return information about the existence of the scripts in the script cache.",
+            "FLUSH [ASYNC|SYNC]",
+            "    Flush the Lua scripts cache. Very dangerous on replicas.",
+            "    When called without the optional mode argument, the behavior is determined by the",
+            "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+            "    * ASYNC: Asynchronously flush the scripts cache.",
+            "    * SYNC: Synchronously flush the scripts cache.",
+            "KILL",
+            "    Kill the currently executing Lua script.",
+            "LOAD <script>",
+            "    Load a script into the scripts cache without executing it.",
+            "HELP",
+            "    Print this help.",
+        ]),
+    }
+}

@@ -1,0 +1,196 @@
+-- Skerry's Lua prelude: builds the world a script sees as Redis builds it (script_lua.c).
+-- Runs once per interpreter with the Rust functions as arguments; returns the runner and
+-- the protected environment scripts are compiled in.
+local call, pcall_cmd, place, error_of, sha1hex, setresp, log, set_repl, acl_check, random,
+    randomseed = ...
+
+local type, rawget, rawset, error, select, tostring, setmetatable, getmetatable, xpcall, pcall =
+    type, rawget, rawset, error, select, tostring, setmetatable, getmetatable, xpcall, pcall
+local setfenv, loadstring, load, floor = setfenv, loadstring, load, math.floor
+local G = _G
+
+local redis = G.redis
+redis.call = call
+redis.pcall = pcall_cmd
+redis.sha1hex = sha1hex
+redis.setresp = setresp
+redis.log = log
+redis.set_repl = set_repl
+redis.acl_check_cmd = acl_check
+redis.error_reply = function(...)
+    if select('#', ...) ~= 1 or type((...)) ~= 'string' then
+        return { err = 'ERR wrong number or type of arguments' }
+    end
+    local e = ...
+    if e:sub(1, 1) == '-' then
+        e = e:sub(2)
+    end
+    local space = e:find(' ', 1, true)
+    if not space then
+        e = 'ERR ' .. e
+    end
+    e = e:gsub('[\r\n]+$', '')
+    return { err = e }
+end
+redis.status_reply = function(...)
+    if select('#', ...) ~= 1 or type((...)) ~= 'string' then
+        return { err = 'ERR wrong number or type of arguments' }
+    end
+    return { ok = (...) }
+end
+redis.replicate_commands = function()
+    return true
+end
+redis.breakpoint = function()
+    return false
+end
+redis.debug = function() end
+redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING = 0, 1, 2, 3
+redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL = 0, 1, 2, 2, 3
+
+-- redis.call inside pcall: Redis 7's pcall gives the error text, not the error table.
+local function text_of_error(ok, ...)
+    if not ok then
+        local e = ...
+        if type(e) == 'userdata' then
+            local m = error_of(e)
+            if m then
+                return false, m
+            end
+        elseif type(e) == 'table' then
+            local m = rawget(e, 'err')
+            if type(m) == 'string' then
+                return false, m
+            end
+        end
+    end
+    return ok, ...
+end
+G.pcall = function(...)
+    return text_of_error(pcall(...))
+end
+
+-- math.random and math.randomseed with Redis's own generator.
+G.math.random = function(...)
+    local n = select('#', ...)
+    local r = random()
+    if n == 0 then
+        return r
+    elseif n == 1 then
+        local u = floor((...))
+        if u < 1 then
+            error("bad argument #1 to 'random' (interval is empty)", 2)
+        end
+        return floor(r * u) + 1
+    elseif n == 2 then
+        local l, u = ...
+        l, u = floor(l), floor(u)
+        if l > u then
+            error("bad argument #2 to 'random' (interval is empty)", 2)
+        end
+        return floor(r * (u - l + 1)) + l
+    end
+    error('wrong number of arguments', 2)
+end
+G.math.randomseed = function(seed)
+    randomseed(seed)
+end
+
+-- Redis's error handler: the error as a table with the script's source and line.
+function G.__redis__err__handler(err)
+    local source, line = place()
+    if type(err) == 'userdata' then
+        local m = error_of(err)
+        if m then
+            err = { err = m }
+        end
+    end
+    if type(err) ~= 'table' then
+        err = { err = 'ERR ' .. tostring(err) }
+    end
+    if source then
+        err.source = source
+        err.line = line
+    end
+    return err
+end
+local handler = G.__redis__err__handler
+
+-- The globals scripts may see (Redis's allow lists); the rest go.
+local allowed = {
+    string = true, cjson = true, bit = true, cmsgpack = true, math = true, table = true,
+    struct = true, redis = true, __redis__err__handler = true, xpcall = true, tostring = true,
+    setmetatable = true, next = true, assert = true, tonumber = true, rawequal = true,
+    collectgarbage = true, getmetatable = true, rawset = true, pcall = true, coroutine = true,
+    type = true, _G = true, select = true, unpack = true, gcinfo = true, pairs = true,
+    rawget = true, loadstring = true, ipairs = true, _VERSION = true, load = true,
+    error = true, KEYS = true, ARGV = true,
+}
+for k in pairs(G) do
+    if not allowed[k] then
+        G[k] = nil
+    end
+end
+
+-- Read-only tables: an empty proxy whose reads fall through to the real table and whose
+-- writes fail, with Redis's text.
+local protected = setmetatable({}, { __mode = 'k' })
+local function readonly_error()
+    error('Attempt to modify a readonly table', 2)
+end
+local function protect(t, on_missing)
+    if on_missing then
+        setmetatable(t, { __index = on_missing })
+    end
+    local proxy = setmetatable({}, {
+        __index = t,
+        __newindex = readonly_error,
+        __metatable = false,
+    })
+    protected[proxy] = true
+    return proxy
+end
+G.rawset = function(t, k, v)
+    if protected[t] then
+        error('Attempt to modify a readonly table', 0)
+    end
+    return rawset(t, k, v)
+end
+for _, name in ipairs({ 'string', 'cjson', 'bit', 'cmsgpack', 'math', 'table', 'struct', 'redis', 'coroutine' }) do
+    if type(G[name]) == 'table' then
+        G[name] = protect(G[name])
+    end
+end
+-- The string metatable: its visible face is read-only too.
+local smeta = getmetatable('')
+if smeta then
+    smeta.__metatable = protect(smeta)
+end
+
+-- The environment of scripts: reads fall through to the globals, a missing global is an
+-- error, and writes fail.
+local env = protect(G, function(_, k)
+    error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+end)
+rawset(G, '_G', env)
+
+-- Code compiled by a script runs in the same environment.
+rawset(G, 'loadstring', function(s, name)
+    local f, e = loadstring(s, name)
+    if f then
+        setfenv(f, env)
+    end
+    return f, e
+end)
+rawset(G, 'load', function(fn, name)
+    local f, e = load(fn, name)
+    if f then
+        setfenv(f, env)
+    end
+    return f, e
+end)
+
+local function run(f)
+    return xpcall(f, handler)
+end
+return run, env
