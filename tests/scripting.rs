@@ -701,6 +701,23 @@ fn redis_call_replies_convert_to_lua_values() {
     );
 }
 
+/// Since Redis 5 scripts replicate their effects, so writes after non-deterministic commands
+/// are allowed.
+#[test]
+fn writes_after_nondeterministic_commands_are_allowed() {
+    let (_s, mut r) = start();
+    r.cmd(&["SET", "seed", "1"]);
+    assert_eq!(
+        eval0(
+            &mut r,
+            "redis.call('randomkey'); redis.call('time'); redis.call('srandmember', 'nos'); \
+             return redis.call('set', 'nd', 'ciao')"
+        ),
+        ok()
+    );
+    assert_eq!(r.cmd(&["GET", "nd"]), bulk("ciao"));
+}
+
 #[test]
 fn redis_call_raises_errors_and_pcall_returns_them() {
     let (_s, mut r) = start();
@@ -1964,6 +1981,113 @@ fn scripts_with_declared_keys_on_four_workers_are_atomic() {
 fn scripts_with_undeclared_keys_on_four_workers_are_atomic() {
     skip_if_redis!();
     transfers_stay_atomic(false);
+}
+
+/// A script's writes to one key on one worker and a failing command on another: the writes
+/// before the error stay on every worker (scripts do not roll back).
+#[test]
+fn a_failing_script_keeps_its_earlier_writes_on_every_worker() {
+    let s = Server::start(&["--threads", "4"]);
+    let mut r = s.raw();
+    let keys = sixteen_keys("fail:");
+    let key_refs: Vec<&str> = keys.iter().map(|k| k.as_str()).collect();
+    r.cmd(&["HSET", &keys[15], "f", "v"]);
+    let b = "for i = 1, 15 do redis.call('set', KEYS[i], i) end \
+             redis.call('incr', KEYS[16]); redis.call('set', KEYS[1], 'never')";
+    assert_eq!(eval(&mut r, b, &key_refs, &[]), script_err(b, 1, WRONGTYPE));
+    let mut c = vec!["MGET"];
+    c.extend_from_slice(&key_refs[..15]);
+    let want: Vec<String> = (1..=15).map(|i| i.to_string()).collect();
+    let want_refs: Vec<&str> = want.iter().map(|s| s.as_str()).collect();
+    assert_eq!(r.cmd(&c), bulks(&want_refs));
+    assert_eq!(r.cmd(&["HGET", &keys[15], "f"]), bulk("v"));
+}
+
+/// A client blocked on a list is served after the script, with the state the script left:
+/// elements pushed and removed again inside the script are never handed out.
+#[test]
+fn blocked_clients_see_only_the_state_after_a_script() {
+    let s = Server::start(&["--threads", "2"]);
+    let (l1, l2) = (key_on("bl:a", 0), key_on("bl:b", 1));
+    let mut admin = s.raw();
+    let mut b1 = s.raw();
+    let mut b2 = s.raw();
+    send(&mut b1, &["BLPOP", &l1, "0"]);
+    send(&mut b2, &["BLPOP", &l2, "0"]);
+    wait_blocked(&mut admin, 2);
+    let mut r = s.raw();
+    assert_eq!(
+        eval(
+            &mut r,
+            "redis.call('rpush', KEYS[1], 'a', 'b'); redis.call('del', KEYS[1]); \
+             redis.call('rpush', KEYS[1], 'c'); \
+             redis.call('rpush', KEYS[2], 'x'); redis.call('lpop', KEYS[2]); return 1",
+            &[&l1, &l2],
+            &[]
+        ),
+        int(1)
+    );
+    assert_eq!(b1.read_value(), bulks(&[&l1, "c"]));
+    // The second list ended empty: its client stays blocked.
+    assert_eq!(b2.try_read_value(Duration::from_millis(300)), None);
+    assert_eq!(admin.cmd(&["RPUSH", &l2, "y"]), int(1));
+    assert_eq!(b2.read_value(), bulks(&[&l2, "y"]));
+}
+
+/// Time stands still inside a script (Redis 7.0+): a key given a 50 ms TTL inside a script
+/// that runs 150 ms still exists at the script's end, and is gone afterwards.
+#[test]
+fn keys_do_not_expire_while_a_script_runs() {
+    let (_s, mut r) = start();
+    let b = "redis.call('set', KEYS[1], 'v', 'px', 50); \
+        local t = redis.call('time'); local start = t[1] * 1000000 + t[2]; \
+        while true do local n = redis.call('time'); \
+        if n[1] * 1000000 + n[2] - start > 150000 then break end end; \
+        return {redis.call('exists', KEYS[1]), redis.call('get', KEYS[1])}";
+    assert_eq!(eval(&mut r, b, &["fk"], &[]), arr(vec![int(1), bulk("v")]));
+    assert_eq!(r.cmd(&["EXISTS", "fk"]), int(0));
+}
+
+#[test]
+fn publish_from_a_script_reaches_subscribers() {
+    let (s, mut r) = start();
+    let mut sub = s.raw();
+    assert_eq!(
+        sub.cmd(&["SUBSCRIBE", "ch"]),
+        arr(vec![bulk("subscribe"), bulk("ch"), int(1)])
+    );
+    assert_eq!(
+        eval0(&mut r, "return redis.call('publish', 'ch', 'from script')"),
+        int(1)
+    );
+    assert_eq!(sub.read_value(), bulks(&["message", "ch", "from script"]));
+}
+
+#[test]
+fn large_replies_both_ways() {
+    let (_s, mut r) = start();
+    let b = "local t = {} for i = 1, 10000 do t[i] = i end return t";
+    let v = eval0(&mut r, b).items();
+    assert_eq!(v.len(), 10000);
+    assert_eq!(v[9999], int(10000));
+    let b = "for i = 1, 5000 do redis.call('rpush', KEYS[1], 'e' .. i) end \
+             local all = redis.call('lrange', KEYS[1], 0, -1) return {#all, all[5000]}";
+    assert_eq!(
+        eval(&mut r, b, &["big"], &[]),
+        arr(vec![int(5000), bulk("e5000")])
+    );
+    // A large value through ARGV and back.
+    let big = "x".repeat(1 << 20);
+    assert_eq!(
+        eval(
+            &mut r,
+            "redis.call('set', KEYS[1], ARGV[1]); return redis.call('strlen', KEYS[1])",
+            &["bigv"],
+            &[&big]
+        ),
+        int(1 << 20)
+    );
+    assert_eq!(r.cmd(&["GET", "bigv"]), bulk(&big));
 }
 
 /// A script that takes a while between two writes: a client sending a read in the middle sees
