@@ -22,6 +22,7 @@ pub mod persist;
 pub mod prefetch;
 pub mod pubsub;
 pub mod reply;
+pub mod scripting;
 pub mod slot;
 pub mod space;
 pub mod worker;

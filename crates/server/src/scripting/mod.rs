@@ -1,0 +1,3 @@
+//! Lua scripting.
+
+pub mod libs;
