@@ -237,14 +237,13 @@ fn enum_option(
     match args.get(narg - 1) {
         None | Some(Value::Nil) => {}
         Some(Value::Boolean(b)) => *setting = u8::from(*b),
-        v => {
+        _ => {
             let s = super::check_string(lua, args, narg, name)?;
             let bytes = s.as_bytes();
             match options.iter().position(|o| o.as_bytes() == &*bytes) {
                 Some(i) => *setting = i as u8,
                 None => {
                     let msg = format!("invalid option '{}'", String::from_utf8_lossy(&bytes));
-                    let _ = v;
                     return Err(arg_error(narg, name, &msg));
                 }
             }
@@ -1087,8 +1086,9 @@ mod tests {
         assert_eq!(format_g(0.0001, 14), "0.0001");
         assert_eq!(format_g(0.00001, 14), "1e-05");
         assert_eq!(format_g(-1.5e-300, 14), "-1.5e-300");
-        assert_eq!(format_g(3.14159, 3), "3.14");
-        assert_eq!(format_g(9.9999999999999999e5, 3), "1e+06");
+        assert_eq!(format_g(1.23456, 3), "1.23");
+        assert_eq!(format_g(100_000_000_000_005.0, 14), "1e+14");
+        assert_eq!(format_g(999_999.0, 3), "1e+06");
         assert_eq!(format_g(-0.0, 14), "-0");
         assert_eq!(format_g(f64::INFINITY, 14), "inf");
         assert_eq!(format_g(2.5, 1), "2");

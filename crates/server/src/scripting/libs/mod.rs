@@ -164,7 +164,7 @@ pub(crate) fn check_string(
 /// A C cast of a double to a 64-bit integer as x86-64 performs it: truncation, and
 /// `i64::MIN` for NaN and values out of range.
 pub(crate) fn c_double_to_i64(n: f64) -> i64 {
-    if n >= -9_223_372_036_854_775_808.0 && n < 9_223_372_036_854_775_808.0 {
+    if (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&n) {
         n as i64
     } else {
         i64::MIN
