@@ -100,9 +100,11 @@ end
 function G.__redis__err__handler(err)
     local source, line = place()
     if type(err) == 'userdata' then
-        local m = error_of(err)
-        if m then
+        local m, is_table = error_of(err)
+        if is_table then
             err = { err = m }
+        elseif m then
+            err = m
         end
     end
     if type(err) ~= 'table' then

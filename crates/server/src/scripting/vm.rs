@@ -283,14 +283,18 @@ impl Vm {
             }
             Ok((Value::Nil, Value::Nil))
         })?;
-        // The text of an error a callback raised (None for any other error value).
-        let error_of = lua.create_function(|lua, v: Value| -> mlua::Result<Value> {
+        // An error a callback raised: (text, true) for a `redis` error (Redis raises a
+        // table), (text, false) for a library's (Redis raises a string); nil otherwise.
+        let error_of = lua.create_function(|lua, v: Value| -> mlua::Result<(Value, bool)> {
             match &v {
                 Value::Error(e) => match error_message(e) {
-                    Some(m) => Ok(Value::String(lua.create_string(m)?)),
-                    None => Ok(Value::Nil),
+                    Some(m) => Ok((Value::String(lua.create_string(m)?), true)),
+                    None => {
+                        let m = super::libs::error_message(e);
+                        Ok((Value::String(lua.create_string(m)?), false))
+                    }
                 },
-                _ => Ok(Value::Nil),
+                _ => Ok((Value::Nil, false)),
             }
         })?;
         let sha1hex = lua.create_function(|lua, args: MultiValue| -> mlua::Result<Value> {
