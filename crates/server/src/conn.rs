@@ -20,7 +20,7 @@ use crate::commands::{self, AsyncCmd, CommandSpec, Exec, Handler, COMMANDS};
 use crate::reply::{errors, Reply};
 use crate::slot;
 use crate::worker::{
-    local_shard, run_on, run_on_all, unix_ms, wait_local_unheld, Shard, Shared, Txn,
+    local_shard, unix_ms, wait_local_unheld, Shard, Shared, Txn,
 };
 
 /// Argument vectors of up to this many arguments live on the stack.
@@ -82,6 +82,10 @@ pub struct Conn {
     pub pushing: bool,
     /// Queued commands of an EXEC are running (Redis's `CLIENT_DENY_BLOCKING` inside MULTI).
     pub in_exec: bool,
+    /// The transaction this connection's commands run inside (0: none): a command that
+    /// visits workers by itself (KEYS, PUBLISH, ...) inside a script or EXEC goes through
+    /// the holds of that transaction.
+    pub ambient_txn: u64,
 }
 
 /// A transaction being queued (MULTI ... EXEC).
@@ -229,7 +233,7 @@ impl Conn {
         R: Send + 'static,
         F: FnOnce(&mut Shard) -> R + Send + 'static,
     {
-        run_on(&self.shared, self.worker, w, f).await
+        crate::worker::run_in(&self.shared, self.worker, w, self.ambient_txn, f).await
     }
 
     /// Runs `f` on every worker and gathers the results in worker order.
@@ -238,7 +242,8 @@ impl Conn {
         R: Send + 'static,
         F: Fn(&mut Shard) -> R + Send + Sync + Clone + 'static,
     {
-        run_on_all(&self.shared, self.worker, f).await
+        let all: Vec<usize> = (0..self.shared.workers).collect();
+        crate::worker::run_on_workers_in(&self.shared, self.worker, &all, self.ambient_txn, f).await
     }
 
     /// Replies with an error counted as rejected (before the command ran) against the command
@@ -1070,6 +1075,32 @@ impl Conn {
                 let out = std::mem::replace(&mut self.reply, saved);
                 (Some(out.buf), wrote)
             }
+            Handler::Async(cmd) if txn.holds_all() => {
+                use crate::commands::{keyspace as k, pubsub as ps, server as sv};
+                let saved = std::mem::replace(&mut self.reply, Reply::new(proto));
+                let ambient = std::mem::replace(&mut self.ambient_txn, txn.id());
+                let ran = match cmd {
+                    AsyncCmd::Keys => Some(Box::pin(k::keys(self, &argv)).await),
+                    AsyncCmd::Scan => Some(Box::pin(k::scan(self, &argv)).await),
+                    AsyncCmd::Dbsize => Some(Box::pin(k::dbsize(self)).await),
+                    AsyncCmd::Randomkey => Some(Box::pin(k::randomkey(self)).await),
+                    AsyncCmd::Flushdb => Some(Box::pin(k::flushdb(self, &argv)).await),
+                    AsyncCmd::Flushall => Some(Box::pin(k::flushall(self, &argv)).await),
+                    AsyncCmd::Info => Some(Box::pin(sv::info(self, &argv)).await),
+                    AsyncCmd::Publish => Some(
+                        Box::pin(ps::publish(self, &argv, crate::pubsub::Space::Global)).await,
+                    ),
+                    AsyncCmd::Spublish => Some(
+                        Box::pin(ps::publish(self, &argv, crate::pubsub::Space::Shard)).await,
+                    ),
+                    AsyncCmd::Pubsub => Some(Box::pin(ps::pubsub(self, &argv)).await),
+                    _ => None,
+                };
+                self.ambient_txn = ambient;
+                let out = std::mem::replace(&mut self.reply, saved);
+                let wrote = matches!(cmd, AsyncCmd::Flushdb | AsyncCmd::Flushall);
+                (ran.map(|()| out.buf), wrote)
+            }
             Handler::Async(_) => (None, false),
         }
     }
@@ -1658,6 +1689,7 @@ async fn serve(stream: TcpStream, addr: std::net::SocketAddr, shared: Arc<Shared
         subs: Default::default(),
         pushing: false,
         in_exec: false,
+        ambient_txn: 0,
     };
     let outbox = Rc::new(Outbox::default());
     conn.outbox = Some(outbox.clone());

@@ -429,7 +429,7 @@ where
 }
 
 /// [`run_on`] as part of transaction `txn` (0: none).
-async fn run_in<R, F>(shared: &Shared, me: usize, w: usize, txn: u64, f: F) -> R
+pub async fn run_in<R, F>(shared: &Shared, me: usize, w: usize, txn: u64, f: F) -> R
 where
     R: Send + 'static,
     F: FnOnce(&mut Shard) -> R + Send + 'static,
@@ -488,6 +488,16 @@ impl Txn {
             id,
             workers,
         }
+    }
+
+    /// The transaction's id (its jobs pass the holds it took).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// True when it holds every worker.
+    pub fn holds_all(&self) -> bool {
+        self.workers.len() == self.shared.workers
     }
 
     /// Runs one step on worker `w` (which must be one of the held workers).
@@ -573,12 +583,27 @@ where
     F: Fn(&mut Shard) -> R + Send + Sync + Clone + 'static,
 {
     let all: Vec<usize> = (0..shared.workers).collect();
-    run_on_workers(shared, me, &all, f).await
+    run_on_workers_in(shared, me, &all, 0, f).await
 }
 
 /// Runs `f` on the shards of `workers` (ascending, no repeats) and gathers the results in
 /// that order. The remote jobs are sent first, so the workers run them in parallel.
 pub async fn run_on_workers<R, F>(shared: &Shared, me: usize, workers: &[usize], f: F) -> Vec<R>
+where
+    R: Send + 'static,
+    F: Fn(&mut Shard) -> R + Send + Sync + Clone + 'static,
+{
+    run_on_workers_in(shared, me, workers, 0, f).await
+}
+
+/// [`run_on_workers`] as part of transaction `txn` (0: none), which holds them.
+pub async fn run_on_workers_in<R, F>(
+    shared: &Shared,
+    me: usize,
+    workers: &[usize],
+    txn: u64,
+    f: F,
+) -> Vec<R>
 where
     R: Send + 'static,
     F: Fn(&mut Shard) -> R + Send + Sync + Clone + 'static,
@@ -595,14 +620,14 @@ where
         let job: Job = Box::new(move |s: &mut Shard| {
             let _ = tx.send(f(s));
         });
-        if shared.inboxes[w].send(Envelope::job(0, job)).is_err() {
+        if shared.inboxes[w].send(Envelope::job(txn, job)).is_err() {
             panic!("worker {w} has stopped");
         }
         waiting.push(Some(rx));
     }
     let mut mine = None;
     if workers.contains(&me) {
-        local_unheld(0, false).await;
+        local_unheld(txn, false).await;
         let shard = local_shard();
         let mut s = shard.borrow_mut();
         mine = Some(f(&mut s));

@@ -10,7 +10,7 @@ use skerry_resp as resp;
 
 use crate::conn::Conn;
 use crate::pubsub::Space;
-use crate::worker::{local_shard, run_on_workers};
+use crate::worker::local_shard;
 
 /// Writes one subscribe/unsubscribe notification: `[kind, name or nil, count]`.
 fn notify(c: &mut Conn, kind: &[u8], name: Option<&[u8]>, count: usize) {
@@ -193,7 +193,7 @@ pub async fn publish(c: &mut Conn, a: &[&[u8]], space: Space) {
     let channel = a[1].to_vec();
     let message = a[2].to_vec();
     let parts = std::sync::Arc::new((channel, message));
-    let got = run_on_workers(&c.shared, c.worker, &workers, move |s| {
+    let got = crate::worker::run_on_workers_in(&c.shared, c.worker, &workers, c.ambient_txn, move |s| {
         let d = s
             .pubsub
             .deliver(space, &parts.0, &parts.1, &s.shared.config.hot);

@@ -540,6 +540,8 @@ pub(crate) struct WorkerInfo {
     /// Per database: keys, volatile keys, average TTL.
     pub(crate) dbs: Vec<(usize, usize, i64)>,
     pub(crate) clients: usize,
+    /// Bytes of the worker's Lua interpreter.
+    pub(crate) lua_bytes: usize,
     pub(crate) storage: StorageInfo,
 }
 
@@ -625,6 +627,7 @@ pub(crate) fn gather(s: &mut crate::worker::Shard) -> WorkerInfo {
             })
             .collect(),
         clients: s.clients.len(),
+        lua_bytes: crate::scripting::lua_memory_bytes(),
         storage: StorageInfo::of(&s.keyspace),
     }
 }
@@ -1310,11 +1313,16 @@ fn render_info(c: &Conn, sections: &[String], w: &[WorkerInfo], pubsub: (usize, 
             }
             "memory" => {
                 let rss = rss_bytes();
+                let lua: usize = w.iter().map(|x| x.lua_bytes).sum();
+                let scripts = shared.scripts.body_bytes();
                 let _ = write!(
                     o,
-                    "# Memory\r\nused_memory:{rss}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{rss}\r\nmaxmemory:{}\r\nmaxmemory_policy:{}\r\nmem_allocator:mimalloc\r\n",
+                    "# Memory\r\nused_memory:{rss}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{rss}\r\nused_memory_lua:{lua}\r\nused_memory_lua_human:{}\r\nused_memory_scripts_eval:{scripts}\r\nnumber_of_cached_scripts:{}\r\nnumber_of_functions:0\r\nused_memory_vm_eval:{lua}\r\nused_memory_scripts:{scripts}\r\nused_memory_scripts_human:{}\r\nmaxmemory:{}\r\nmaxmemory_policy:{}\r\nmem_allocator:mimalloc\r\n",
                     human_bytes(rss),
                     human_bytes(rss),
+                    human_bytes(lua as u64),
+                    shared.scripts.len(),
+                    human_bytes(scripts as u64),
                     shared.config.get("maxmemory"),
                     shared.config.get("maxmemory-policy"),
                 );

@@ -53,7 +53,7 @@ local function text_of_error(ok, ...)
     if not ok then
         local e = ...
         if type(e) == 'userdata' then
-            local m = error_of(e)
+            local m = error_of(e, false)
             if m then
                 return false, m
             end
@@ -100,7 +100,7 @@ end
 function G.__redis__err__handler(err)
     local source, line = place()
     if type(err) == 'userdata' then
-        local m, is_table = error_of(err)
+        local m, is_table = error_of(err, true)
         if is_table then
             err = { err = m }
         elseif m then

@@ -285,12 +285,23 @@ impl Vm {
         })?;
         // An error a callback raised: (text, true) for a `redis` error (Redis raises a
         // table), (text, false) for a library's (Redis raises a string); nil otherwise.
-        let error_of = lua.create_function(|lua, v: Value| -> mlua::Result<(Value, bool)> {
+        // With `at`, from the error handler: a library's error gets the position of the
+        // Lua code that called the library, as `luaL_error` gives it.
+        let error_of = lua.create_function(|lua, (v, at): (Value, bool)| -> mlua::Result<(Value, bool)> {
             match &v {
                 Value::Error(e) => match error_message(e) {
                     Some(m) => Ok((Value::String(lua.create_string(m)?), true)),
                     None => {
-                        let m = super::libs::error_message(e);
+                        let mut m = super::libs::error_message(e);
+                        // Levels: 0 this function, 1 the handler, 2 the library function,
+                        // 3 its caller.
+                        if let Some(d) = at.then(|| lua.inspect_stack(3)).flatten() {
+                            let src = d.source();
+                            if matches!(src.what, "Lua" | "main") {
+                                let short = src.short_src.as_deref().unwrap_or("?").to_string();
+                                m = format!("{short}:{}: {m}", d.curr_line());
+                            }
+                        }
                         Ok((Value::String(lua.create_string(m)?), false))
                     }
                 },
