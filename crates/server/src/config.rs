@@ -584,6 +584,7 @@ pub const ALIASES: &[(&str, &str)] = &[
     ("zset-max-ziplist-entries", "zset-max-listpack-entries"),
     ("zset-max-ziplist-value", "zset-max-listpack-value"),
     ("list-max-ziplist-size", "list-max-listpack-size"),
+    ("lua-time-limit", "busy-reply-threshold"),
 ];
 
 /// Redis parameters whose behaviour Skerry has not built. Until each is built, only the value
@@ -633,8 +634,6 @@ pub const UNBUILT: &[(&str, &str)] = &[
     ("slowlog-log-slower-than", "the slow log is not supported by Skerry yet"),
     ("slowlog-max-len", "the slow log is not supported by Skerry yet"),
     ("latency-monitor-threshold", "the latency monitor is not supported by Skerry yet"),
-    ("lua-time-limit", "scripting is not supported by Skerry yet"),
-    ("busy-reply-threshold", "scripting is not supported by Skerry yet"),
     ("save", "RDB snapshots are not supported by Skerry"),
     ("dbfilename", "RDB snapshots are not supported by Skerry"),
     ("rdbcompression", "RDB snapshots are not supported by Skerry"),

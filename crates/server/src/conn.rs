@@ -284,6 +284,17 @@ impl Conn {
         Some(owner.unwrap_or(self.worker))
     }
 
+    /// True when command `spec` (with `argv`) may run while a script is busy: its flags
+    /// (or its subcommand's) say `allow_busy`.
+    fn allowed_while_busy(&self, spec: &CommandSpec, argv: &[&[u8]]) -> bool {
+        if spec.has_flag("allow_busy") {
+            return true;
+        }
+        argv.get(1)
+            .and_then(|a| spec.subcommand(a))
+            .is_some_and(|sub| sub.flags.contains(&"allow_busy"))
+    }
+
     /// Runs one command.
     pub async fn dispatch(&mut self, argv: &[&[u8]]) {
         let writes = local_writes_count();
@@ -342,6 +353,11 @@ impl Conn {
                     }
                 }
             }
+        }
+        if self.shared.scripts.busy() && !self.allowed_while_busy(spec, argv) {
+            self.flush_pending().await;
+            self.with_reply_mode(|c| c.reject(Some(idx), crate::scripting::BUSY_ERROR));
+            return;
         }
         if !self.authenticated && !spec.has_flag("no_auth") {
             if self.shared.config.hot.auth_required.load(Ordering::Relaxed) {

@@ -16,7 +16,7 @@ pub mod libs;
 mod vm;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use skerry_resp::Proto;
@@ -30,10 +30,41 @@ use crate::worker::Txn;
 /// least recently used of them goes, as in Redis 7.4+ (`evictedScripts`).
 const EVAL_SCRIPTS_KEPT: usize = 500;
 
+/// The script running now (one at a time: a script holds every worker), as SCRIPT KILL and
+/// the BUSY replies see it.
+#[derive(Debug)]
+pub struct Running {
+    /// When it started.
+    started: std::time::Instant,
+    /// `busy-reply-threshold` when it started, in ms (0: never busy).
+    threshold_ms: u64,
+    /// It called a write command (SCRIPT KILL refuses then).
+    wrote: AtomicBool,
+    /// SCRIPT KILL asked it to stop.
+    kill: AtomicBool,
+}
+
+impl Running {
+    /// True once it has run past `busy-reply-threshold`.
+    pub fn past_threshold(&self) -> bool {
+        self.threshold_ms > 0 && self.started.elapsed().as_millis() as u64 >= self.threshold_ms
+    }
+
+    /// True once SCRIPT KILL asked it to stop.
+    pub fn killed(&self) -> bool {
+        self.kill.load(Ordering::Relaxed)
+    }
+}
+
 /// The script cache shared by the workers: bodies by SHA1.
 #[derive(Default)]
 pub struct Scripts {
     inner: Mutex<Cache>,
+    /// The running script, if any.
+    running: Mutex<Option<Arc<Running>>>,
+    /// A script has run past `busy-reply-threshold`: other clients get BUSY (checked on
+    /// every command, hence an atomic of its own).
+    busy: AtomicBool,
     /// Bumped by SCRIPT FLUSH: workers drop what they compiled under an older epoch.
     epoch: AtomicU64,
     /// Scripts evicted from the cache since start (INFO `evicted_scripts`).
@@ -137,7 +168,38 @@ impl Scripts {
     pub fn evicted(&self) -> u64 {
         self.evicted.load(Ordering::Relaxed)
     }
+
+    /// True while a script runs past `busy-reply-threshold`: commands without the
+    /// `allow_busy` flag get [`BUSY_ERROR`].
+    #[inline]
+    pub fn busy(&self) -> bool {
+        self.busy.load(Ordering::Relaxed)
+    }
+
+    fn start(&self, threshold_ms: u64) -> Arc<Running> {
+        let r = Arc::new(Running {
+            started: std::time::Instant::now(),
+            threshold_ms,
+            wrote: AtomicBool::new(false),
+            kill: AtomicBool::new(false),
+        });
+        *self.running.lock().expect("running script") = Some(r.clone());
+        r
+    }
+
+    fn finish(&self) {
+        *self.running.lock().expect("running script") = None;
+        self.busy.store(false, Ordering::Relaxed);
+    }
 }
+
+/// The reply to a command refused while a script runs past `busy-reply-threshold`.
+pub const BUSY_ERROR: &str =
+    "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+
+/// How long a script past `busy-reply-threshold` lets its worker serve other clients (with
+/// BUSY) each time it pauses.
+const BUSY_PAUSE: std::time::Duration = std::time::Duration::from_micros(200);
 
 /// Memory of this worker's Lua interpreter, in bytes.
 pub fn lua_memory_bytes() -> usize {
@@ -254,9 +316,18 @@ pub async fn run_in_txn(c: &mut Conn, txn: &Txn, p: Prepared) -> bool {
         args,
         read_only,
     } = p;
+    let threshold_ms = c
+        .shared
+        .config
+        .get("busy-reply-threshold")
+        .parse::<u64>()
+        .unwrap_or(5000);
+    let scripts = c.shared.scripts.clone();
+    let running = scripts.start(threshold_ms);
     let run_vm = vm.clone();
+    let on_fiber = running.clone();
     let mut f = fiber::Fiber::new(
-        move || run_vm.run(&script, keys, args, &sha, proto),
+        move || run_vm.run(&script, keys, args, &sha, proto, &on_fiber),
         vm::retire_local,
     );
     let saved_db = c.db;
@@ -266,14 +337,21 @@ pub async fn run_in_txn(c: &mut Conn, txn: &Txn, p: Prepared) -> bool {
     let out = loop {
         match f.resume(std::mem::take(&mut answer)) {
             fiber::Step::Done(out) => break out,
+            // Past busy-reply-threshold the script pauses now and then (see `vm`): its
+            // worker serves other clients, with BUSY, and SCRIPT KILL.
+            fiber::Step::Call(call) if call.is_empty() => {
+                scripts.busy.store(true, Ordering::Relaxed);
+                compio::time::sleep(BUSY_PAUSE).await;
+            }
             fiber::Step::Call(call) => {
                 let resp3 = vm.script_resp3();
-                let (a, w) = call_command(c, txn, call, read_only, resp3).await;
+                let (a, w) = call_command(c, txn, call, read_only, resp3, &running).await;
                 answer = a;
                 wrote |= w;
             }
         }
     };
+    scripts.finish();
     c.in_exec = was_in_exec;
     // SELECT inside a script changes the script's database only (Redis 7).
     c.db = saved_db;
@@ -290,6 +368,7 @@ async fn call_command(
     argv: Vec<Vec<u8>>,
     read_only: bool,
     resp3: bool,
+    running: &Running,
 ) -> (Vec<u8>, bool) {
     let proto = if resp3 { Proto::Resp3 } else { Proto::Resp2 };
     let err = |msg: &str| {
@@ -329,6 +408,10 @@ async fn call_command(
     let writes = spec.has_flag("write") || spec.has_flag("may_replicate");
     if read_only && writes {
         return err("ERR Write commands are not allowed from read-only scripts.");
+    }
+    if spec.has_flag("write") {
+        // From here on SCRIPT KILL cannot stop it without leaving half its work.
+        running.wrote.store(true, Ordering::Relaxed);
     }
     match c.run_in_txn(txn, idx, argv, proto).await {
         (Some(out), wrote) => (out, wrote),
@@ -375,7 +458,19 @@ pub fn script(c: &mut Conn, a: &[&[u8]]) {
                 c.reply.error("ERR SCRIPT FLUSH only support SYNC|ASYNC option");
             }
         }
-        b"kill" => c.reply.error("NOTBUSY No scripts in execution right now."),
+        b"kill" => {
+            let running = scripts.running.lock().expect("running script").clone();
+            match running {
+                None => c.reply.error("NOTBUSY No scripts in execution right now."),
+                Some(r) if r.wrote.load(Ordering::Relaxed) => c.reply.error(
+                    "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.",
+                ),
+                Some(r) => {
+                    r.kill.store(true, Ordering::Relaxed);
+                    c.reply.ok();
+                }
+            }
+        }
         _ => c.reply.simple_lines(&[
             "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
             "EXISTS <sha1> [<sha1> ...]",

@@ -2,7 +2,7 @@
 -- Runs once per interpreter with the Rust functions as arguments; returns the runner and
 -- the protected environment scripts are compiled in.
 local call, pcall_cmd, place, error_of, sha1hex, setresp, log, set_repl, acl_check, random,
-    randomseed = ...
+    randomseed, killed = ...
 
 local type, rawget, rawset, error, select, tostring, setmetatable, getmetatable, xpcall, pcall =
     type, rawget, rawset, error, select, tostring, setmetatable, getmetatable, xpcall, pcall
@@ -52,6 +52,10 @@ redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REP
 local function text_of_error(ok, ...)
     if not ok then
         local e = ...
+        if killed() then
+            -- SCRIPT KILL's error is not caught: the script stops.
+            error(e, 0)
+        end
         if type(e) == 'userdata' then
             local m = error_of(e, false)
             if m then

@@ -5,6 +5,7 @@
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
 use skerry_resp::{decode_value, Value as Resp};
@@ -96,6 +97,8 @@ struct RunState {
     active: Cell<bool>,
     /// The protocol of replies the script receives (`redis.setresp`).
     resp3: Cell<bool>,
+    /// The running script's shared state (time, SCRIPT KILL).
+    running: RefCell<Option<Arc<super::Running>>>,
 }
 
 /// A worker's interpreter.
@@ -411,10 +414,36 @@ impl Vm {
             .map(|p| p.parse::<i64>().unwrap_or(0))
             .fold(0, |acc, p| acc * 256 + p);
         redis.raw_set("REDIS_VERSION_NUM", num)?;
+        // Every 100,000 instructions (Redis's period): a script killed by SCRIPT KILL stops
+        // with Redis's error, and one past busy-reply-threshold pauses so that its worker
+        // serves other clients meanwhile (an empty call is a pause, see `fiber`).
+        let r = run.clone();
+        lua.set_hook(
+            mlua::HookTriggers::new().every_nth_instruction(100_000),
+            move |_, _| {
+                let Some(running) = r.running.borrow().clone() else {
+                    return Ok(mlua::VmState::Continue);
+                };
+                if running.killed() {
+                    return raise(b"Script killed by user with SCRIPT KILL...");
+                }
+                if running.past_threshold() {
+                    let _ = super::fiber::suspend(Vec::new());
+                    if running.killed() {
+                        return raise(b"Script killed by user with SCRIPT KILL...");
+                    }
+                }
+                Ok(mlua::VmState::Continue)
+            },
+        );
+        let r = run.clone();
+        let killed = lua.create_function(move |_, ()| {
+            Ok(r.running.borrow().as_ref().is_some_and(|x| x.killed()))
+        })?;
         let f: Function = lua.load(PRELUDE).set_name("=skerry").into_function()?;
         let (runner, env): (Function, Table) = f.call((
             call, pcall, place, error_of, sha1hex, setresp, log, set_repl, acl_check, random,
-            randomseed,
+            randomseed, killed,
         ))?;
         let globals = lua.globals();
         Ok(Vm {
@@ -474,12 +503,15 @@ impl Vm {
         args: Vec<Vec<u8>>,
         sha: &str,
         proto: Proto,
+        running: &Arc<super::Running>,
     ) -> Vec<u8> {
         let mut reply = Reply::new(proto);
+        *self.run.running.borrow_mut() = Some(running.clone());
         self.run.active.set(true);
         self.run.resp3.set(false);
         let out = self.run_inner(script, keys, args);
         self.run.active.set(false);
+        self.run.running.borrow_mut().take();
         match out {
             Ok((true, v)) => {
                 let resp3 = self.run.resp3.get();
