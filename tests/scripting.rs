@@ -2193,16 +2193,38 @@ fn script_writes_survive_kill_9_whole() {
             let mut c = vec!["MGET"];
             c.extend(keys.iter().map(|k| k.as_str()));
             let vals = r.cmd(&c).strings();
-            assert!(
-                vals.iter().all(|v| v == &vals[0]),
-                "cycle {cycle}: writer {t}'s script is torn after kill -9: {vals:?}"
-            );
-            let got: u64 = vals[0].parse().unwrap();
-            assert!(
-                got == *acked || Some(got) == *in_flight,
-                "cycle {cycle}: writer {t} has {got}, acknowledged {acked}, in flight \
-                 {in_flight:?}"
-            );
+            // Every acknowledged script is whole. The script in flight at the kill is
+            // whole on each worker (one recovery unit per worker); across workers Skerry
+            // does not yet make it all-or-nothing (a crash between two workers' commits
+            // keeps one part: docs/decisions/0027-scripts-atomic-across-workers.md, "Not
+            // yet"), so the values are compared per owning worker. Redis: all of them.
+            let groups: Vec<Vec<&String>> = if is_redis() {
+                vec![vals.iter().collect()]
+            } else {
+                (0..4)
+                    .map(|w| {
+                        keys.iter()
+                            .zip(&vals)
+                            .filter(|(k, _)| key_slot(k.as_bytes()) as usize % 4 == w)
+                            .map(|(_, v)| v)
+                            .collect()
+                    })
+                    .collect()
+            };
+            for g in groups {
+                assert!(
+                    g.iter().all(|v| v == &g[0]),
+                    "cycle {cycle}: writer {t}'s script is torn after kill -9: {vals:?}"
+                );
+            }
+            for v in &vals {
+                let got: u64 = v.parse().unwrap();
+                assert!(
+                    got == *acked || Some(got) == *in_flight,
+                    "cycle {cycle}: writer {t} has {got}, acknowledged {acked}, in flight \
+                     {in_flight:?}"
+                );
+            }
         }
     }
 }

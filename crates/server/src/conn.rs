@@ -19,9 +19,7 @@ use crate::client::ClientInfo;
 use crate::commands::{self, AsyncCmd, CommandSpec, Exec, Handler, COMMANDS};
 use crate::reply::{errors, Reply};
 use crate::slot;
-use crate::worker::{
-    local_shard, unix_ms, wait_local_unheld, Shard, Shared, Txn,
-};
+use crate::worker::{local_shard, unix_ms, wait_local_unheld, Shard, Shared, Txn};
 
 /// Argument vectors of up to this many arguments live on the stack.
 pub(crate) type Argv<'a> = SmallVec<[&'a [u8]; 8]>;
@@ -1103,12 +1101,12 @@ impl Conn {
                     AsyncCmd::Flushdb => Some(Box::pin(k::flushdb(self, &argv)).await),
                     AsyncCmd::Flushall => Some(Box::pin(k::flushall(self, &argv)).await),
                     AsyncCmd::Info => Some(Box::pin(sv::info(self, &argv)).await),
-                    AsyncCmd::Publish => Some(
-                        Box::pin(ps::publish(self, &argv, crate::pubsub::Space::Global)).await,
-                    ),
-                    AsyncCmd::Spublish => Some(
-                        Box::pin(ps::publish(self, &argv, crate::pubsub::Space::Shard)).await,
-                    ),
+                    AsyncCmd::Publish => {
+                        Some(Box::pin(ps::publish(self, &argv, crate::pubsub::Space::Global)).await)
+                    }
+                    AsyncCmd::Spublish => {
+                        Some(Box::pin(ps::publish(self, &argv, crate::pubsub::Space::Shard)).await)
+                    }
                     AsyncCmd::Pubsub => Some(Box::pin(ps::pubsub(self, &argv)).await),
                     _ => None,
                 };

@@ -924,8 +924,22 @@ pub static COMMAND_SUBS: &[SubSpec] = &[
     },
 ];
 
-const EVAL_FLAGS: &[&str] = &["noscript", "stale", "skip_monitor", "may_replicate", "no_mandatory_keys", "movablekeys"];
-const EVAL_RO_FLAGS: &[&str] = &["readonly", "noscript", "stale", "skip_monitor", "no_mandatory_keys", "movablekeys"];
+const EVAL_FLAGS: &[&str] = &[
+    "noscript",
+    "stale",
+    "skip_monitor",
+    "may_replicate",
+    "no_mandatory_keys",
+    "movablekeys",
+];
+const EVAL_RO_FLAGS: &[&str] = &[
+    "readonly",
+    "noscript",
+    "stale",
+    "skip_monitor",
+    "no_mandatory_keys",
+    "movablekeys",
+];
 const A_SCRIPT: &[&str] = &["@slow", "@scripting"];
 
 /// SCRIPT's subcommands.

@@ -193,14 +193,15 @@ pub async fn publish(c: &mut Conn, a: &[&[u8]], space: Space) {
     let channel = a[1].to_vec();
     let message = a[2].to_vec();
     let parts = std::sync::Arc::new((channel, message));
-    let got = crate::worker::run_on_workers_in(&c.shared, c.worker, &workers, c.ambient_txn, move |s| {
-        let d = s
-            .pubsub
-            .deliver(space, &parts.0, &parts.1, &s.shared.config.hot);
-        s.stats.client_output_limit_disconnections += d.disconnected;
-        d.receivers
-    })
-    .await;
+    let got =
+        crate::worker::run_on_workers_in(&c.shared, c.worker, &workers, c.ambient_txn, move |s| {
+            let d = s
+                .pubsub
+                .deliver(space, &parts.0, &parts.1, &s.shared.config.hot);
+            s.stats.client_output_limit_disconnections += d.disconnected;
+            d.receivers
+        })
+        .await;
     c.reply.int(got.iter().sum::<usize>() as i64);
 }
 

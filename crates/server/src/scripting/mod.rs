@@ -255,11 +255,7 @@ pub fn prepare(c: &Conn, argv: &[&[u8]]) -> Result<Prepared, String> {
     if !flags.compat && !flags.no_writes && ro {
         return Err("ERR Can not execute a script with write flag using *_ro command.".into());
     }
-    if !flags.compat
-        && !flags.no_writes
-        && !flags.allow_oom
-        && crate::memory::over_maxmemory()
-    {
+    if !flags.compat && !flags.no_writes && !flags.allow_oom && crate::memory::over_maxmemory() {
         return Err(
             "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'"
                 .into(),
@@ -455,7 +451,8 @@ pub fn script(c: &mut Conn, a: &[&[u8]]) {
                 scripts.flush();
                 c.reply.ok();
             } else {
-                c.reply.error("ERR SCRIPT FLUSH only support SYNC|ASYNC option");
+                c.reply
+                    .error("ERR SCRIPT FLUSH only support SYNC|ASYNC option");
             }
         }
         b"kill" => {

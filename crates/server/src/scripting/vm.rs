@@ -8,8 +8,8 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
-use skerry_resp::{decode_value, Value as Resp};
 use skerry_resp::Proto;
+use skerry_resp::{decode_value, Value as Resp};
 
 use crate::reply::Reply;
 
@@ -55,9 +55,7 @@ pub fn shebang(body: &[u8]) -> Result<(ScriptFlags, usize), String> {
         return Err("ERR Invalid engine in script shebang".into());
     };
     if engine != "#!lua" {
-        return Err(format!(
-            "ERR Unexpected engine in script shebang: {engine}"
-        ));
+        return Err(format!("ERR Unexpected engine in script shebang: {engine}"));
     }
     let mut flags = ScriptFlags::default();
     for part in parts {
@@ -154,11 +152,7 @@ pub fn used_memory_bytes() -> usize {
 
 fn rand48_next() -> i32 {
     RAND48.with(|s| {
-        let x = s
-            .get()
-            .wrapping_mul(0x5_DEEC_E66D)
-            .wrapping_add(0xB)
-            & ((1 << 48) - 1);
+        let x = s.get().wrapping_mul(0x5_DEEC_E66D).wrapping_add(0xB) & ((1 << 48) - 1);
         s.set(x);
         (x >> 17) as i32
     })
@@ -254,7 +248,9 @@ impl Vm {
                     match s {
                         Some(s) => argv.push(s.as_bytes().to_vec()),
                         None => {
-                            return fail(b"Lua redis lib command arguments must be strings or integers")
+                            return fail(
+                                b"Lua redis lib command arguments must be strings or integers",
+                            )
                         }
                     }
                 }
@@ -280,7 +276,10 @@ impl Vm {
                 if user {
                     let s = src.source.map(|s| s.into_owned()).unwrap_or_default();
                     let line = d.curr_line();
-                    return Ok((Value::String(lua.create_string(s)?), Value::Integer(line as i64)));
+                    return Ok((
+                        Value::String(lua.create_string(s)?),
+                        Value::Integer(line as i64),
+                    ));
                 }
                 level += 1;
             }
@@ -290,33 +289,38 @@ impl Vm {
         // table), (text, false) for a library's (Redis raises a string); nil otherwise.
         // With `at`, from the error handler: a library's error gets the position of the
         // Lua code that called the library, as `luaL_error` gives it.
-        let error_of = lua.create_function(|lua, (v, at): (Value, bool)| -> mlua::Result<(Value, bool)> {
-            match &v {
-                Value::Error(e) => match error_message(e) {
-                    Some(m) => Ok((Value::String(lua.create_string(m)?), true)),
-                    None => {
-                        let mut m = super::libs::error_message(e);
-                        // Levels: 0 this function, 1 the handler, 2 the library function,
-                        // 3 its caller.
-                        if let Some(d) = at.then(|| lua.inspect_stack(3)).flatten() {
-                            let src = d.source();
-                            if matches!(src.what, "Lua" | "main") {
-                                let short = src.short_src.as_deref().unwrap_or("?").to_string();
-                                m = format!("{short}:{}: {m}", d.curr_line());
+        let error_of = lua.create_function(
+            |lua, (v, at): (Value, bool)| -> mlua::Result<(Value, bool)> {
+                match &v {
+                    Value::Error(e) => match error_message(e) {
+                        Some(m) => Ok((Value::String(lua.create_string(m)?), true)),
+                        None => {
+                            let mut m = super::libs::error_message(e);
+                            // Levels: 0 this function, 1 the handler, 2 the library function,
+                            // 3 its caller.
+                            if let Some(d) = at.then(|| lua.inspect_stack(3)).flatten() {
+                                let src = d.source();
+                                if matches!(src.what, "Lua" | "main") {
+                                    let short = src.short_src.as_deref().unwrap_or("?").to_string();
+                                    m = format!("{short}:{}: {m}", d.curr_line());
+                                }
                             }
+                            Ok((Value::String(lua.create_string(m)?), false))
                         }
-                        Ok((Value::String(lua.create_string(m)?), false))
-                    }
-                },
-                _ => Ok((Value::Nil, false)),
-            }
-        })?;
+                    },
+                    _ => Ok((Value::Nil, false)),
+                }
+            },
+        )?;
         let sha1hex = lua.create_function(|lua, args: MultiValue| -> mlua::Result<Value> {
             if args.len() != 1 {
                 return raise(b"wrong number of arguments");
             }
             let s = match args.into_iter().next() {
-                Some(v) => lua.coerce_string(v)?.map(|s| s.as_bytes().to_vec()).unwrap_or_default(),
+                Some(v) => lua
+                    .coerce_string(v)?
+                    .map(|s| s.as_bytes().to_vec())
+                    .unwrap_or_default(),
                 None => Vec::new(),
             };
             Ok(Value::String(lua.create_string(super::sha1_hex(&s))?))
@@ -332,7 +336,11 @@ impl Vm {
             let n = match args.into_iter().next() {
                 Some(Value::Integer(n)) => n as f64,
                 Some(Value::Number(n)) => n,
-                Some(Value::String(s)) => s.to_str().ok().and_then(|s| s.trim().parse::<f64>().ok()).unwrap_or(0.0),
+                Some(Value::String(s)) => s
+                    .to_str()
+                    .ok()
+                    .and_then(|s| s.trim().parse::<f64>().ok())
+                    .unwrap_or(0.0),
                 _ => 0.0,
             };
             match n as i64 {
@@ -483,7 +491,9 @@ impl Vm {
                 format!("ERR Error compiling script (new function): {msg}")
             })?;
         let c = Compiled { func, flags };
-        self.compiled.borrow_mut().insert(sha.to_string(), c.clone());
+        self.compiled
+            .borrow_mut()
+            .insert(sha.to_string(), c.clone());
         Ok(c)
     }
 
@@ -491,7 +501,6 @@ impl Vm {
     pub fn script_resp3(&self) -> bool {
         self.run.resp3.get()
     }
-
 
     /// Runs `script` (inside a fiber: its calls suspend it) with `keys` and `args` as KEYS
     /// and ARGV, and returns its reply encoded for a client speaking `proto`. `sha` names
@@ -730,8 +739,10 @@ fn lua_to_resp(reply: &mut Reply, v: &Value, resp3: bool, depth: usize) -> Resul
                 }
             }
             if let Ok(Value::Table(m)) = t.raw_get::<Value>("map") {
-                let pairs: Vec<(Value, Value)> =
-                    m.pairs::<Value, Value>().collect::<mlua::Result<_>>().map_err(|e| e.to_string())?;
+                let pairs: Vec<(Value, Value)> = m
+                    .pairs::<Value, Value>()
+                    .collect::<mlua::Result<_>>()
+                    .map_err(|e| e.to_string())?;
                 reply.map(pairs.len());
                 for (k, v) in &pairs {
                     lua_to_resp(reply, k, resp3, depth + 1)?;
@@ -816,7 +827,10 @@ mod tests {
         let (f, n) = shebang(b"#!lua flags=no-writes,allow-oom\nreturn 1").unwrap();
         assert!(f.no_writes && f.allow_oom && !f.compat);
         assert_eq!(n, 31);
-        assert_eq!(shebang(b"#!lua\nreturn 1").unwrap().0, ScriptFlags::default());
+        assert_eq!(
+            shebang(b"#!lua\nreturn 1").unwrap().0,
+            ScriptFlags::default()
+        );
         assert_eq!(
             shebang(b"#!lua flags=bad\n").unwrap_err(),
             "ERR Unexpected flag in script shebang: bad"
