@@ -354,6 +354,22 @@ impl Conn {
         }
         if self.shared.scripts.busy() && !self.allowed_while_busy(spec, argv) {
             self.flush_pending().await;
+            if spec.name == "exec" && self.multi.is_some() {
+                // EXEC refused: the transaction is discarded (Redis's execCommandAbort).
+                self.multi = None;
+                self.info.multi.set(-1);
+                self.unwatch_all();
+                let msg = format!(
+                    "EXECABORT Transaction discarded because of: {}",
+                    crate::scripting::BUSY_ERROR
+                );
+                self.with_reply_mode(|c| c.reject(Some(idx), &msg));
+                return;
+            }
+            // Refused inside MULTI: EXEC will answer EXECABORT, as Redis does.
+            if let Some(m) = &mut self.multi {
+                m.error = true;
+            }
             self.with_reply_mode(|c| c.reject(Some(idx), crate::scripting::BUSY_ERROR));
             return;
         }

@@ -337,6 +337,11 @@ pub async fn run_in_txn(c: &mut Conn, txn: &Txn, p: Prepared) -> bool {
             // worker serves other clients, with BUSY, and SCRIPT KILL.
             fiber::Step::Call(call) if call.is_empty() => {
                 scripts.busy.store(true, Ordering::Relaxed);
+                if c.shared.stopping.load(Ordering::Relaxed) {
+                    // SIGTERM or SHUTDOWN NOSAVE: the script stops, even one that wrote
+                    // (its unfinished units are dropped at the next start).
+                    running.kill.store(true, Ordering::Relaxed);
+                }
                 compio::time::sleep(BUSY_PAUSE).await;
             }
             fiber::Step::Call(call) => {
