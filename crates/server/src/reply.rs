@@ -37,6 +37,15 @@ impl Reply {
         }
     }
 
+    /// An empty buffer for `proto` that allocates only when written to (one command's
+    /// reply inside a transaction or a script).
+    pub fn unsized(proto: Proto) -> Self {
+        Reply {
+            buf: Vec::new(),
+            proto,
+        }
+    }
+
     /// `+OK`.
     #[inline]
     pub fn ok(&mut self) {

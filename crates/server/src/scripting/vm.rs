@@ -113,7 +113,12 @@ pub struct Vm {
     /// The script cache epoch these were compiled under (SCRIPT FLUSH empties them).
     epoch: Cell<u64>,
     run: Rc<RunState>,
+    /// Scripts run since the last explicit collection step.
+    runs: Cell<u32>,
 }
+
+/// Scripts between two explicit collection steps (Redis's `LUA_GC_CYCLE_PERIOD`).
+const GC_CYCLE_PERIOD: u32 = 50;
 
 thread_local! {
     static VM: RefCell<Option<Rc<Vm>>> = const { RefCell::new(None) };
@@ -462,6 +467,7 @@ impl Vm {
             compiled: RefCell::new(HashMap::new()),
             epoch: Cell::new(0),
             run,
+            runs: Cell::new(0),
         })
     }
 
@@ -514,7 +520,7 @@ impl Vm {
         proto: Proto,
         running: &Arc<super::Running>,
     ) -> Vec<u8> {
-        let mut reply = Reply::new(proto);
+        let mut reply = Reply::unsized(proto);
         *self.run.running.borrow_mut() = Some(running.clone());
         self.run.active.set(true);
         self.run.resp3.set(false);
@@ -535,8 +541,15 @@ impl Vm {
             }
         }
         self.run.resp3.set(false);
-        // Lua collects garbage in steps between scripts, as Redis does.
-        let _ = self.lua.gc_step_kbytes(64);
+        // Besides Lua's own incremental collection, a step every 50 scripts, as Redis
+        // does (LUA_GC_CYCLE_PERIOD).
+        let runs = self.runs.get() + 1;
+        if runs >= GC_CYCLE_PERIOD {
+            self.runs.set(0);
+            let _ = self.lua.gc_step_kbytes(GC_CYCLE_PERIOD as i32);
+        } else {
+            self.runs.set(runs);
+        }
         reply.buf
     }
 
