@@ -1056,7 +1056,7 @@ impl Conn {
                     let out = txn
                         .run_resident(w, db, keys, now, move |s| {
                             let argv: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
-                            let mut r = Reply::unsized(proto);
+                            let mut r = Reply::lazy(proto);
                             let writes = s.keyspace.writes();
                             if exec_keyed(s, idx, db, now, &mut r, &argv).is_some() {
                                 deny_blocking_reply(idx, &mut r);
@@ -1067,7 +1067,7 @@ impl Conn {
                     match out {
                         Ok((buf, wrote)) => (Some(buf), wrote),
                         Err(e) => {
-                            let mut r = Reply::unsized(proto);
+                            let mut r = Reply::lazy(proto);
                             r.error(&format!("ERR {e}"));
                             (Some(r.buf), false)
                         }
@@ -1081,20 +1081,20 @@ impl Conn {
                 }
             },
             Handler::Conn(f) => {
-                let saved = std::mem::replace(&mut self.reply, Reply::unsized(proto));
+                let saved = std::mem::replace(&mut self.reply, Reply::lazy(proto));
                 f(self, &argv);
                 let out = std::mem::replace(&mut self.reply, saved);
                 (Some(out.buf), false)
             }
             Handler::Async(AsyncCmd::Sort) => {
-                let saved = std::mem::replace(&mut self.reply, Reply::unsized(proto));
+                let saved = std::mem::replace(&mut self.reply, Reply::lazy(proto));
                 let wrote = crate::commands::sort::sort_in_txn(self, txn, &argv).await;
                 let out = std::mem::replace(&mut self.reply, saved);
                 (Some(out.buf), wrote)
             }
             Handler::Async(AsyncCmd::Eval) => {
                 // Inside EXEC, which holds every worker when an EVAL is queued.
-                let saved = std::mem::replace(&mut self.reply, Reply::unsized(proto));
+                let saved = std::mem::replace(&mut self.reply, Reply::lazy(proto));
                 let wrote = match crate::scripting::prepare(self, &argv) {
                     Ok(p) => Box::pin(crate::scripting::run_in_txn(self, txn, p)).await,
                     Err(e) => {
@@ -1107,7 +1107,7 @@ impl Conn {
             }
             Handler::Async(cmd) if txn.holds_all() => {
                 use crate::commands::{keyspace as k, pubsub as ps, server as sv};
-                let saved = std::mem::replace(&mut self.reply, Reply::unsized(proto));
+                let saved = std::mem::replace(&mut self.reply, Reply::lazy(proto));
                 let ambient = std::mem::replace(&mut self.ambient_txn, txn.id());
                 let ran = match cmd {
                     AsyncCmd::Keys => Some(Box::pin(k::keys(self, &argv)).await),

@@ -39,7 +39,7 @@ impl Reply {
 
     /// An empty buffer for `proto` that allocates only when written to (one command's
     /// reply inside a transaction or a script).
-    pub fn unsized(proto: Proto) -> Self {
+    pub fn lazy(proto: Proto) -> Self {
         Reply {
             buf: Vec::new(),
             proto,

@@ -373,7 +373,7 @@ async fn call_command(
 ) -> (Vec<u8>, bool) {
     let proto = if resp3 { Proto::Resp3 } else { Proto::Resp2 };
     let err = |msg: &str| {
-        let mut r = Reply::unsized(proto);
+        let mut r = Reply::lazy(proto);
         r.error(msg);
         (r.buf, false)
     };

@@ -520,7 +520,7 @@ impl Vm {
         proto: Proto,
         running: &Arc<super::Running>,
     ) -> Vec<u8> {
-        let mut reply = Reply::unsized(proto);
+        let mut reply = Reply::lazy(proto);
         *self.run.running.borrow_mut() = Some(running.clone());
         self.run.active.set(true);
         self.run.resp3.set(false);
