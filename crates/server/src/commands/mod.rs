@@ -690,12 +690,20 @@ pub static COMMANDS: &[CommandSpec] = &[
         ..spec("evalsha_ro", -3, EVAL_RO_FLAGS, K1, "scripting", "7.0.0", "Executes a read-only server-side Lua script by SHA1 digest.", A_SCRIPT, Handler::Async(AsyncCmd::Eval))
     },
     CommandSpec {
+        key_finder: Some(keys_timeout_numkeys),
+        ..spec("fcall", -3, EVAL_FLAGS, K1, "scripting", "7.0.0", "Invokes a function.", A_SCRIPT, Handler::Async(AsyncCmd::Eval))
+    },
+    CommandSpec {
+        key_finder: Some(keys_timeout_numkeys),
+        ..spec("fcall_ro", -3, EVAL_RO_FLAGS, K1, "scripting", "7.0.0", "Invokes a read-only function.", A_SCRIPT, Handler::Async(AsyncCmd::Eval))
+    },
+    CommandSpec {
         subcommands: SCRIPT_SUBS,
         ..spec("script", -2, &[], NOKEY, "scripting", "2.6.0", "A container for Lua scripts management commands.", &["@slow"], Handler::Conn(crate::scripting::script))
     },
     CommandSpec {
         subcommands: FUNCTION_SUBS,
-        ..spec("function", -2, &[], NOKEY, "scripting", "7.0.0", "A container for function commands.", &["@slow"], Handler::Conn(sv::function))
+        ..spec("function", -2, &[], NOKEY, "scripting", "7.0.0", "A container for function commands.", &["@slow"], Handler::Conn(crate::scripting::functions::function))
     },
     spec("info", -1, &["loading", "stale"], NOKEY, "server", "1.0.0", "Returns information and statistics about the server.", &["@slow", "@dangerous"], Handler::Async(AsyncCmd::Info)),
     spec("time", 1, &["loading", "stale", "fast"], NOKEY, "server", "2.6.0", "Returns the server time.", &["@fast"], Handler::Conn(sv::time)),
@@ -976,26 +984,17 @@ pub static SCRIPT_SUBS: &[SubSpec] = &[
     },
 ];
 
-/// FUNCTION's subcommands (Skerry has no scripting yet: there are never any libraries).
+/// FUNCTION's subcommands.
 pub static FUNCTION_SUBS: &[SubSpec] = &[
-    SubSpec {
-        name: "function|flush",
-        arity: -2,
-        flags: &["write", "noscript"],
-        summary: "Deletes all libraries and functions.",
-    },
-    SubSpec {
-        name: "function|list",
-        arity: -2,
-        flags: &["noscript"],
-        summary: "Returns information about all libraries.",
-    },
-    SubSpec {
-        name: "function|help",
-        arity: 2,
-        flags: &["loading", "stale"],
-        summary: "Returns helpful text about the different subcommands.",
-    },
+    SubSpec { name: "function|delete", arity: 3, flags: &["write", "noscript"], summary: "Deletes a library and its functions." },
+    SubSpec { name: "function|dump", arity: 2, flags: &["noscript"], summary: "Dumps all libraries into a serialized binary payload." },
+    SubSpec { name: "function|flush", arity: -2, flags: &["write", "noscript"], summary: "Deletes all libraries and functions." },
+    SubSpec { name: "function|help", arity: 2, flags: &["loading", "stale"], summary: "Returns helpful text about the different subcommands." },
+    SubSpec { name: "function|kill", arity: 2, flags: &["noscript", "allow_busy"], summary: "Terminates a function during execution." },
+    SubSpec { name: "function|list", arity: -2, flags: &["noscript"], summary: "Returns information about all libraries." },
+    SubSpec { name: "function|load", arity: -3, flags: &["write", "denyoom", "noscript"], summary: "Creates a library." },
+    SubSpec { name: "function|restore", arity: -3, flags: &["write", "denyoom", "noscript"], summary: "Restores all libraries from a payload." },
+    SubSpec { name: "function|stats", arity: 2, flags: &["noscript", "allow_busy"], summary: "Returns information about a function during execution." },
 ];
 
 /// CONFIG's subcommands.

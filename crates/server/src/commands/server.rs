@@ -44,33 +44,6 @@ pub fn shutdown(c: &mut Conn, a: &[&[u8]]) {
     c.close_after_reply = true;
 }
 
-/// FUNCTION FLUSH|LIST|HELP. Skerry has no scripting yet, so there are never any libraries:
-/// FLUSH succeeds (it is what Redis's test suite sends before every block), LIST is empty.
-pub fn function(c: &mut Conn, a: &[&[u8]]) {
-    let sub = a[1].to_ascii_lowercase();
-    match sub.as_slice() {
-        b"flush" => match a.get(2) {
-            None => c.reply.ok(),
-            Some(m) if a.len() == 3 && (is(m, "async") || is(m, "sync")) => c.reply.ok(),
-            Some(_) => c
-                .reply
-                .error("ERR FUNCTION FLUSH only supports SYNC|ASYNC option"),
-        },
-        b"list" => c.reply.array(0),
-        _ => {
-            c.reply.array(5);
-            c.reply
-                .simple("FUNCTION <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
-            c.reply.simple("FLUSH [ASYNC|SYNC]");
-            c.reply.simple(
-                "    Delete all the libraries (Skerry has no scripting yet: there are none).",
-            );
-            c.reply.simple("LIST");
-            c.reply
-                .simple("    Return general information on all the libraries (always empty).");
-        }
-    }
-}
 
 /// DEBUG subcommand ...
 pub fn debug(c: &mut Conn, a: &[&[u8]]) {

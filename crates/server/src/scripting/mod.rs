@@ -12,6 +12,7 @@
 //! the worker that owns its keys, as a queued command of EXEC runs.
 
 mod fiber;
+pub mod functions;
 pub mod libs;
 mod vm;
 
@@ -34,6 +35,10 @@ const EVAL_SCRIPTS_KEPT: usize = 500;
 /// the BUSY replies see it.
 #[derive(Debug)]
 pub struct Running {
+    /// The script's SHA1 or the function's name.
+    name: String,
+    /// A function (FCALL), not an EVAL script.
+    function: bool,
     /// When it started.
     started: std::time::Instant,
     /// `busy-reply-threshold` when it started, in ms (0: never busy).
@@ -69,6 +74,8 @@ pub struct Scripts {
     epoch: AtomicU64,
     /// Scripts evicted from the cache since start (INFO `evicted_scripts`).
     evicted: AtomicU64,
+    /// The function libraries (FUNCTION LOAD).
+    pub libraries: functions::Libraries,
 }
 
 #[derive(Default)]
@@ -176,8 +183,10 @@ impl Scripts {
         self.busy.load(Ordering::Relaxed)
     }
 
-    fn start(&self, threshold_ms: u64) -> Arc<Running> {
+    fn start(&self, name: &str, function: bool, threshold_ms: u64) -> Arc<Running> {
         let r = Arc::new(Running {
+            name: name.to_string(),
+            function,
             started: std::time::Instant::now(),
             threshold_ms,
             wrote: AtomicBool::new(false),
@@ -219,11 +228,16 @@ pub struct Prepared {
     args: Vec<Vec<u8>>,
     /// EVAL_RO / EVALSHA_RO, or a `no-writes` script: writes are refused.
     read_only: bool,
+    /// A library's function (FCALL): KEYS and ARGV are its arguments, not globals.
+    function: bool,
 }
 
 /// Parses an EVAL, EVALSHA, EVAL_RO or EVALSHA_RO call and compiles its script on this
 /// worker; `Err` holds the error reply.
 pub fn prepare(c: &Conn, argv: &[&[u8]]) -> Result<Prepared, String> {
+    if argv[0].len() >= 5 && argv[0][..5].eq_ignore_ascii_case(b"fcall") {
+        return functions::prepare(c, argv);
+    }
     let name = argv[0].to_ascii_lowercase();
     let by_sha = name.starts_with(b"evalsha");
     let ro = name.ends_with(b"_ro");
@@ -268,10 +282,12 @@ pub fn prepare(c: &Conn, argv: &[&[u8]]) -> Result<Prepared, String> {
         keys: argv[3..3 + n].iter().map(|k| k.to_vec()).collect(),
         args: argv[3 + n..].iter().map(|a| a.to_vec()).collect(),
         read_only: ro || flags.no_writes,
+        function: false,
     })
 }
 
-/// EVAL, EVALSHA, EVAL_RO, EVALSHA_RO: runs the script holding every worker.
+/// EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, FCALL, FCALL_RO: runs the script holding every
+/// worker.
 pub async fn eval(c: &mut Conn, argv: &[&[u8]]) {
     let p = match prepare(c, argv) {
         Ok(p) => p,
@@ -311,6 +327,7 @@ pub async fn run_in_txn(c: &mut Conn, txn: &Txn, p: Prepared) -> bool {
         keys,
         args,
         read_only,
+        function,
     } = p;
     let threshold_ms = c
         .shared
@@ -319,11 +336,11 @@ pub async fn run_in_txn(c: &mut Conn, txn: &Txn, p: Prepared) -> bool {
         .parse::<u64>()
         .unwrap_or(5000);
     let scripts = c.shared.scripts.clone();
-    let running = scripts.start(threshold_ms);
+    let running = scripts.start(&sha, function, threshold_ms);
     let run_vm = vm.clone();
     let on_fiber = running.clone();
     let mut f = fiber::Fiber::new(
-        move || run_vm.run(&script, keys, args, &sha, proto, &on_fiber),
+        move || run_vm.run(&script, keys, args, &sha, proto, &on_fiber, function),
         vm::retire_local,
     );
     let saved_db = c.db;
@@ -464,6 +481,9 @@ pub fn script(c: &mut Conn, a: &[&[u8]]) {
             let running = scripts.running.lock().expect("running script").clone();
             match running {
                 None => c.reply.error("NOTBUSY No scripts in execution right now."),
+                Some(r) if r.function => c.reply.error(
+                    "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.",
+                ),
                 Some(r) if r.wrote.load(Ordering::Relaxed) => c.reply.error(
                     "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.",
                 ),

@@ -196,7 +196,123 @@ rawset(G, 'load', function(fn, name)
     return f, e
 end)
 
+-- Functions (FUNCTION LOAD): a library's code runs with `redis` limited to what loading
+-- may use, and its functions register into the load context; at run time the same
+-- functions see the whole `redis` table.
+local load_ctx = nil
+local function load_error(msg)
+    error({ err = 'ERR ' .. msg }, 0)
+end
+local function register_function(...)
+    if not load_ctx then
+        load_error('redis.register_function can only be called on FUNCTION LOAD command')
+    end
+    local n = select('#', ...)
+    local name, callback, flags, description
+    if n == 1 then
+        local t = ...
+        if type(t) ~= 'table' then
+            load_error('calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).')
+        end
+        for k, v in pairs(t) do
+            if k == 'function_name' then
+                if type(v) ~= 'string' then
+                    load_error('function_name argument given to redis.register_function must be a string')
+                end
+                name = v
+            elseif k == 'description' then
+                if type(v) ~= 'string' then
+                    load_error('description argument given to redis.register_function must be a string')
+                end
+                description = v
+            elseif k == 'callback' then
+                if type(v) ~= 'function' then
+                    load_error('callback argument given to redis.register_function must be a function')
+                end
+                callback = v
+            elseif k == 'flags' then
+                if type(v) ~= 'table' then
+                    load_error('flags argument to redis.register_function must be a table representing function flags')
+                end
+                flags = {}
+                for _, f in ipairs(v) do
+                    if f ~= 'no-writes' and f ~= 'allow-oom' and f ~= 'allow-stale'
+                        and f ~= 'no-cluster' and f ~= 'allow-cross-slot-keys' then
+                        load_error('unknown flag given')
+                    end
+                    flags[#flags + 1] = f
+                end
+            else
+                load_error('unknown argument given to redis.register_function')
+            end
+        end
+        if not name then
+            load_error('redis.register_function must get a function name argument')
+        end
+        if not callback then
+            load_error('redis.register_function must get a callback argument')
+        end
+    elseif n == 2 then
+        name, callback = ...
+        if type(name) ~= 'string' then
+            load_error('first argument to redis.register_function must be a string')
+        end
+        if type(callback) ~= 'function' then
+            load_error('second argument to redis.register_function must be a function')
+        end
+    else
+        load_error('wrong number of arguments to redis.register_function')
+    end
+    if not name:find('^[%w_]+$') then
+        load_error('Library names can only contain letters, numbers, or underscores(_) and must be at least one character long')
+    end
+    if load_ctx[name] then
+        load_error('Function already exists in the library')
+    end
+    load_ctx[name] = { callback = callback, flags = flags or {}, description = description }
+    load_ctx[#load_ctx + 1] = name
+end
+local load_redis = protect({
+    register_function = register_function,
+    log = log,
+    setresp = setresp,
+    sha1hex = sha1hex,
+    LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
+    REDIS_VERSION = redis.REDIS_VERSION,
+    REDIS_VERSION_NUM = redis.REDIS_VERSION_NUM,
+})
+local lib_env = setmetatable({}, {
+    __index = function(_, k)
+        if k == 'redis' and load_ctx then
+            return load_redis
+        end
+        return env[k]
+    end,
+    __newindex = readonly_error,
+    __metatable = false,
+})
+protected[lib_env] = true
+
+-- Runs a library's compiled code: its functions as { names..., [name] = {callback, flags,
+-- description} }, or false and the error.
+local function load_library(chunk)
+    setfenv(chunk, lib_env)
+    load_ctx = {}
+    local ok, e = xpcall(chunk, handler)
+    local ctx = load_ctx
+    load_ctx = nil
+    if not ok then
+        return false, e
+    end
+    return ctx
+end
+
 local function run(f)
     return xpcall(f, handler)
 end
-return run, env
+local function run_function(f, keys, args)
+    return xpcall(function()
+        return f(keys, args)
+    end, handler)
+end
+return run, env, run_function, load_library

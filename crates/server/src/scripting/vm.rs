@@ -79,6 +79,34 @@ pub fn shebang(body: &[u8]) -> Result<(ScriptFlags, usize), String> {
     Ok((flags, end))
 }
 
+/// A function a library registered while it loaded.
+pub struct LoadedFunction {
+    /// Its name.
+    pub name: String,
+    /// Its callback.
+    pub func: Function,
+    /// Its flags (`no-writes`, ...).
+    pub flags: Vec<String>,
+    /// Its description.
+    pub description: Option<String>,
+}
+
+/// The [`ScriptFlags`] of a function's flag list.
+pub fn script_flags(flags: &[String]) -> ScriptFlags {
+    let mut f = ScriptFlags::default();
+    for s in flags {
+        match s.as_str() {
+            "no-writes" => f.no_writes = true,
+            "allow-oom" => f.allow_oom = true,
+            "allow-stale" => f.allow_stale = true,
+            "no-cluster" => f.no_cluster = true,
+            "allow-cross-slot-keys" => f.allow_cross_slot_keys = true,
+            _ => {}
+        }
+    }
+    f
+}
+
 /// A compiled script.
 #[derive(Clone)]
 pub struct Compiled {
@@ -104,6 +132,14 @@ pub struct Vm {
     lua: Lua,
     /// `run(f)`: calls `f` under Redis's error handler, returns (ok, value).
     runner: Function,
+    /// `run_function(f, keys, args)`: the same for a function of a library (FCALL).
+    run_function: Function,
+    /// `load_library(chunk)`: runs a library's code, returns what it registered.
+    load_library: Function,
+    /// The functions of every library, loaded on this worker (by function name).
+    functions: RefCell<HashMap<String, Compiled>>,
+    /// The library registry's epoch `functions` were loaded under.
+    fn_epoch: Cell<u64>,
     /// The real globals table (KEYS and ARGV are set here).
     globals: Table,
     /// The protected environment scripts run in.
@@ -454,7 +490,7 @@ impl Vm {
             Ok(r.running.borrow().as_ref().is_some_and(|x| x.killed()))
         })?;
         let f: Function = lua.load(PRELUDE).set_name("=skerry").into_function()?;
-        let (runner, env): (Function, Table) = f.call((
+        let (runner, env, run_function, load_library): (Function, Table, Function, Function) = f.call((
             call, pcall, place, error_of, sha1hex, setresp, log, set_repl, acl_check, random,
             randomseed, killed,
         ))?;
@@ -462,6 +498,10 @@ impl Vm {
         Ok(Vm {
             lua,
             runner,
+            run_function,
+            load_library,
+            functions: RefCell::new(HashMap::new()),
+            fn_epoch: Cell::new(u64::MAX),
             globals,
             env,
             compiled: RefCell::new(HashMap::new()),
@@ -503,6 +543,89 @@ impl Vm {
         Ok(c)
     }
 
+    /// Loads library `code` (its `#!lua name=...` line already checked) on this worker:
+    /// the functions it registers, or the error to reply with.
+    pub fn load_library(&self, code: &[u8]) -> Result<Vec<LoadedFunction>, String> {
+        let skip = memchr::memchr(b'\n', code).unwrap_or(code.len());
+        let chunk = self
+            .lua
+            .load(&code[skip..])
+            .set_name("@user_function")
+            .into_function()
+            .map_err(|e| {
+                let msg = match e {
+                    mlua::Error::SyntaxError { message, .. } => message,
+                    other => other.to_string(),
+                };
+                format!("ERR Error compiling function: {msg}")
+            })?;
+        let (ctx, err): (Value, Value) = self
+            .load_library
+            .call(chunk)
+            .map_err(|e| format!("ERR Error registering functions: {e}"))?;
+        let Value::Table(ctx) = ctx else {
+            let msg = match &err {
+                Value::Table(t) => match t.raw_get::<Value>("err") {
+                    Ok(Value::String(s)) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
+                    _ => "ERR unknown error".into(),
+                },
+                Value::String(s) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
+                _ => "ERR unknown error".into(),
+            };
+            let msg = msg.strip_prefix("ERR ").unwrap_or(&msg).to_string();
+            return Err(format!("ERR Error registering functions: {msg}"));
+        };
+        let mut out = Vec::new();
+        for i in 1..=ctx.raw_len() {
+            let name: String = ctx.raw_get(i).map_err(|e| e.to_string())?;
+            let f: Table = ctx.raw_get(name.as_str()).map_err(|e| e.to_string())?;
+            let func: Function = f.raw_get("callback").map_err(|e| e.to_string())?;
+            let flags: Table = f.raw_get("flags").map_err(|e| e.to_string())?;
+            let flags: Vec<String> = flags
+                .sequence_values::<String>()
+                .collect::<mlua::Result<_>>()
+                .map_err(|e| e.to_string())?;
+            let description: Option<String> = f.raw_get("description").map_err(|e| e.to_string())?;
+            out.push(LoadedFunction {
+                name,
+                func,
+                flags,
+                description,
+            });
+        }
+        if out.is_empty() {
+            return Err("ERR No functions registered".into());
+        }
+        Ok(out)
+    }
+
+    /// Function `name` of the libraries (`codes`, the registry's at `epoch`), loading them
+    /// all on this worker first when it has not yet at this epoch.
+    pub fn function(
+        &self,
+        name: &str,
+        epoch: u64,
+        codes: impl FnOnce() -> Vec<std::sync::Arc<[u8]>>,
+    ) -> Option<Compiled> {
+        if self.fn_epoch.get() != epoch {
+            let mut map = HashMap::new();
+            for code in codes() {
+                match self.load_library(&code) {
+                    Ok(fs) => {
+                        for f in fs {
+                            let flags = script_flags(&f.flags);
+                            map.insert(f.name, Compiled { func: f.func, flags });
+                        }
+                    }
+                    Err(e) => tracing::error!("a library failed to load on this worker: {e}"),
+                }
+            }
+            *self.functions.borrow_mut() = map;
+            self.fn_epoch.set(epoch);
+        }
+        self.functions.borrow().get(name).cloned()
+    }
+
     /// True when the running script asked for RESP3 replies (`redis.setresp(3)`).
     pub fn script_resp3(&self) -> bool {
         self.run.resp3.get()
@@ -519,12 +642,13 @@ impl Vm {
         sha: &str,
         proto: Proto,
         running: &Arc<super::Running>,
+        function: bool,
     ) -> Vec<u8> {
         let mut reply = Reply::lazy(proto);
         *self.run.running.borrow_mut() = Some(running.clone());
         self.run.active.set(true);
         self.run.resp3.set(false);
-        let out = self.run_inner(script, keys, args);
+        let out = self.run_inner(script, keys, args, function);
         self.run.active.set(false);
         self.run.running.borrow_mut().take();
         match out {
@@ -558,6 +682,7 @@ impl Vm {
         script: &Compiled,
         keys: Vec<Vec<u8>>,
         args: Vec<Vec<u8>>,
+        function: bool,
     ) -> mlua::Result<(bool, Value)> {
         let k = self.lua.create_sequence_from(
             keys.iter()
@@ -569,6 +694,11 @@ impl Vm {
                 .map(|a| self.lua.create_string(a))
                 .collect::<mlua::Result<Vec<_>>>()?,
         )?;
+        if function {
+            return self
+                .run_function
+                .call::<(bool, Value)>((script.func.clone(), k, a));
+        }
         self.globals.raw_set("KEYS", k)?;
         self.globals.raw_set("ARGV", a)?;
         self.runner.call::<(bool, Value)>(script.func.clone())
