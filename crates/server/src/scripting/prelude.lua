@@ -156,6 +156,28 @@ local function protect(t, on_missing)
     protected[proxy] = true
     return proxy
 end
+G.setmetatable = function(t, m)
+    if protected[t] then
+        error('Attempt to modify a readonly table', 2)
+    end
+    return setmetatable(t, m)
+end
+-- Lua 5.1.5's unpack overflows its result count for extreme indexes (and then writes past
+-- its stack): refused before, with the error Redis's patched Lua gives.
+local real_unpack = unpack
+G.unpack = function(t, i, j)
+    local a, b = i, j
+    if a == nil then
+        a = 1
+    end
+    if b == nil and type(t) == 'table' then
+        b = #t
+    end
+    if type(a) == 'number' and type(b) == 'number' and a <= b and b - a >= 2147483646 then
+        error('too many results to unpack', 2)
+    end
+    return real_unpack(t, i, j)
+end
 G.rawset = function(t, k, v)
     if protected[t] then
         error('Attempt to modify a readonly table', 0)
@@ -181,7 +203,11 @@ end)
 rawset(G, '_G', env)
 
 -- Code compiled by a script runs in the same environment.
+-- Binary chunks (string.dump) are refused: crafted bytecode can break the interpreter.
 rawset(G, 'loadstring', function(s, name)
+    if type(s) == 'string' and s:byte(1) == 27 then
+        return nil, 'binary chunks are not allowed'
+    end
     local f, e = loadstring(s, name)
     if f then
         setfenv(f, env)
@@ -189,7 +215,21 @@ rawset(G, 'loadstring', function(s, name)
     return f, e
 end)
 rawset(G, 'load', function(fn, name)
-    local f, e = load(fn, name)
+    local first = true
+    local reader = fn
+    if type(fn) == 'function' then
+        reader = function()
+            local piece = fn()
+            if first and type(piece) == 'string' and piece ~= '' then
+                first = false
+                if piece:byte(1) == 27 then
+                    return nil
+                end
+            end
+            return piece
+        end
+    end
+    local f, e = load(reader, name)
     if f then
         setfenv(f, env)
     end

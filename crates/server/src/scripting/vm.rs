@@ -527,6 +527,7 @@ impl Vm {
             .lua
             .load(&body[skip..])
             .set_name("@user_script")
+            .set_mode(mlua::ChunkMode::Text)
             .set_environment(self.env.clone())
             .into_function()
             .map_err(|e| {
@@ -551,6 +552,7 @@ impl Vm {
             .lua
             .load(&code[skip..])
             .set_name("@user_function")
+            .set_mode(mlua::ChunkMode::Text)
             .into_function()
             .map_err(|e| {
                 let msg = match e {
