@@ -361,7 +361,7 @@ impl Conn {
                 self.unwatch_all();
                 let msg = format!(
                     "EXECABORT Transaction discarded because of: {}",
-                    crate::scripting::BUSY_ERROR
+                    self.shared.scripts.busy_error()
                 );
                 self.with_reply_mode(|c| c.reject(Some(idx), &msg));
                 return;
@@ -370,7 +370,8 @@ impl Conn {
             if let Some(m) = &mut self.multi {
                 m.error = true;
             }
-            self.with_reply_mode(|c| c.reject(Some(idx), crate::scripting::BUSY_ERROR));
+            let msg = self.shared.scripts.busy_error();
+            self.with_reply_mode(|c| c.reject(Some(idx), msg));
             return;
         }
         if !self.authenticated && !spec.has_flag("no_auth") {

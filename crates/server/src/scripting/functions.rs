@@ -10,7 +10,6 @@ use std::sync::{Arc, Mutex};
 
 use crate::commands::parse_i64;
 use crate::conn::Conn;
-use crate::reply::errors;
 
 use super::{vm, Prepared};
 
@@ -86,13 +85,14 @@ fn library_name(code: &[u8]) -> Result<String, String> {
 pub fn prepare(c: &Conn, argv: &[&[u8]]) -> Result<Prepared, String> {
     let ro = argv[0].eq_ignore_ascii_case(b"fcall_ro");
     let libraries = &c.shared.scripts.libraries;
-    let name = String::from_utf8_lossy(argv[1]).into_owned();
+    // Function names are case-insensitive, as Redis's.
+    let name = String::from_utf8_lossy(argv[1]).to_ascii_lowercase();
     let epoch = libraries.epoch.load(Ordering::SeqCst);
     let Some(script) = vm::local().function(&name, epoch, || libraries.codes()) else {
         return Err("ERR Function not found".into());
     };
     let Some(numkeys) = parse_i64(argv[2]) else {
-        return Err(errors::NOT_INT.into());
+        return Err("ERR Bad number of keys provided".into());
     };
     if numkeys > (argv.len() - 3) as i64 {
         return Err("ERR Number of keys can't be greater than number of args".into());
@@ -117,6 +117,7 @@ pub fn prepare(c: &Conn, argv: &[&[u8]]) -> Result<Prepared, String> {
         keys: argv[3..3 + n].iter().map(|k| k.to_vec()).collect(),
         args: argv[3 + n..].iter().map(|a| a.to_vec()).collect(),
         function: true,
+        command: argv.iter().map(|a| a.to_vec()).collect(),
     })
 }
 
@@ -164,9 +165,9 @@ pub fn function(c: &mut Conn, a: &[&[u8]]) {
                 }
             };
             for f in &loaded {
-                let taken = libs
-                    .iter()
-                    .any(|(lib, l)| *lib != name && l.functions.contains_key(&f.name));
+                let taken = libs.iter().any(|(lib, l)| {
+                    *lib != name && l.functions.keys().any(|k| k.eq_ignore_ascii_case(&f.name))
+                });
                 if taken {
                     c.reply
                         .error(&format!("ERR Function {} already exists", f.name));
@@ -203,6 +204,9 @@ pub fn function(c: &mut Conn, a: &[&[u8]]) {
                 c.reply.error("ERR Library not found");
             }
         }
+        b"flush" if a.len() > 3 => c.reply.error(
+            "ERR unknown subcommand or wrong number of arguments for 'flush'. Try FUNCTION HELP.",
+        ),
         b"flush" => {
             let ok = match a.len() {
                 2 => true,
@@ -222,9 +226,7 @@ pub fn function(c: &mut Conn, a: &[&[u8]]) {
         b"kill" => {
             let running = scripts.running.lock().expect("running script").clone();
             match running {
-                Some(r) if !r.function => c.reply.error(
-                    "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",
-                ),
+                Some(r) if !r.function => c.reply.error(super::BUSY_ERROR),
                 Some(r) if r.wrote.load(Ordering::Relaxed) => c.reply.error(
                     "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.",
                 ),
@@ -246,7 +248,10 @@ pub fn function(c: &mut Conn, a: &[&[u8]]) {
                     c.reply.bulk(b"name");
                     c.reply.bulk(r.name.as_bytes());
                     c.reply.bulk(b"command");
-                    c.reply.array(0);
+                    c.reply.array(r.command.len());
+                    for a in &r.command {
+                        c.reply.bulk(a);
+                    }
                     c.reply.bulk(b"duration_ms");
                     c.reply.int(r.started.elapsed().as_millis() as i64);
                 }

@@ -39,6 +39,8 @@ pub struct Running {
     name: String,
     /// A function (FCALL), not an EVAL script.
     function: bool,
+    /// The command that runs it (FUNCTION STATS).
+    command: Vec<Vec<u8>>,
     /// When it started.
     started: std::time::Instant,
     /// `busy-reply-threshold` when it started, in ms (0: never busy).
@@ -177,16 +179,34 @@ impl Scripts {
     }
 
     /// True while a script runs past `busy-reply-threshold`: commands without the
-    /// `allow_busy` flag get [`BUSY_ERROR`].
+    /// `allow_busy` flag get [`Scripts::busy_error`].
     #[inline]
     pub fn busy(&self) -> bool {
         self.busy.load(Ordering::Relaxed)
     }
 
-    fn start(&self, name: &str, function: bool, threshold_ms: u64) -> Arc<Running> {
+    /// The reply to a command refused while a script is busy (it names the kill command
+    /// for an EVAL script or a function, as Redis does).
+    pub fn busy_error(&self) -> &'static str {
+        let running = self.running.lock().expect("running script");
+        if running.as_ref().is_some_and(|r| r.function) {
+            BUSY_FUNCTION_ERROR
+        } else {
+            BUSY_ERROR
+        }
+    }
+
+    fn start(
+        &self,
+        name: &str,
+        function: bool,
+        command: Vec<Vec<u8>>,
+        threshold_ms: u64,
+    ) -> Arc<Running> {
         let r = Arc::new(Running {
             name: name.to_string(),
             function,
+            command,
             started: std::time::Instant::now(),
             threshold_ms,
             wrote: AtomicBool::new(false),
@@ -205,6 +225,10 @@ impl Scripts {
 /// The reply to a command refused while a script runs past `busy-reply-threshold`.
 pub const BUSY_ERROR: &str =
     "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+
+/// [`BUSY_ERROR`] while the busy script is a function.
+pub const BUSY_FUNCTION_ERROR: &str =
+    "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
 
 /// How long a script past `busy-reply-threshold` lets its worker serve other clients (with
 /// BUSY) each time it pauses.
@@ -226,6 +250,8 @@ pub struct Prepared {
     script: vm::Compiled,
     keys: Vec<Vec<u8>>,
     args: Vec<Vec<u8>>,
+    /// The command that runs it.
+    command: Vec<Vec<u8>>,
     /// EVAL_RO / EVALSHA_RO, or a `no-writes` script: writes are refused.
     read_only: bool,
     /// A library's function (FCALL): KEYS and ARGV are its arguments, not globals.
@@ -283,6 +309,7 @@ pub fn prepare(c: &Conn, argv: &[&[u8]]) -> Result<Prepared, String> {
         args: argv[3 + n..].iter().map(|a| a.to_vec()).collect(),
         read_only: ro || flags.no_writes,
         function: false,
+        command: argv.iter().map(|a| a.to_vec()).collect(),
     })
 }
 
@@ -328,6 +355,7 @@ pub async fn run_in_txn(c: &mut Conn, txn: &Txn, p: Prepared) -> bool {
         args,
         read_only,
         function,
+        command,
     } = p;
     let threshold_ms = c
         .shared
@@ -336,7 +364,7 @@ pub async fn run_in_txn(c: &mut Conn, txn: &Txn, p: Prepared) -> bool {
         .parse::<u64>()
         .unwrap_or(5000);
     let scripts = c.shared.scripts.clone();
-    let running = scripts.start(&sha, function, threshold_ms);
+    let running = scripts.start(&sha, function, command, threshold_ms);
     let run_vm = vm.clone();
     let on_fiber = running.clone();
     let mut f = fiber::Fiber::new(
@@ -481,9 +509,7 @@ pub fn script(c: &mut Conn, a: &[&[u8]]) {
             let running = scripts.running.lock().expect("running script").clone();
             match running {
                 None => c.reply.error("NOTBUSY No scripts in execution right now."),
-                Some(r) if r.function => c.reply.error(
-                    "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.",
-                ),
+                Some(r) if r.function => c.reply.error(BUSY_FUNCTION_ERROR),
                 Some(r) if r.wrote.load(Ordering::Relaxed) => c.reply.error(
                     "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.",
                 ),

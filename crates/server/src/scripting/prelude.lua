@@ -312,19 +312,24 @@ local function register_function(...)
     load_ctx[name] = { callback = callback, flags = flags or {}, description = description }
     load_ctx[#load_ctx + 1] = name
 end
+local function missing_global(_, k)
+    error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+end
+-- While a library loads, its globals are `redis` alone, with only what loading may use.
 local load_redis = protect({
     register_function = register_function,
     log = log,
-    setresp = setresp,
-    sha1hex = sha1hex,
     LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
     REDIS_VERSION = redis.REDIS_VERSION,
     REDIS_VERSION_NUM = redis.REDIS_VERSION_NUM,
-})
+}, missing_global)
 local lib_env = setmetatable({}, {
-    __index = function(_, k)
-        if k == 'redis' and load_ctx then
-            return load_redis
+    __index = function(t, k)
+        if load_ctx then
+            if k == 'redis' then
+                return load_redis
+            end
+            return missing_global(t, k)
         end
         return env[k]
     end,

@@ -125,7 +125,12 @@ struct RunState {
     resp3: Cell<bool>,
     /// The running script's shared state (time, SCRIPT KILL).
     running: RefCell<Option<Arc<super::Running>>>,
+    /// While a library loads: when its code must have finished.
+    load_deadline: Cell<Option<std::time::Instant>>,
 }
+
+/// How long a library's code may run while it loads (Redis's LOAD_TIMEOUT_MS).
+const LOAD_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// A worker's interpreter.
 pub struct Vm {
@@ -470,6 +475,11 @@ impl Vm {
         lua.set_hook(
             mlua::HookTriggers::new().every_nth_instruction(100_000),
             move |_, _| {
+                if let Some(deadline) = r.load_deadline.get() {
+                    if std::time::Instant::now() > deadline {
+                        return raise(b"FUNCTION LOAD timeout");
+                    }
+                }
                 let Some(running) = r.running.borrow().clone() else {
                     return Ok(mlua::VmState::Continue);
                 };
@@ -561,10 +571,12 @@ impl Vm {
                 };
                 format!("ERR Error compiling function: {msg}")
             })?;
-        let (ctx, err): (Value, Value) = self
-            .load_library
-            .call(chunk)
-            .map_err(|e| format!("ERR Error registering functions: {e}"))?;
+        self.run
+            .load_deadline
+            .set(Some(std::time::Instant::now() + LOAD_TIMEOUT));
+        let loaded = self.load_library.call::<(Value, Value)>(chunk);
+        self.run.load_deadline.set(None);
+        let (ctx, err) = loaded.map_err(|e| format!("ERR Error registering functions: {e}"))?;
         let Value::Table(ctx) = ctx else {
             let msg = match &err {
                 Value::Table(t) => match t.raw_get::<Value>("err") {
@@ -616,7 +628,10 @@ impl Vm {
                     Ok(fs) => {
                         for f in fs {
                             let flags = script_flags(&f.flags);
-                            map.insert(f.name, Compiled { func: f.func, flags });
+                            map.insert(
+                                f.name.to_ascii_lowercase(),
+                                Compiled { func: f.func, flags },
+                            );
                         }
                     }
                     Err(e) => tracing::error!("a library failed to load on this worker: {e}"),
