@@ -84,6 +84,8 @@ pub struct Conn {
     /// visits workers by itself (KEYS, PUBLISH, ...) inside a script or EXEC goes through
     /// the holds of that transaction.
     pub ambient_txn: u64,
+    /// A script's commands are running (SORT then orders a set's elements).
+    pub in_script: bool,
 }
 
 /// A transaction being queued (MULTI ... EXEC).
@@ -1721,6 +1723,7 @@ async fn serve(stream: TcpStream, addr: std::net::SocketAddr, shared: Arc<Shared
         pushing: false,
         in_exec: false,
         ambient_txn: 0,
+        in_script: false,
     };
     let outbox = Rc::new(Outbox::default());
     conn.outbox = Some(outbox.clone());

@@ -78,6 +78,8 @@ struct Opts {
     dontsort: bool,
     /// GET patterns, in order.
     gets: Vec<Vec<u8>>,
+    /// Called from a script: a set's order must not leak into the result.
+    from_script: bool,
 }
 
 impl Opts {
@@ -155,9 +157,9 @@ fn load(coll: Option<&Coll>, o: &Opts) -> Loaded {
     let empty = Coll::List(List::default());
     let coll = coll.unwrap_or(&empty);
     let (mut dontsort, mut alpha, mut by) = (o.dontsort, o.alpha, o.by.is_some());
-    // A set has no order of its own: with STORE, Redis sorts it (ALPHA) so that the result
-    // does not depend on the set's internal order.
-    if dontsort && matches!(coll, Coll::Set(_)) && o.store.is_some() {
+    // A set has no order of its own: with STORE, or from a script, Redis sorts it (ALPHA)
+    // so that the result does not depend on the set's internal order.
+    if dontsort && matches!(coll, Coll::Set(_)) && (o.store.is_some() || o.from_script) {
         dontsort = false;
         alpha = true;
         by = false;
@@ -573,7 +575,10 @@ pub async fn sort(c: &mut Conn, a: &[&[u8]]) {
 /// connection's reply. True when it wrote (STORE).
 pub async fn sort_in_txn(c: &mut Conn, txn: &Txn, a: &[&[u8]]) -> bool {
     match parse(a, is(a[0], "sort_ro")) {
-        Ok(o) => run(c, txn, o).await,
+        Ok(mut o) => {
+            o.from_script = c.in_script;
+            run(c, txn, o).await
+        }
         Err(e) => {
             c.reply.error(e);
             false

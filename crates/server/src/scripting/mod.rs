@@ -373,6 +373,7 @@ pub async fn run_in_txn(c: &mut Conn, txn: &Txn, p: Prepared) -> bool {
     );
     let saved_db = c.db;
     let was_in_exec = std::mem::replace(&mut c.in_exec, true);
+    c.in_script = true;
     let mut wrote = false;
     let mut answer = Vec::new();
     let out = loop {
@@ -399,6 +400,7 @@ pub async fn run_in_txn(c: &mut Conn, txn: &Txn, p: Prepared) -> bool {
     };
     scripts.finish();
     c.in_exec = was_in_exec;
+    c.in_script = false;
     // SELECT inside a script changes the script's database only (Redis 7).
     c.db = saved_db;
     c.reply.buf.extend_from_slice(&out);

@@ -144,6 +144,9 @@ local protected = setmetatable({}, { __mode = 'k' })
 local function readonly_error()
     error('Attempt to modify a readonly table', 2)
 end
+-- What getmetatable shows of a protected table: an empty read-only table.
+local shown_meta = setmetatable({}, { __newindex = readonly_error, __metatable = false })
+protected[shown_meta] = true
 local function protect(t, on_missing)
     if on_missing then
         setmetatable(t, { __index = on_missing })
@@ -151,7 +154,7 @@ local function protect(t, on_missing)
     local proxy = setmetatable({}, {
         __index = t,
         __newindex = readonly_error,
-        __metatable = false,
+        __metatable = shown_meta,
     })
     protected[proxy] = true
     return proxy
@@ -165,8 +168,8 @@ end
 -- Lua 5.1.5's unpack overflows its result count for extreme indexes (and then writes past
 -- its stack): refused before, with the error Redis's patched Lua gives.
 local real_unpack = unpack
-G.unpack = function(t, i, j)
-    local a, b = i, j
+G.unpack = function(t, ...)
+    local a, b = ...
     if a == nil then
         a = 1
     end
@@ -176,7 +179,8 @@ G.unpack = function(t, i, j)
     if type(a) == 'number' and type(b) == 'number' and a <= b and b - a >= 2147483646 then
         error('too many results to unpack', 2)
     end
-    return real_unpack(t, i, j)
+    -- The same arguments: the C function's stack room counts them.
+    return real_unpack(t, ...)
 end
 G.rawset = function(t, k, v)
     if protected[t] then
@@ -334,7 +338,7 @@ local lib_env = setmetatable({}, {
         return env[k]
     end,
     __newindex = readonly_error,
-    __metatable = false,
+    __metatable = shown_meta,
 })
 protected[lib_env] = true
 

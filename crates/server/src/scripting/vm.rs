@@ -286,13 +286,15 @@ impl Vm {
                 }
                 let mut argv = Vec::with_capacity(args.len());
                 for a in args {
+                    // Numbers as Lua prints them (`%.14g`), as Redis passes them.
                     let s = match a {
-                        Value::String(s) => Some(s),
-                        Value::Integer(_) | Value::Number(_) => lua.coerce_string(a)?,
+                        Value::String(s) => Some(s.as_bytes().to_vec()),
+                        Value::Integer(n) => Some(super::libs::cjson::format_g(n as f64, 14).into_bytes()),
+                        Value::Number(n) => Some(super::libs::cjson::format_g(n, 14).into_bytes()),
                         _ => None,
                     };
                     match s {
-                        Some(s) => argv.push(s.as_bytes().to_vec()),
+                        Some(s) => argv.push(s),
                         None => {
                             return fail(
                                 b"Lua redis lib command arguments must be strings or integers",
