@@ -286,11 +286,16 @@ impl Vm {
                 }
                 let mut argv = Vec::with_capacity(args.len());
                 for a in args {
-                    // Numbers as Lua prints them (`%.14g`), as Redis passes them.
+                    // Numbers with `%.17g`, as Redis 7 passes them.
+                    let number = |n: f64| {
+                        let mut out = Vec::new();
+                        skerry_resp::format_double_g17(n, &mut out);
+                        out
+                    };
                     let s = match a {
                         Value::String(s) => Some(s.as_bytes().to_vec()),
-                        Value::Integer(n) => Some(super::libs::cjson::format_g(n as f64, 14).into_bytes()),
-                        Value::Number(n) => Some(super::libs::cjson::format_g(n, 14).into_bytes()),
+                        Value::Integer(n) => Some(number(n as f64)),
+                        Value::Number(n) => Some(number(n)),
                         _ => None,
                     };
                     match s {
