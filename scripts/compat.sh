@@ -22,7 +22,7 @@ CACHE=${COMPAT_CACHE:-$ROOT/.compat}
 REDIS_UPSTREAM_VERSION=${COMPAT_REDIS_VERSION:-7.0.15}
 DEFAULT_UNITS=(unit/protocol unit/type/string unit/type/incr unit/keyspace unit/expire unit/scan unit/sort
     unit/type/hash unit/type/list unit/type/list-2 unit/type/list-3 unit/type/set unit/type/zset unit/bitops
-    unit/pubsub)
+    unit/pubsub unit/multi unit/scripting unit/functions)
 # Tags excluded in external mode. external:skip, large-memory (and, with
 # --singledb, singledb:skip) are skipped by runtest itself. The needs:* tags
 # below are the ones used by 7.0.15's tests/unit + tests/integration

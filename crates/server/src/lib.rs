@@ -263,6 +263,15 @@ pub fn main_from_args<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
             .unwrap_or_default(),
         scripts: Default::default(),
     });
+    // Function libraries kept in the data directory (FUNCTION LOAD).
+    match shared.scripts.libraries.open(std::path::Path::new(&dir)) {
+        Ok(0) => {}
+        Ok(n) => tracing::info!("{n} function libraries loaded"),
+        Err(e) => {
+            tracing::error!("Can't load the function libraries: {e}");
+            return 1;
+        }
+    }
     // Calibrate the TSC clock used for command timing now, not on the first command.
     let _ = quanta::Instant::now();
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());

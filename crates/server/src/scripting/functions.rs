@@ -3,6 +3,11 @@
 //! The registry of libraries (their code, and the names and flags of their functions) is
 //! shared by the workers; each worker loads every library into its own interpreter the
 //! first time it runs a function after a change (the registry's epoch).
+//!
+//! **Durable.** Every change is written to `<dir>/skerry.functions` (written whole to a
+//! temporary file, synced, renamed over the old one, directory synced) before the reply,
+//! so libraries survive a restart and `kill -9` as data does; the server loads the file at
+//! start (docs/decisions/0027-scripts-atomic-across-workers.md, "Functions").
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,6 +24,50 @@ pub struct Libraries {
     libs: Mutex<BTreeMap<String, Library>>,
     /// Bumped on every change: workers reload their functions.
     epoch: AtomicU64,
+    /// Where the libraries are kept (None: not kept, e.g. in unit tests).
+    file: Mutex<Option<std::path::PathBuf>>,
+}
+
+/// First bytes of the libraries file.
+const FILE_MAGIC: &[u8; 8] = b"SKFUNC1\n";
+
+/// The libraries file's bytes: magic, then each library's code as a little-endian u32
+/// length and the bytes, then the CRC32C of everything before it.
+fn encode_file(codes: &[Arc<[u8]>]) -> Vec<u8> {
+    let mut out = FILE_MAGIC.to_vec();
+    for c in codes {
+        out.extend_from_slice(&(c.len() as u32).to_le_bytes());
+        out.extend_from_slice(c);
+    }
+    let crc = crc32c::crc32c(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// The library codes of a libraries file, or why it cannot be read.
+fn decode_file(data: &[u8]) -> Result<Vec<Vec<u8>>, String> {
+    if data.len() < FILE_MAGIC.len() + 4 || &data[..FILE_MAGIC.len()] != FILE_MAGIC {
+        return Err("not a Skerry functions file".into());
+    }
+    let (body, crc) = data.split_at(data.len() - 4);
+    if crc32c::crc32c(body).to_le_bytes() != crc {
+        return Err("checksum mismatch (damaged)".into());
+    }
+    let mut rest = &body[FILE_MAGIC.len()..];
+    let mut out = Vec::new();
+    while !rest.is_empty() {
+        if rest.len() < 4 {
+            return Err("truncated".into());
+        }
+        let n = u32::from_le_bytes(rest[..4].try_into().expect("4 bytes")) as usize;
+        rest = &rest[4..];
+        if rest.len() < n {
+            return Err("truncated".into());
+        }
+        out.push(rest[..n].to_vec());
+        rest = &rest[n..];
+    }
+    Ok(out)
 }
 
 /// One library.
@@ -42,6 +91,63 @@ impl Libraries {
 
     fn bump(&self) {
         self.epoch.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Loads the libraries kept in `dir` (none when there is no file yet) and keeps them
+    /// there from now on. A file that cannot be read is an error: starting without the
+    /// libraries would lose them at the next change.
+    pub fn open(&self, dir: &std::path::Path) -> Result<usize, String> {
+        let path = dir.join("skerry.functions");
+        let codes = match std::fs::read(&path) {
+            Ok(data) => {
+                decode_file(&data).map_err(|e| format!("{}: {e}", path.display()))?
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(format!("{}: {e}", path.display())),
+        };
+        let mut libs = self.libs.lock().expect("libraries");
+        for code in codes {
+            let name = library_name(&code).map_err(|e| format!("{}: {e}", path.display()))?;
+            let loaded = vm::local()
+                .load_library(&code)
+                .map_err(|e| format!("{}: library '{name}': {e}", path.display()))?;
+            let functions = loaded
+                .into_iter()
+                .map(|f| (f.name, (f.flags, f.description)))
+                .collect();
+            libs.insert(
+                name,
+                Library {
+                    code: Arc::from(&code[..]),
+                    functions,
+                },
+            );
+        }
+        let n = libs.len();
+        drop(libs);
+        *self.file.lock().expect("libraries file") = Some(path);
+        self.bump();
+        Ok(n)
+    }
+
+    /// Writes `libs` to the libraries file, durably (see the module doc).
+    fn save(&self, libs: &BTreeMap<String, Library>) -> std::io::Result<()> {
+        use std::io::Write;
+        let Some(path) = self.file.lock().expect("libraries file").clone() else {
+            return Ok(());
+        };
+        let codes: Vec<Arc<[u8]>> = libs.values().map(|l| l.code.clone()).collect();
+        let tmp = path.with_extension("functions.tmp");
+        {
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(&encode_file(&codes))?;
+            f.sync_all()?;
+        }
+        std::fs::rename(&tmp, &path)?;
+        if let Some(dir) = path.parent() {
+            std::fs::File::open(dir)?.sync_all()?;
+        }
+        Ok(())
     }
 }
 
@@ -178,13 +284,23 @@ pub fn function(c: &mut Conn, a: &[&[u8]]) {
                 .into_iter()
                 .map(|f| (f.name, (f.flags, f.description)))
                 .collect();
-            libs.insert(
+            let old = libs.insert(
                 name.clone(),
                 Library {
                     code: Arc::from(&code[..]),
                     functions,
                 },
             );
+            if let Err(e) = libraries.save(&libs) {
+                // Not kept: the registry goes back to what the file holds.
+                match old {
+                    Some(o) => libs.insert(name.clone(), o),
+                    None => libs.remove(&name),
+                };
+                c.reply
+                    .error(&format!("ERR the libraries could not be saved: {e}"));
+                return;
+            }
             drop(libs);
             libraries.bump();
             c.reply.bulk(name.as_bytes());
@@ -196,13 +312,20 @@ pub fn function(c: &mut Conn, a: &[&[u8]]) {
                 return;
             }
             let name = String::from_utf8_lossy(a[2]).into_owned();
-            let removed = libraries.libs.lock().expect("libraries").remove(&name);
-            if removed.is_some() {
-                libraries.bump();
-                c.reply.ok();
-            } else {
+            let mut libs = libraries.libs.lock().expect("libraries");
+            let Some(removed) = libs.remove(&name) else {
                 c.reply.error("ERR Library not found");
+                return;
+            };
+            if let Err(e) = libraries.save(&libs) {
+                libs.insert(name, removed);
+                c.reply
+                    .error(&format!("ERR the libraries could not be saved: {e}"));
+                return;
             }
+            drop(libs);
+            libraries.bump();
+            c.reply.ok();
         }
         b"flush" if a.len() > 3 => c.reply.error(
             "ERR unknown subcommand or wrong number of arguments for 'flush'. Try FUNCTION HELP.",
@@ -214,7 +337,15 @@ pub fn function(c: &mut Conn, a: &[&[u8]]) {
                 _ => false,
             };
             if ok {
-                libraries.libs.lock().expect("libraries").clear();
+                let mut libs = libraries.libs.lock().expect("libraries");
+                let old = std::mem::take(&mut *libs);
+                if let Err(e) = libraries.save(&libs) {
+                    *libs = old;
+                    c.reply
+                        .error(&format!("ERR the libraries could not be saved: {e}"));
+                    return;
+                }
+                drop(libs);
                 libraries.bump();
                 c.reply.ok();
             } else {
@@ -363,5 +494,46 @@ fn list(c: &mut Conn, a: &[&[u8]], libraries: &Libraries) {
             c.reply.bulk(b"library_code");
             c.reply.bulk(&lib.code);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn library_file_round_trips_and_refuses_damage() {
+        let codes: Vec<Arc<[u8]>> = vec![
+            Arc::from(&b"#!lua name=a\nredis.register_function('f', function() end)"[..]),
+            Arc::from(&b""[..]),
+        ];
+        let data = encode_file(&codes);
+        let back = decode_file(&data).unwrap();
+        assert_eq!(back.len(), 2);
+        assert_eq!(&back[0][..], &codes[0][..]);
+        let mut bad = data.clone();
+        bad[12] ^= 1;
+        assert!(decode_file(&bad).unwrap_err().contains("checksum"));
+        assert!(decode_file(&data[..data.len() - 1]).is_err());
+        assert!(decode_file(b"nonsense").is_err());
+    }
+
+    #[test]
+    fn library_names_are_checked_as_redis_checks_them() {
+        assert_eq!(library_name(b"#!lua name=lib_1\n").unwrap(), "lib_1");
+        assert_eq!(library_name(b"return 1").unwrap_err(), "ERR Missing library metadata");
+        assert_eq!(
+            library_name(b"#!lua\n").unwrap_err(),
+            "ERR Library name was not given"
+        );
+        assert_eq!(
+            library_name(b"#!js name=x\n").unwrap_err(),
+            "ERR Engine 'js' not found"
+        );
+        assert_eq!(
+            library_name(b"#!lua name=x foo=bar\n").unwrap_err(),
+            "ERR Invalid metadata value given: foo=bar"
+        );
+        assert!(library_name(b"#!lua name=a-b\n").is_err());
     }
 }
