@@ -324,28 +324,80 @@ pub async fn eval(c: &mut Conn, argv: &[&[u8]]) {
         }
     };
     let all: Vec<usize> = (0..c.shared.workers).collect();
-    let txn = Txn::begin(&c.shared, c.worker, all.clone()).await;
-    for &w in &all {
-        // The whole script is one unit for recovery on each worker.
-        txn.run(w, |s| s.keyspace.begin_command(true)).await;
-    }
-    let wrote = run_in_txn(c, &txn, p).await;
-    for &w in &all {
-        txn.run(w, |s| {
-            s.keyspace.end_command();
-            if let Some(e) = s.keyspace.take_error() {
-                tracing::error!("script end: {e}");
-            }
-        })
-        .await;
+    let txn = Txn::begin(&c.shared, c.worker, all).await;
+    let mut units = Units::Lazy(vec![false; c.shared.workers]);
+    let wrote = run_in_txn_with(c, &txn, p, &mut units).await;
+    if let Units::Lazy(begun) = units {
+        for (w, _) in begun.iter().enumerate().filter(|(_, b)| **b) {
+            txn.run(w, |s| {
+                s.keyspace.end_command();
+                if let Some(e) = s.keyspace.take_error() {
+                    tracing::error!("script end: {e}");
+                }
+            })
+            .await;
+        }
     }
     drop(txn);
     c.sync_multi_worker_writes(wrote).await;
 }
 
+/// The recovery units of a script's writes: one per worker it touches (its records are
+/// whole or absent after a crash on each), opened on a worker before its first command
+/// there, so that a script never costs a hop to a worker it does not use.
+enum Units {
+    /// Already open on every held worker (EXEC opened them).
+    Open,
+    /// Opened on demand: which workers have one open.
+    Lazy(Vec<bool>),
+}
+
+impl Units {
+    /// Opens the unit on each of `workers` that has none yet.
+    async fn open(&mut self, txn: &Txn, workers: impl IntoIterator<Item = usize>) {
+        let Units::Lazy(begun) = self else {
+            return;
+        };
+        for w in workers {
+            if !std::mem::replace(&mut begun[w], true) {
+                txn.run(w, |s| s.keyspace.begin_command(true)).await;
+            }
+        }
+    }
+}
+
+/// The workers command `idx` (with `argv`) may touch: its keys' owners; every worker for
+/// one that visits them all by itself; none for one that touches no key.
+fn workers_touched(c: &Conn, idx: usize, argv: &[Vec<u8>]) -> Vec<usize> {
+    use crate::commands::Handler;
+    let spec = &COMMANDS[idx];
+    let workers = c.shared.workers;
+    match spec.handler {
+        Handler::Keyed { .. } => {
+            let refs: Vec<&[u8]> = argv.iter().map(|a| &a[..]).collect();
+            let mut ws: Vec<usize> = spec
+                .key_positions(&refs)
+                .into_iter()
+                .map(|p| crate::slot::owner(refs[p], workers))
+                .collect();
+            // Keys on several workers are lent to the connection's worker (see
+            // `Conn::cross_in_txn`); a keyed command without keys runs there too. (MOVE's
+            // and COPY's other database keeps the key on its owner.)
+            ws.push(c.worker);
+            ws
+        }
+        Handler::Conn(_) => Vec::new(),
+        Handler::Async(_) => (0..workers).collect(),
+    }
+}
+
 /// Runs a prepared script inside `txn`, which holds every worker (EVAL, or EXEC with an
 /// EVAL queued); its reply goes to the connection's reply buffer. Returns whether it wrote.
 pub async fn run_in_txn(c: &mut Conn, txn: &Txn, p: Prepared) -> bool {
+    run_in_txn_with(c, txn, p, &mut Units::Open).await
+}
+
+async fn run_in_txn_with(c: &mut Conn, txn: &Txn, p: Prepared, units: &mut Units) -> bool {
     let proto = c.reply.proto;
     let vm = vm::local();
     let Prepared {
@@ -392,7 +444,8 @@ pub async fn run_in_txn(c: &mut Conn, txn: &Txn, p: Prepared) -> bool {
             }
             fiber::Step::Call(call) => {
                 let resp3 = vm.script_resp3();
-                let (a, w) = call_command(c, txn, call, read_only, resp3, &running).await;
+                let (a, w) =
+                    call_command(c, txn, call, read_only, resp3, &running, units).await;
                 answer = a;
                 wrote |= w;
             }
@@ -417,6 +470,7 @@ async fn call_command(
     read_only: bool,
     resp3: bool,
     running: &Running,
+    units: &mut Units,
 ) -> (Vec<u8>, bool) {
     let proto = if resp3 { Proto::Resp3 } else { Proto::Resp2 };
     let err = |msg: &str| {
@@ -461,6 +515,7 @@ async fn call_command(
         // From here on SCRIPT KILL cannot stop it without leaving half its work.
         running.wrote.store(true, Ordering::Relaxed);
     }
+    units.open(txn, workers_touched(c, idx, &argv)).await;
     match c.run_in_txn(txn, idx, argv, proto).await {
         (Some(out), wrote) => (out, wrote),
         (None, _) => err(&format!(
