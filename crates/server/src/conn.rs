@@ -1113,26 +1113,52 @@ impl Conn {
                 let saved = std::mem::replace(&mut self.reply, Reply::lazy(proto));
                 let ambient = std::mem::replace(&mut self.ambient_txn, txn.id());
                 let ran = match cmd {
-                    AsyncCmd::Keys => Some(Box::pin(k::keys(self, &argv)).await),
-                    AsyncCmd::Scan => Some(Box::pin(k::scan(self, &argv)).await),
-                    AsyncCmd::Dbsize => Some(Box::pin(k::dbsize(self)).await),
-                    AsyncCmd::Randomkey => Some(Box::pin(k::randomkey(self)).await),
-                    AsyncCmd::Flushdb => Some(Box::pin(k::flushdb(self, &argv)).await),
-                    AsyncCmd::Flushall => Some(Box::pin(k::flushall(self, &argv)).await),
-                    AsyncCmd::Info => Some(Box::pin(sv::info(self, &argv)).await),
+                    AsyncCmd::Keys => {
+                        Box::pin(k::keys(self, &argv)).await;
+                        true
+                    }
+                    AsyncCmd::Scan => {
+                        Box::pin(k::scan(self, &argv)).await;
+                        true
+                    }
+                    AsyncCmd::Dbsize => {
+                        Box::pin(k::dbsize(self)).await;
+                        true
+                    }
+                    AsyncCmd::Randomkey => {
+                        Box::pin(k::randomkey(self)).await;
+                        true
+                    }
+                    AsyncCmd::Flushdb => {
+                        Box::pin(k::flushdb(self, &argv)).await;
+                        true
+                    }
+                    AsyncCmd::Flushall => {
+                        Box::pin(k::flushall(self, &argv)).await;
+                        true
+                    }
+                    AsyncCmd::Info => {
+                        Box::pin(sv::info(self, &argv)).await;
+                        true
+                    }
                     AsyncCmd::Publish => {
-                        Some(Box::pin(ps::publish(self, &argv, crate::pubsub::Space::Global)).await)
+                        Box::pin(ps::publish(self, &argv, crate::pubsub::Space::Global)).await;
+                        true
                     }
                     AsyncCmd::Spublish => {
-                        Some(Box::pin(ps::publish(self, &argv, crate::pubsub::Space::Shard)).await)
+                        Box::pin(ps::publish(self, &argv, crate::pubsub::Space::Shard)).await;
+                        true
                     }
-                    AsyncCmd::Pubsub => Some(Box::pin(ps::pubsub(self, &argv)).await),
-                    _ => None,
+                    AsyncCmd::Pubsub => {
+                        Box::pin(ps::pubsub(self, &argv)).await;
+                        true
+                    }
+                    _ => false,
                 };
                 self.ambient_txn = ambient;
                 let out = std::mem::replace(&mut self.reply, saved);
                 let wrote = matches!(cmd, AsyncCmd::Flushdb | AsyncCmd::Flushall);
-                (ran.map(|()| out.buf), wrote)
+                (ran.then_some(out.buf), wrote)
             }
             Handler::Async(_) => (None, false),
         }

@@ -986,15 +986,60 @@ pub static SCRIPT_SUBS: &[SubSpec] = &[
 
 /// FUNCTION's subcommands.
 pub static FUNCTION_SUBS: &[SubSpec] = &[
-    SubSpec { name: "function|delete", arity: 3, flags: &["write", "noscript"], summary: "Deletes a library and its functions." },
-    SubSpec { name: "function|dump", arity: 2, flags: &["noscript"], summary: "Dumps all libraries into a serialized binary payload." },
-    SubSpec { name: "function|flush", arity: -2, flags: &["write", "noscript"], summary: "Deletes all libraries and functions." },
-    SubSpec { name: "function|help", arity: 2, flags: &["loading", "stale"], summary: "Returns helpful text about the different subcommands." },
-    SubSpec { name: "function|kill", arity: 2, flags: &["noscript", "allow_busy"], summary: "Terminates a function during execution." },
-    SubSpec { name: "function|list", arity: -2, flags: &["noscript"], summary: "Returns information about all libraries." },
-    SubSpec { name: "function|load", arity: -3, flags: &["write", "denyoom", "noscript"], summary: "Creates a library." },
-    SubSpec { name: "function|restore", arity: -3, flags: &["write", "denyoom", "noscript"], summary: "Restores all libraries from a payload." },
-    SubSpec { name: "function|stats", arity: 2, flags: &["noscript", "allow_busy"], summary: "Returns information about a function during execution." },
+    SubSpec {
+        name: "function|delete",
+        arity: 3,
+        flags: &["write", "noscript"],
+        summary: "Deletes a library and its functions.",
+    },
+    SubSpec {
+        name: "function|dump",
+        arity: 2,
+        flags: &["noscript"],
+        summary: "Dumps all libraries into a serialized binary payload.",
+    },
+    SubSpec {
+        name: "function|flush",
+        arity: -2,
+        flags: &["write", "noscript"],
+        summary: "Deletes all libraries and functions.",
+    },
+    SubSpec {
+        name: "function|help",
+        arity: 2,
+        flags: &["loading", "stale"],
+        summary: "Returns helpful text about the different subcommands.",
+    },
+    SubSpec {
+        name: "function|kill",
+        arity: 2,
+        flags: &["noscript", "allow_busy"],
+        summary: "Terminates a function during execution.",
+    },
+    SubSpec {
+        name: "function|list",
+        arity: -2,
+        flags: &["noscript"],
+        summary: "Returns information about all libraries.",
+    },
+    SubSpec {
+        name: "function|load",
+        arity: -3,
+        flags: &["write", "denyoom", "noscript"],
+        summary: "Creates a library.",
+    },
+    SubSpec {
+        name: "function|restore",
+        arity: -3,
+        flags: &["write", "denyoom", "noscript"],
+        summary: "Restores all libraries from a payload.",
+    },
+    SubSpec {
+        name: "function|stats",
+        arity: 2,
+        flags: &["noscript", "allow_busy"],
+        summary: "Returns information about a function during execution.",
+    },
 ];
 
 /// CONFIG's subcommands.

@@ -44,7 +44,6 @@ pub fn shutdown(c: &mut Conn, a: &[&[u8]]) {
     c.close_after_reply = true;
 }
 
-
 /// DEBUG subcommand ...
 pub fn debug(c: &mut Conn, a: &[&[u8]]) {
     let sub = a[1].to_ascii_lowercase();

@@ -18,6 +18,15 @@ use crate::conn::Conn;
 
 use super::{vm, Prepared};
 
+/// Function flags in the order FUNCTION LIST gives them.
+const FLAG_ORDER: [&str; 5] = [
+    "no-writes",
+    "allow-oom",
+    "allow-stale",
+    "no-cluster",
+    "allow-cross-slot-keys",
+];
+
 /// The libraries loaded with FUNCTION LOAD.
 #[derive(Default)]
 pub struct Libraries {
@@ -99,9 +108,7 @@ impl Libraries {
     pub fn open(&self, dir: &std::path::Path) -> Result<usize, String> {
         let path = dir.join("skerry.functions");
         let codes = match std::fs::read(&path) {
-            Ok(data) => {
-                decode_file(&data).map_err(|e| format!("{}: {e}", path.display()))?
-            }
+            Ok(data) => decode_file(&data).map_err(|e| format!("{}: {e}", path.display()))?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
             Err(e) => return Err(format!("{}: {e}", path.display())),
         };
@@ -157,7 +164,9 @@ fn library_name(code: &[u8]) -> Result<String, String> {
     if !code.starts_with(b"#!") {
         return Err("ERR Missing library metadata".into());
     }
-    let end = memchr::memchr(b'\n', code).unwrap_or(code.len());
+    let Some(end) = memchr::memchr(b'\n', code) else {
+        return Err("ERR Invalid library metadata".into());
+    };
     let line = String::from_utf8_lossy(&code[2..end]).into_owned();
     let mut parts = line.split(' ').filter(|p| !p.is_empty());
     let Some(engine) = parts.next() else {
@@ -463,7 +472,7 @@ fn list(c: &mut Conn, a: &[&[u8]], libraries: &Libraries) {
         .filter(|(name, _)| {
             pattern
                 .as_ref()
-                .is_none_or(|p| crate::glob::glob_match(p, name.as_bytes(), false))
+                .is_none_or(|p| crate::glob::glob_match(p, name.as_bytes(), true))
         })
         .collect();
     c.reply.array(chosen.len());
@@ -484,10 +493,16 @@ fn list(c: &mut Conn, a: &[&[u8]], libraries: &Libraries) {
                 Some(d) => c.reply.bulk(d.as_bytes()),
                 None => c.reply.null(),
             }
+            // Redis lists them in its own order, as status replies.
+            let listed: Vec<&str> = FLAG_ORDER
+                .iter()
+                .copied()
+                .filter(|f| flags.iter().any(|g| g == f))
+                .collect();
             c.reply.bulk(b"flags");
-            c.reply.set(flags.len());
-            for f in flags {
-                c.reply.bulk(f.as_bytes());
+            c.reply.set(listed.len());
+            for f in listed {
+                c.reply.simple(f);
             }
         }
         if with_code {
@@ -521,7 +536,14 @@ mod tests {
     #[test]
     fn library_names_are_checked_as_redis_checks_them() {
         assert_eq!(library_name(b"#!lua name=lib_1\n").unwrap(), "lib_1");
-        assert_eq!(library_name(b"return 1").unwrap_err(), "ERR Missing library metadata");
+        assert_eq!(
+            library_name(b"#!lua name=a").unwrap_err(),
+            "ERR Invalid library metadata"
+        );
+        assert_eq!(
+            library_name(b"return 1").unwrap_err(),
+            "ERR Missing library metadata"
+        );
         assert_eq!(
             library_name(b"#!lua\n").unwrap_err(),
             "ERR Library name was not given"

@@ -420,7 +420,15 @@ async fn run_in_txn_with(c: &mut Conn, txn: &Txn, p: Prepared, units: &mut Units
     let run_vm = vm.clone();
     let on_fiber = running.clone();
     let mut f = fiber::Fiber::new(
-        move || run_vm.run(&script, keys, args, &sha, proto, &on_fiber, function),
+        move || {
+            let inv = vm::Invocation {
+                keys,
+                args,
+                name: sha,
+                function,
+            };
+            run_vm.run(&script, inv, proto, &on_fiber)
+        },
         vm::retire_local,
     );
     let saved_db = c.db;
@@ -444,8 +452,7 @@ async fn run_in_txn_with(c: &mut Conn, txn: &Txn, p: Prepared, units: &mut Units
             }
             fiber::Step::Call(call) => {
                 let resp3 = vm.script_resp3();
-                let (a, w) =
-                    call_command(c, txn, call, read_only, resp3, &running, units).await;
+                let (a, w) = call_command(c, txn, call, read_only, resp3, &running, units).await;
                 answer = a;
                 wrote |= w;
             }

@@ -328,12 +328,12 @@ local load_redis = protect({
     REDIS_VERSION_NUM = redis.REDIS_VERSION_NUM,
 }, missing_global)
 local lib_env = setmetatable({}, {
-    __index = function(t, k)
+    __index = function(_, k)
         if load_ctx then
             if k == 'redis' then
                 return load_redis
             end
-            return missing_global(t, k)
+            error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
         end
         return env[k]
     end,

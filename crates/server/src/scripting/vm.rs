@@ -107,6 +107,20 @@ pub fn script_flags(flags: &[String]) -> ScriptFlags {
     f
 }
 
+/// One call of a script or function: its keys and arguments, its name in error replies
+/// (the script's SHA1, or the function's name), and whether it is a function (KEYS and ARGV
+/// are then its arguments, not globals).
+pub struct Invocation {
+    /// KEYS.
+    pub keys: Vec<Vec<u8>>,
+    /// ARGV.
+    pub args: Vec<Vec<u8>>,
+    /// The script's SHA1 or the function's name.
+    pub name: String,
+    /// A library's function.
+    pub function: bool,
+}
+
 /// A compiled script.
 #[derive(Clone)]
 pub struct Compiled {
@@ -507,10 +521,11 @@ impl Vm {
             Ok(r.running.borrow().as_ref().is_some_and(|x| x.killed()))
         })?;
         let f: Function = lua.load(PRELUDE).set_name("=skerry").into_function()?;
-        let (runner, env, run_function, load_library): (Function, Table, Function, Function) = f.call((
-            call, pcall, place, error_of, sha1hex, setresp, log, set_repl, acl_check, random,
-            randomseed, killed,
-        ))?;
+        let (runner, env, run_function, load_library): (Function, Table, Function, Function) = f
+            .call((
+                call, pcall, place, error_of, sha1hex, setresp, log, set_repl, acl_check, random,
+                randomseed, killed,
+            ))?;
         let globals = lua.globals();
         Ok(Vm {
             lua,
@@ -593,7 +608,6 @@ impl Vm {
                 Value::String(s) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
                 _ => "ERR unknown error".into(),
             };
-            let msg = msg.strip_prefix("ERR ").unwrap_or(&msg).to_string();
             return Err(format!("ERR Error registering functions: {msg}"));
         };
         let mut out = Vec::new();
@@ -606,7 +620,8 @@ impl Vm {
                 .sequence_values::<String>()
                 .collect::<mlua::Result<_>>()
                 .map_err(|e| e.to_string())?;
-            let description: Option<String> = f.raw_get("description").map_err(|e| e.to_string())?;
+            let description: Option<String> =
+                f.raw_get("description").map_err(|e| e.to_string())?;
             out.push(LoadedFunction {
                 name,
                 func,
@@ -637,7 +652,10 @@ impl Vm {
                             let flags = script_flags(&f.flags);
                             map.insert(
                                 f.name.to_ascii_lowercase(),
-                                Compiled { func: f.func, flags },
+                                Compiled {
+                                    func: f.func,
+                                    flags,
+                                },
                             );
                         }
                     }
@@ -661,13 +679,17 @@ impl Vm {
     pub fn run(
         &self,
         script: &Compiled,
-        keys: Vec<Vec<u8>>,
-        args: Vec<Vec<u8>>,
-        sha: &str,
+        inv: Invocation,
         proto: Proto,
         running: &Arc<super::Running>,
-        function: bool,
     ) -> Vec<u8> {
+        let Invocation {
+            keys,
+            args,
+            name: sha,
+            function,
+        } = inv;
+        let sha = sha.as_str();
         let mut reply = Reply::lazy(proto);
         *self.run.running.borrow_mut() = Some(running.clone());
         self.run.active.set(true);
@@ -990,7 +1012,7 @@ mod tests {
 
     #[test]
     fn shebang_flags_and_errors_are_redis_s() {
-        assert_eq!(shebang(b"return 1").unwrap().0.compat, true);
+        assert!(shebang(b"return 1").unwrap().0.compat);
         let (f, n) = shebang(b"#!lua flags=no-writes,allow-oom\nreturn 1").unwrap();
         assert!(f.no_writes && f.allow_oom && !f.compat);
         assert_eq!(n, 31);
