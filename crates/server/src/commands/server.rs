@@ -1289,11 +1289,12 @@ fn render_info(c: &Conn, sections: &[String], w: &[WorkerInfo], pubsub: (usize, 
                 let scripts = shared.scripts.body_bytes();
                 let _ = write!(
                     o,
-                    "# Memory\r\nused_memory:{rss}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{rss}\r\nused_memory_lua:{lua}\r\nused_memory_lua_human:{}\r\nused_memory_scripts_eval:{scripts}\r\nnumber_of_cached_scripts:{}\r\nnumber_of_functions:0\r\nused_memory_vm_eval:{lua}\r\nused_memory_scripts:{scripts}\r\nused_memory_scripts_human:{}\r\nmaxmemory:{}\r\nmaxmemory_policy:{}\r\nmem_allocator:mimalloc\r\n",
+                    "# Memory\r\nused_memory:{rss}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{rss}\r\nused_memory_lua:{lua}\r\nused_memory_lua_human:{}\r\nused_memory_scripts_eval:{scripts}\r\nnumber_of_cached_scripts:{}\r\nnumber_of_functions:{}\r\nused_memory_vm_eval:{lua}\r\nused_memory_scripts:{scripts}\r\nused_memory_scripts_human:{}\r\nmaxmemory:{}\r\nmaxmemory_policy:{}\r\nmem_allocator:mimalloc\r\n",
                     human_bytes(rss),
                     human_bytes(rss),
                     human_bytes(lua as u64),
                     shared.scripts.len(),
+                    shared.scripts.libraries.counts().1,
                     human_bytes(scripts as u64),
                     shared.config.get("maxmemory"),
                     shared.config.get("maxmemory-policy"),

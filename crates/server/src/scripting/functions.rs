@@ -27,6 +27,175 @@ const FLAG_ORDER: [&str; 5] = [
     "allow-cross-slot-keys",
 ];
 
+/// Redis's DUMP payload of function libraries (FUNCTION DUMP / RESTORE): for each library
+/// the RDB opcode `FUNCTION2` and its code as an RDB string, then the RDB version (2 bytes,
+/// little-endian) and the CRC64 (Jones, little-endian) of everything before it. Redis
+/// writes long codes LZF-compressed; Skerry reads those and writes plain strings, which
+/// Redis reads too.
+mod payload {
+    /// RDB opcode of a function library (Redis 7.0+).
+    const OPCODE_FUNCTION2: u8 = 245;
+    /// The RDB version written (Redis 7.0's: its RESTORE refuses newer ones).
+    const RDB_VERSION_WRITTEN: u16 = 10;
+    /// The newest RDB version read (Redis 8.0's).
+    const RDB_VERSION_READ: u16 = 12;
+
+    static CRC64: crc::Crc<u64> = crc::Crc::<u64>::new(&crc::CRC_64_REDIS);
+
+    /// The payload of `codes`.
+    pub fn encode(codes: &[&[u8]]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for c in codes {
+            out.push(OPCODE_FUNCTION2);
+            len(&mut out, c.len() as u64);
+            out.extend_from_slice(c);
+        }
+        out.extend_from_slice(&RDB_VERSION_WRITTEN.to_le_bytes());
+        let crc = CRC64.checksum(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out
+    }
+
+    fn len(out: &mut Vec<u8>, n: u64) {
+        if n < 1 << 6 {
+            out.push(n as u8);
+        } else if n < 1 << 14 {
+            out.push(0x40 | (n >> 8) as u8);
+            out.push(n as u8);
+        } else if n <= u64::from(u32::MAX) {
+            out.push(0x80);
+            out.extend_from_slice(&(n as u32).to_be_bytes());
+        } else {
+            out.push(0x81);
+            out.extend_from_slice(&n.to_be_bytes());
+        }
+    }
+
+    /// The library codes of `data`, or the error to reply with.
+    pub fn decode(data: &[u8]) -> Result<Vec<Vec<u8>>, String> {
+        const WRONG: &str = "ERR DUMP payload version or checksum are wrong";
+        if data.len() < 10 {
+            return Err(WRONG.into());
+        }
+        let (body, footer) = data.split_at(data.len() - 10);
+        let version = u16::from_le_bytes([footer[0], footer[1]]);
+        if version > RDB_VERSION_READ {
+            return Err(WRONG.into());
+        }
+        let crc = CRC64.checksum(&data[..data.len() - 8]);
+        if crc.to_le_bytes() != footer[2..] {
+            return Err(WRONG.into());
+        }
+        let mut r = Reader { data: body, at: 0 };
+        let mut out = Vec::new();
+        while r.at < body.len() {
+            match r.byte() {
+                Some(OPCODE_FUNCTION2) => {}
+                Some(_) => return Err("ERR given type is not a function".into()),
+                None => return Err("ERR can not read data type".into()),
+            }
+            match r.string() {
+                Some(code) => out.push(code),
+                None => return Err("ERR failed loading the given functions payload".into()),
+            }
+        }
+        Ok(out)
+    }
+
+    struct Reader<'a> {
+        data: &'a [u8],
+        at: usize,
+    }
+
+    impl Reader<'_> {
+        fn byte(&mut self) -> Option<u8> {
+            let b = *self.data.get(self.at)?;
+            self.at += 1;
+            Some(b)
+        }
+
+        fn take(&mut self, n: usize) -> Option<&[u8]> {
+            let end = self.at.checked_add(n)?;
+            let s = self.data.get(self.at..end)?;
+            self.at = end;
+            Some(s)
+        }
+
+        /// An RDB length, or the encoding of a special string (Err).
+        fn len(&mut self) -> Option<Result<u64, u8>> {
+            let b = self.byte()?;
+            Some(match b >> 6 {
+                0 => Ok(u64::from(b & 0x3f)),
+                1 => Ok((u64::from(b & 0x3f) << 8) | u64::from(self.byte()?)),
+                2 if b == 0x80 => Ok(u64::from(u32::from_be_bytes(
+                    self.take(4)?.try_into().ok()?,
+                ))),
+                2 if b == 0x81 => Ok(u64::from_be_bytes(self.take(8)?.try_into().ok()?)),
+                2 => return None,
+                _ => Err(b & 0x3f),
+            })
+        }
+
+        /// An RDB string: plain, an integer, or LZF-compressed.
+        fn string(&mut self) -> Option<Vec<u8>> {
+            match self.len()? {
+                Ok(n) => Some(self.take(usize::try_from(n).ok()?)?.to_vec()),
+                Err(0) => Some((self.byte()? as i8).to_string().into_bytes()),
+                Err(1) => {
+                    let v = i16::from_le_bytes(self.take(2)?.try_into().ok()?);
+                    Some(v.to_string().into_bytes())
+                }
+                Err(2) => {
+                    let v = i32::from_le_bytes(self.take(4)?.try_into().ok()?);
+                    Some(v.to_string().into_bytes())
+                }
+                Err(3) => {
+                    let clen = usize::try_from(self.len()?.ok()?).ok()?;
+                    let ulen = usize::try_from(self.len()?.ok()?).ok()?;
+                    let compressed = self.take(clen)?;
+                    lzf_decompress(compressed, ulen)
+                }
+                Err(_) => None,
+            }
+        }
+    }
+
+    /// LZF decompression (the format of Redis's compressed RDB strings) of `input` into
+    /// exactly `out_len` bytes; None when the input does not describe that.
+    fn lzf_decompress(input: &[u8], out_len: usize) -> Option<Vec<u8>> {
+        let mut out: Vec<u8> = Vec::with_capacity(out_len);
+        let mut i = 0;
+        while i < input.len() {
+            let ctrl = usize::from(input[i]);
+            i += 1;
+            if ctrl < 32 {
+                // A run of ctrl + 1 literal bytes.
+                let run = ctrl + 1;
+                out.extend_from_slice(input.get(i..i + run)?);
+                i += run;
+            } else {
+                // A back reference: length and distance.
+                let mut n = ctrl >> 5;
+                if n == 7 {
+                    n += usize::from(*input.get(i)?);
+                    i += 1;
+                }
+                let back = ((ctrl & 0x1f) << 8) + usize::from(*input.get(i)?) + 1;
+                i += 1;
+                let from = out.len().checked_sub(back)?;
+                for k in 0..n + 2 {
+                    let b = out[from + k];
+                    out.push(b);
+                }
+            }
+            if out.len() > out_len {
+                return None;
+            }
+        }
+        (out.len() == out_len).then_some(out)
+    }
+}
+
 /// The libraries loaded with FUNCTION LOAD.
 #[derive(Default)]
 pub struct Libraries {
@@ -80,6 +249,7 @@ fn decode_file(data: &[u8]) -> Result<Vec<Vec<u8>>, String> {
 }
 
 /// One library.
+#[derive(Clone)]
 struct Library {
     code: Arc<[u8]>,
     /// Its functions: name, flags, description.
@@ -406,9 +576,14 @@ pub fn function(c: &mut Conn, a: &[&[u8]]) {
             c.reply.bulk(b"functions_count");
             c.reply.int(nfuncs as i64);
         }
-        b"dump" | b"restore" => c.reply.error(
-            "ERR FUNCTION DUMP and RESTORE are not supported by Skerry yet (they need Redis's RDB payload codec)",
-        ),
+        b"dump" => {
+            let libs = libraries.libs.lock().expect("libraries");
+            let codes: Vec<&[u8]> = libs.values().map(|l| &l.code[..]).collect();
+            let data = payload::encode(&codes);
+            drop(libs);
+            c.reply.bulk(&data);
+        }
+        b"restore" => restore(c, a, libraries),
         _ => c.reply.simple_lines(&[
             "FUNCTION <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
             "LOAD [REPLACE] <FUNCTION CODE>",
@@ -442,6 +617,105 @@ pub fn function(c: &mut Conn, a: &[&[u8]]) {
             "    Print this help.",
         ]),
     }
+}
+
+/// FUNCTION RESTORE payload [FLUSH|APPEND|REPLACE].
+fn restore(c: &mut Conn, a: &[&[u8]], libraries: &Libraries) {
+    #[derive(PartialEq)]
+    enum Policy {
+        Append,
+        Replace,
+        Flush,
+    }
+    if a.len() > 4 {
+        c.reply.error(
+            "ERR unknown subcommand or wrong number of arguments for 'restore'. Try FUNCTION HELP.",
+        );
+        return;
+    }
+    let policy = match a.get(3) {
+        None => Policy::Append,
+        Some(p) if p.eq_ignore_ascii_case(b"append") => Policy::Append,
+        Some(p) if p.eq_ignore_ascii_case(b"replace") => Policy::Replace,
+        Some(p) if p.eq_ignore_ascii_case(b"flush") => Policy::Flush,
+        Some(_) => {
+            c.reply.error(
+                "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.",
+            );
+            return;
+        }
+    };
+    let codes = match payload::decode(a[2]) {
+        Ok(c) => c,
+        Err(e) => {
+            c.reply.error(&e);
+            return;
+        }
+    };
+    // Every library is checked (and its functions listed) before anything changes.
+    let mut incoming: BTreeMap<String, Library> = BTreeMap::new();
+    for code in codes {
+        let name = match library_name(&code) {
+            Ok(n) => n,
+            Err(e) => {
+                c.reply.error(&e);
+                return;
+            }
+        };
+        let loaded = match vm::local().load_library(&code) {
+            Ok(f) => f,
+            Err(e) => {
+                c.reply.error(&e);
+                return;
+            }
+        };
+        let functions = loaded
+            .into_iter()
+            .map(|f| (f.name, (f.flags, f.description)))
+            .collect();
+        incoming.insert(
+            name,
+            Library {
+                code: Arc::from(&code[..]),
+                functions,
+            },
+        );
+    }
+    let mut libs = libraries.libs.lock().expect("libraries");
+    let old = libs.clone();
+    if policy == Policy::Flush {
+        libs.clear();
+    }
+    for (name, lib) in incoming {
+        if libs.contains_key(&name) {
+            if policy == Policy::Append {
+                *libs = old;
+                c.reply.error(&format!("ERR Library {name} already exists"));
+                return;
+            }
+            libs.remove(&name);
+        }
+        for f in lib.functions.keys() {
+            if libs
+                .values()
+                .any(|l| l.functions.keys().any(|k| k.eq_ignore_ascii_case(f)))
+            {
+                *libs = old;
+                c.reply.error(&format!("ERR Function {f} already exists"));
+                return;
+            }
+        }
+        libs.insert(name, lib);
+    }
+    if let Err(e) = libraries.save(&libs) {
+        *libs = old;
+        c.reply
+            .error(&format!("ERR the libraries could not be saved: {e}"));
+        return;
+    }
+    drop(libs);
+    libraries.bump();
+    c.reply.ok();
 }
 
 /// FUNCTION LIST [LIBRARYNAME pattern] [WITHCODE].
@@ -531,6 +805,47 @@ mod tests {
         assert!(decode_file(&bad).unwrap_err().contains("checksum"));
         assert!(decode_file(&data[..data.len() - 1]).is_err());
         assert!(decode_file(b"nonsense").is_err());
+    }
+
+    /// FUNCTION DUMP of Debian's redis-server 7.0.15 after loading library `dumplib` (two
+    /// functions; Redis compressed the code with LZF).
+    const REDIS_DUMP_HEX: &str = "f5c340ae40f11f23216c7561206e616d653d64756d706c69620a72656469732e726567697374650b725f66756e6374696f6e28274020055f6631272c20e00013116b6579732c2061726773292072657475726e2006403e0863616c6c2827676574202d4024085b315d2920656e6429e00f5e007bc053005f608ca06c0032203e404a046261636b3dc0210028e0006b062768656c6c6f20e008050027406a20a6126c6167733d7b276e6f2d777269746573277d7d0a00c32f4e069cda221d";
+
+    fn unhex(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn a_redis_function_dump_decodes_to_its_library_code() {
+        let codes = payload::decode(&unhex(REDIS_DUMP_HEX)).unwrap();
+        assert_eq!(codes.len(), 1);
+        let code = String::from_utf8(codes[0].clone()).unwrap();
+        assert!(code.starts_with("#!lua name=dumplib\nredis.register_function('dump_f1', function(keys, args) return redis.call('get', keys[1]) end)"), "{code}");
+        assert!(
+            code.contains("function_name='dump_f2'") && code.contains("'hello hello hello hello'"),
+            "{code}"
+        );
+        // A flipped bit is refused, as a newer RDB version would be.
+        let mut bad = unhex(REDIS_DUMP_HEX);
+        bad[20] ^= 1;
+        assert_eq!(
+            payload::decode(&bad).unwrap_err(),
+            "ERR DUMP payload version or checksum are wrong"
+        );
+    }
+
+    #[test]
+    fn skerry_function_dumps_round_trip() {
+        let long = vec![b'x'; 20_000];
+        let codes: Vec<&[u8]> = vec![b"#!lua name=a\n", &long, b""];
+        let data = payload::encode(&codes);
+        let back = payload::decode(&data).unwrap();
+        assert_eq!(back.len(), 3);
+        assert_eq!(back[1], long);
+        assert!(payload::decode(&data[..5]).is_err());
     }
 
     #[test]
