@@ -1157,6 +1157,38 @@ fn resp3_callers_get_resp3_types_from_scripts() {
 // ---------------------------------------------------------------------------------------------
 // 3. The sandbox.
 
+/// Scripts that would break Lua 5.1.5 itself get errors and the server stays up: unpack's
+/// count overflow (Redis patches its Lua for it), bytecode through loadstring (refused, as
+/// in Redis), and (Skerry) a script asking for gigabytes gets Lua's memory error.
+#[test]
+fn scripts_that_would_break_the_interpreter_get_errors() {
+    let (_s, mut r) = start();
+    let e = r
+        .cmd(&["EVAL", "return {unpack({1,2,3}, -2, 2147483647)}", "0"])
+        .err_text();
+    assert!(e.contains("too many results to unpack"), "{e}");
+    let e = r
+        .cmd(&[
+            "EVAL",
+            "return loadstring(string.dump(function() return 1 end))()",
+            "0",
+        ])
+        .err_text();
+    assert!(e.contains("attempt to call a nil value"), "{e}");
+    if !is_redis() {
+        let e = r
+            .cmd(&[
+                "EVAL",
+                "local s = string.rep('x', 1500000000) return #s",
+                "0",
+            ])
+            .err_text();
+        assert!(e.contains("not enough memory"), "{e}");
+    }
+    assert_eq!(r.cmd(&["EVAL", "return 7", "0"]), Value::Integer(7));
+    assert_eq!(r.cmd(&["PING"]), Value::Simple("PONG".into()));
+}
+
 #[test]
 fn sandbox_hides_os_io_and_loaders() {
     let (_s, mut r) = start();

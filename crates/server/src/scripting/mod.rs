@@ -602,3 +602,35 @@ pub fn script(c: &mut Conn, a: &[&[u8]]) {
         ]),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn eval_scripts_past_the_bound_go_least_recently_used_first_and_loaded_ones_stay() {
+        let s = Scripts::default();
+        s.add("loaded", b"return 0", true);
+        for i in 0..EVAL_SCRIPTS_KEPT {
+            s.add(&format!("e{i}"), b"return 1", false);
+        }
+        // e0 is used again: e1 is now the least recently used.
+        assert!(s.get("e0").is_some());
+        s.add("new", b"return 2", false);
+        assert_eq!(s.len(), EVAL_SCRIPTS_KEPT + 1);
+        assert!(s.exists("e0") && s.exists("new") && s.exists("loaded"));
+        assert!(!s.exists("e1"));
+        assert_eq!(s.evicted(), 1);
+        s.flush();
+        assert!(s.is_empty());
+    }
+
+    #[test]
+    fn sha1_is_lower_case_hex_of_the_body() {
+        assert_eq!(sha1_hex(b""), "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+        assert_eq!(
+            sha1_hex(b"return 1"),
+            "e0e1f9fabfc9d4800c877a703b823ac0578ff8db"
+        );
+    }
+}

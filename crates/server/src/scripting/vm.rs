@@ -143,6 +143,9 @@ struct RunState {
     load_deadline: Cell<Option<std::time::Instant>>,
 }
 
+/// The most memory one worker's interpreter may hold.
+const LUA_MEMORY_LIMIT_BYTES: usize = 1 << 30;
+
 /// How long a library's code may run while it loads (Redis's LOAD_TIMEOUT_MS).
 const LOAD_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
 
@@ -278,6 +281,9 @@ impl Vm {
             LuaOptions::new(),
         )?;
         super::libs::register(&lua)?;
+        // A runaway script (`string.rep` of gigabytes) gets Lua's `not enough memory`
+        // error instead of taking the server's memory.
+        lua.set_memory_limit(LUA_MEMORY_LIMIT_BYTES)?;
         let run = Rc::new(RunState::default());
         let redis = lua.create_table()?;
         lua.globals().raw_set("redis", redis.clone())?;
