@@ -10,6 +10,7 @@ use crate::reply::Reply;
 
 mod hash;
 mod list;
+mod scripting;
 mod set;
 mod zset;
 
@@ -263,6 +264,7 @@ pub fn all_docs() -> impl Iterator<Item = &'static Doc> {
         .chain(list::DOCS)
         .chain(set::DOCS)
         .chain(zset::DOCS)
+        .chain(scripting::DOCS)
 }
 
 /// The arguments of `name` (lower case; `parent|sub` for subcommands); None when it takes
@@ -1094,7 +1096,7 @@ mod tests {
     /// (documented through their subcommands; DEFRAG parses its own) and QUIT (it ignores its arguments).
     const NO_ARGUMENTS: &[&str] = &[
         "client", "object", "memory", "config", "command", "debug", "defrag", "function", "quit",
-        "pubsub",
+        "pubsub", "script",
     ];
 
     fn check_args(cmd: &str, args: &[Arg]) {
