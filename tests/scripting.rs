@@ -1185,6 +1185,15 @@ fn scripts_that_would_break_the_interpreter_get_errors() {
             .err_text();
         assert!(e.contains("not enough memory"), "{e}");
     }
+    // C recursion through functions with big stack frames (string.gsub keeps an 8 KB buffer
+    // per level) stops at Lua's C-call limit, not at the end of the server's stack.
+    for script in [
+        "local function f(n) local s = string.gsub('a', 'a', function() return tostring(f(n+1)) end) return s end return f(1)",
+        "local function f(n) local t={3,2,1} table.sort(t, function(a,b) f(n+1) return a<b end) return n end return f(1)",
+    ] {
+        let e = r.cmd(&["EVAL", script, "0"]).err_text();
+        assert!(e.contains("stack overflow"), "{e}");
+    }
     assert_eq!(r.cmd(&["EVAL", "return 7", "0"]), Value::Integer(7));
     assert_eq!(r.cmd(&["PING"]), Value::Simple("PONG".into()));
 }

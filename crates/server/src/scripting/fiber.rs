@@ -14,8 +14,12 @@ use std::cell::{Cell, RefCell};
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
-/// Stack size of a script fiber: Lua's C calls nest at most 200 deep (LUAI_MAXCCALLS).
-const STACK_SIZE_BYTES: usize = 1 << 20;
+/// Stack size of a script fiber. Lua's C calls nest at most 200 deep (LUAI_MAXCCALLS), and
+/// one level can take 9 KB (`string.gsub` with a function replacement keeps an 8 KB buffer
+/// on the stack): 200 such levels crashed a 1 MiB stack. The stack is reserved, not
+/// committed: only the pages a script touches take memory (and the stack is kept for the
+/// next script), with a guard page below.
+const STACK_SIZE_BYTES: usize = 16 << 20;
 
 /// A command a script asks its driver to run: the arguments.
 pub type Call = Vec<Vec<u8>>;
