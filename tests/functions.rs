@@ -1245,7 +1245,7 @@ fn a_function_that_wrote_is_unkillable() {
            redis.call('set', keys[1], 'written') \
            local t = redis.call('time') local start = t[1] * 1000000 + t[2] \
            while true do local n = redis.call('time') \
-             if n[1] * 1000000 + n[2] - start > 1500000 then break end end \
+             if n[1] * 1000000 + n[2] - start > 3000000 then break end end \
            return 'finished' end)",
     );
     assert_eq!(

@@ -234,6 +234,9 @@ pub const BUSY_FUNCTION_ERROR: &str =
 /// BUSY) each time it pauses.
 const BUSY_PAUSE: std::time::Duration = std::time::Duration::from_micros(200);
 
+/// How often a script past `busy-reply-threshold` that keeps calling commands pauses.
+const BUSY_PAUSE_EVERY: std::time::Duration = std::time::Duration::from_millis(2);
+
 /// Memory of this worker's Lua interpreter, in bytes.
 pub fn lua_memory_bytes() -> usize {
     vm::used_memory_bytes()
@@ -436,6 +439,7 @@ async fn run_in_txn_with(c: &mut Conn, txn: &Txn, p: Prepared, units: &mut Units
     c.in_script = true;
     let mut wrote = false;
     let mut answer = Vec::new();
+    let mut last_pause = std::time::Instant::now();
     let out = loop {
         match f.resume(std::mem::take(&mut answer)) {
             fiber::Step::Done(out) => break out,
@@ -455,6 +459,13 @@ async fn run_in_txn_with(c: &mut Conn, txn: &Txn, p: Prepared, units: &mut Units
                 let (a, w) = call_command(c, txn, call, read_only, resp3, &running, units).await;
                 answer = a;
                 wrote |= w;
+                // A script that spends its time in calls reaches the Lua hook seldom: past
+                // busy-reply-threshold it also pauses here, every BUSY_PAUSE_EVERY.
+                if running.past_threshold() && last_pause.elapsed() >= BUSY_PAUSE_EVERY {
+                    scripts.busy.store(true, Ordering::Relaxed);
+                    compio::time::sleep(BUSY_PAUSE).await;
+                    last_pause = std::time::Instant::now();
+                }
             }
         }
     };
