@@ -256,6 +256,19 @@ struct Library {
     functions: BTreeMap<String, (Vec<String>, Option<String>)>,
 }
 
+impl Library {
+    /// Library `code` with the functions it registered when it loaded.
+    fn new(code: &[u8], loaded: Vec<vm::LoadedFunction>) -> Library {
+        Library {
+            code: Arc::from(code),
+            functions: loaded
+                .into_iter()
+                .map(|f| (f.name, (f.flags, f.description)))
+                .collect(),
+        }
+    }
+}
+
 impl Libraries {
     /// Number of libraries and of functions.
     pub fn counts(&self) -> (usize, usize) {
@@ -288,17 +301,7 @@ impl Libraries {
             let loaded = vm::local()
                 .load_library(&code)
                 .map_err(|e| format!("{}: library '{name}': {e}", path.display()))?;
-            let functions = loaded
-                .into_iter()
-                .map(|f| (f.name, (f.flags, f.description)))
-                .collect();
-            libs.insert(
-                name,
-                Library {
-                    code: Arc::from(&code[..]),
-                    functions,
-                },
-            );
+            libs.insert(name, Library::new(&code, loaded));
         }
         let n = libs.len();
         drop(libs);
@@ -459,17 +462,7 @@ pub fn function(c: &mut Conn, a: &[&[u8]]) {
                     return;
                 }
             }
-            let functions = loaded
-                .into_iter()
-                .map(|f| (f.name, (f.flags, f.description)))
-                .collect();
-            let old = libs.insert(
-                name.clone(),
-                Library {
-                    code: Arc::from(&code[..]),
-                    functions,
-                },
-            );
+            let old = libs.insert(name.clone(), Library::new(code, loaded));
             if let Err(e) = libraries.save(&libs) {
                 // Not kept: the registry goes back to what the file holds.
                 match old {
@@ -669,17 +662,7 @@ fn restore(c: &mut Conn, a: &[&[u8]], libraries: &Libraries) {
                 return;
             }
         };
-        let functions = loaded
-            .into_iter()
-            .map(|f| (f.name, (f.flags, f.description)))
-            .collect();
-        incoming.insert(
-            name,
-            Library {
-                code: Arc::from(&code[..]),
-                functions,
-            },
-        );
+        incoming.insert(name, Library::new(&code, loaded));
     }
     let mut libs = libraries.libs.lock().expect("libraries");
     let old = libs.clone();
