@@ -84,6 +84,9 @@ pub struct Opts {
     pub no_port_arg: bool,
     /// Extra command-line arguments.
     pub args: Vec<String>,
+    /// Start the reference redis-server ([`redis_server_bin`]) whatever `SKERRY_TEST_SERVER`
+    /// says: the other side of a differential test.
+    pub reference: bool,
 }
 
 /// A running server process. Killed (SIGKILL) on drop; its directory is removed.
@@ -95,11 +98,26 @@ pub struct Server {
     log_path: PathBuf,
 }
 
-fn binary() -> String {
-    if is_redis() {
-        "/usr/bin/redis-server".to_string()
-    } else {
-        env!("CARGO_BIN_EXE_skerry").to_string()
+/// The reference redis-server binary: `SKERRY_REDIS_SERVER` when set (scripts/test.sh
+/// points it at the Redis 8.0 it builds), else Debian's `/usr/bin/redis-server`.
+pub fn redis_server_bin() -> String {
+    std::env::var("SKERRY_REDIS_SERVER")
+        .ok()
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| "/usr/bin/redis-server".to_string())
+}
+
+impl Opts {
+    fn is_redis(&self) -> bool {
+        self.reference || is_redis()
+    }
+
+    fn binary(&self) -> String {
+        if self.is_redis() {
+            redis_server_bin()
+        } else {
+            env!("CARGO_BIN_EXE_skerry").to_string()
+        }
     }
 }
 
@@ -112,6 +130,16 @@ impl Server {
         })
     }
 
+    /// Starts the reference redis-server ([`redis_server_bin`]) with the given extra
+    /// arguments (Skerry-only flags such as `--threads` are dropped), for differential tests.
+    pub fn start_reference(args: &[&str]) -> Server {
+        Server::start_opts(Opts {
+            args: args.iter().map(|s| s.to_string()).collect(),
+            reference: true,
+            ..Opts::default()
+        })
+    }
+
     /// Starts a server with a config file (Redis syntax) as the first argument.
     /// If `port_in_config` is true the caller's config must contain `port {PORT}`: the text
     /// `{PORT}` is replaced by the chosen port and no `--port` argument is passed.
@@ -120,6 +148,7 @@ impl Server {
             config: Some(config.to_string()),
             no_port_arg: port_in_config,
             args: args.iter().map(|s| s.to_string()).collect(),
+            ..Opts::default()
         })
     }
 
@@ -182,7 +211,7 @@ impl Server {
         }
         argv.push("--dir".into());
         argv.push(self.dir.path().to_string_lossy().into_owned());
-        if is_redis() {
+        if self.opts.is_redis() {
             // Redis 7 refuses DEBUG unless enabled; Skerry allows it. Skerry always keeps
             // every acknowledged write: a test that names an `--appendfsync` policy (to
             // restart and find its writes) gets Redis's AOF with that policy.
@@ -220,14 +249,14 @@ impl Server {
             .open(&self.log_path)
             .expect("open log");
         let log2 = log.try_clone().unwrap();
-        let child = Command::new(binary())
+        let child = Command::new(self.opts.binary())
             .args(self.command_line())
             .current_dir(self.dir.path())
             .stdin(Stdio::null())
             .stdout(Stdio::from(log))
             .stderr(Stdio::from(log2))
             .spawn()
-            .unwrap_or_else(|e| panic!("spawn {}: {e}", binary()));
+            .unwrap_or_else(|e| panic!("spawn {}: {e}", self.opts.binary()));
         self.child = Some(child);
     }
 
