@@ -66,6 +66,7 @@ fn expire_fields(x: &mut Exec, key: &[u8], fields: &[&[u8]]) -> Option<()> {
     for f in fields {
         if h.is_expired(f, now) {
             h.remove(f);
+            x.ks.stats.expired_subkeys += 1;
         }
     }
     put(x, key, h).then_some(())
@@ -82,6 +83,7 @@ fn expire_all(x: &mut Exec, key: &[u8]) -> Option<()> {
     let mut h = take(x, key)?;
     for f in h.expired_fields(now, usize::MAX) {
         h.remove(&f);
+        x.ks.stats.expired_subkeys += 1;
     }
     put(x, key, h).then_some(())
 }
@@ -124,6 +126,7 @@ pub fn hsetnx(x: &mut Exec, a: &[&[u8]]) {
     let Some(mut h) = take(x, a[1]) else { return };
     if h.is_expired(a[2], now) {
         h.remove(a[2]);
+        x.ks.stats.expired_subkeys += 1;
         if h.is_empty() {
             // Redis deletes the hash with its last field and creates a new one.
             h = Hash::default();
@@ -272,6 +275,7 @@ fn take_for_incr(x: &mut Exec, key: &[u8], field: &[u8]) -> Option<Hash> {
     let mut h = take(x, key)?;
     if h.is_expired(field, x.now_ms) {
         h.remove(field);
+        x.ks.stats.expired_subkeys += 1;
         if h.is_empty() {
             h = Hash::default();
         }
@@ -669,6 +673,7 @@ pub fn hexpire(x: &mut Exec, a: &[&[u8]]) {
         .iter()
         .map(|f| set_field_expiry(&mut h, f, t, cond, now))
         .collect();
+    x.ks.stats.expired_subkeys += codes.iter().filter(|&&c| c == 2).count() as u64;
     if !was_enabled || codes.iter().any(|&c| c == 1 || c == 2) {
         if !put(x, a[1], h) {
             return;
@@ -796,6 +801,7 @@ pub fn hgetdel(x: &mut Exec, a: &[&[u8]]) {
     for f in &fields {
         if h.is_expired(f, now) {
             h.remove(f);
+            x.ks.stats.expired_subkeys += 1;
             values.push(None);
             continue;
         }
@@ -875,6 +881,7 @@ pub fn hgetex(x: &mut Exec, a: &[&[u8]]) {
     for f in &fields {
         if h.is_expired(f, now) {
             h.remove(f);
+            x.ks.stats.expired_subkeys += 1;
             changed = true;
             values.push(None);
             continue;
@@ -883,7 +890,9 @@ pub fn hgetex(x: &mut Exec, a: &[&[u8]]) {
         if v.is_some() {
             match ex {
                 ExOpt::At(t) => {
-                    set_field_expiry(&mut h, f, t, Cond::None, now);
+                    if set_field_expiry(&mut h, f, t, Cond::None, now) == 2 {
+                        x.ks.stats.expired_subkeys += 1;
+                    }
                     changed = true;
                 }
                 ExOpt::Persist if h.expiry(f).is_some() => {
@@ -1001,6 +1010,7 @@ pub fn hsetex(x: &mut Exec, a: &[&[u8]]) {
             let f = pair[0];
             if h.is_expired(f, now) {
                 h.remove(f);
+                x.ks.stats.expired_subkeys += 1;
                 changed = true;
             }
             let exists = h.contains(f);
@@ -1032,7 +1042,9 @@ pub fn hsetex(x: &mut Exec, a: &[&[u8]]) {
             h.insert_keep_ttl(f, v);
         }
         if let ExOpt::At(t) = ex {
-            set_field_expiry(&mut h, f, t, Cond::None, now);
+            if set_field_expiry(&mut h, f, t, Cond::None, now) == 2 {
+                x.ks.stats.expired_subkeys += 1;
+            }
         }
     }
     if put(x, a[1], h) {

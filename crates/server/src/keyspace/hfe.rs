@@ -130,6 +130,12 @@ impl Keyspace {
         self.hfe.len()
     }
 
+    /// Number of hashes of `db` with field expiries the worker knows of (INFO keyspace's
+    /// `subexpiry`; like Redis's, it may count a hash whose last such field just went).
+    pub fn hfe_hashes_in(&self, db: usize) -> usize {
+        self.hfe.at.keys().filter(|(d, _)| *d == db).count()
+    }
+
     /// Up to `max` hashes (db, key) with a field due at `now_ms` (earliest first), for the
     /// active expiry; the caller makes each resident, then calls
     /// [`Keyspace::hfe_expire_fields`].
@@ -186,6 +192,7 @@ impl Keyspace {
         for f in &due {
             h.remove(f);
         }
+        self.stats.expired_subkeys += due.len() as u64;
         // The store notes the next expiry (or the delete forgets the key).
         if !self.put_coll(db, key, Coll::Hash(h), thresholds, now_ms) {
             if let Some(e) = self.take_error() {

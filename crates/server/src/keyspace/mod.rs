@@ -181,6 +181,8 @@ pub struct KeyspaceStats {
     pub misses: u64,
     /// Keys removed because their time ran out.
     pub expired: u64,
+    /// Hash fields deleted because their time ran out (lazily or actively).
+    pub expired_subkeys: u64,
 }
 
 /// Counters of the value read path.
