@@ -829,6 +829,100 @@ mod tests {
     }
 
     #[test]
+    fn field_expiries_round_trip_and_old_records_decode() {
+        // A record written before field expiry existed (flags without FLAG_FIELD_TTL).
+        let mut old = vec![0u8];
+        put_varint(&mut old, 2);
+        for (f, v) in [("a", "1"), ("b", "2")] {
+            put_bytes(&mut old, f.as_bytes());
+            put_bytes(&mut old, v.as_bytes());
+        }
+        let mut h = Hash::decode(&old).unwrap();
+        assert!(!h.ttl_enabled());
+        assert_eq!(h.encoding_name(), "listpack");
+        h.enable_ttl();
+        h.set_expiry(b"b", Some(5_000));
+        h.insert(b"c", b"3");
+        h.set_expiry(b"c", Some(4_000));
+        let back = round_trip(&h);
+        assert_eq!(back.encoding_name(), "listpackex");
+        assert_eq!(back.expiry(b"b"), Some(5_000));
+        assert_eq!(back.expiry(b"c"), Some(4_000));
+        assert_eq!(back.expiry(b"a"), None);
+        // Listpackex order: by expiry, then the fields without one.
+        let order: Vec<&[u8]> = back.iter().map(|(f, _)| f).collect();
+        assert_eq!(order, vec![&b"c"[..], b"b", b"a"]);
+        assert_eq!(back.min_expiry(), Some(4_000));
+        assert!(back.is_expired(b"c", 4_001) && !back.is_expired(b"c", 4_000));
+        assert_eq!(back.live_len(4_500), 2);
+        assert_eq!(back.expired_fields(10_000, 10), vec![b"c".to_vec(), b"b".to_vec()]);
+        // HSET clears, removal forgets.
+        let mut h = back;
+        h.insert(b"b", b"x");
+        assert_eq!(h.expiry(b"b"), None);
+        h.remove(b"c");
+        assert_eq!(h.min_expiry(), None);
+        let back = round_trip(&h);
+        assert!(back.ttl_enabled(), "field expiry stays on");
+        // A bad expiry does not decode.
+        let mut bad = vec![FLAG_FIELD_TTL];
+        put_varint(&mut bad, 1);
+        put_bytes(&mut bad, b"f");
+        put_bytes(&mut bad, b"v");
+        put_bytes(&mut bad, &[1, 2, 3]);
+        assert!(Hash::decode(&bad).is_err());
+    }
+
+    #[test]
+    fn grouped_hashes_keep_field_expiries() {
+        let mut h = Hash::default();
+        for i in 0..2000 {
+            h.insert(format!("field:{i}").as_bytes(), &[b'v'; 40]);
+        }
+        h.big = true;
+        h.enable_ttl();
+        for i in 0..500 {
+            h.set_expiry(format!("field:{i}").as_bytes(), Some(1_000 + i));
+        }
+        h.plan_layout(8192);
+        assert!(h.grouping().is_grouped());
+        let c = h.take_changes();
+        let mut root = Vec::new();
+        h.encode(&mut root);
+        let groups: Vec<(u64, Vec<u8>)> = c
+            .groups
+            .iter()
+            .map(|&g| {
+                let mut b = Vec::new();
+                h.encode_group(g, &mut b);
+                (g, b)
+            })
+            .collect();
+        let refs: Vec<(u64, &[u8])> = groups.iter().map(|(g, b)| (*g, &b[..])).collect();
+        let mut back = Hash::decode_grouped(&root, &refs).unwrap();
+        assert_eq!(back, h);
+        assert_eq!(back.min_expiry(), Some(1_000));
+        assert_eq!(back.volatile_fields(), 500);
+        // A change through the shadows still writes the expiries.
+        back.set_expiry(b"field:1999", Some(7));
+        back.insert_keep_ttl(b"field:1", b"new");
+        let c = back.take_changes();
+        let mut root = Vec::new();
+        back.encode(&mut root);
+        let mut all: std::collections::BTreeMap<u64, Vec<u8>> = groups.into_iter().collect();
+        for &g in &c.groups {
+            let mut b = Vec::new();
+            back.encode_group(g, &mut b);
+            all.insert(g, b);
+        }
+        let refs: Vec<(u64, &[u8])> = all.iter().map(|(g, b)| (*g, &b[..])).collect();
+        let again = Hash::decode_grouped(&root, &refs).unwrap();
+        assert_eq!(again, back);
+        assert_eq!(again.expiry(b"field:1999"), Some(7));
+        assert_eq!(again.expiry(b"field:1"), Some(1_001), "HINCRBY-like: kept");
+    }
+
+    #[test]
     fn damaged_records_are_errors() {
         let mut h = Hash::default();
         h.insert(b"field", b"value");
