@@ -855,7 +855,10 @@ mod tests {
         assert_eq!(back.min_expiry(), Some(4_000));
         assert!(back.is_expired(b"c", 4_001) && !back.is_expired(b"c", 4_000));
         assert_eq!(back.live_len(4_500), 2);
-        assert_eq!(back.expired_fields(10_000, 10), vec![b"c".to_vec(), b"b".to_vec()]);
+        assert_eq!(
+            back.expired_fields(10_000, 10),
+            vec![b"c".to_vec(), b"b".to_vec()]
+        );
         // HSET clears, removal forgets.
         let mut h = back;
         h.insert(b"b", b"x");

@@ -147,23 +147,42 @@ fn read(x: &mut Exec, key: &[u8], f: impl FnOnce(&mut crate::reply::Reply, Optio
     }
 }
 
+/// Like [`read`] for a command that reads `fields`: when one of them expired, it is
+/// deleted first ([`expire_fields`]) and `f` runs on what is left. The common case (no
+/// expired field among them) looks the hash up once.
+fn read_fields(
+    x: &mut Exec,
+    key: &[u8],
+    fields: &[&[u8]],
+    f: impl Fn(&mut crate::reply::Reply, Option<&Hash>),
+) {
+    let now = x.now_ms;
+    let mut stale = false;
+    read(x, key, |r, h| {
+        if h.is_some_and(|h| h.has_expired(now) && fields.iter().any(|fl| h.is_expired(fl, now))) {
+            stale = true;
+            return;
+        }
+        f(r, h)
+    });
+    if stale && expire_fields(x, key, fields).is_some() {
+        read(x, key, f);
+    }
+}
+
 /// HGET key field
 pub fn hget(x: &mut Exec, a: &[&[u8]]) {
-    if expire_fields(x, a[1], &a[2..3]).is_none() {
-        return;
-    }
-    read(x, a[1], |r, h| match h.and_then(|h| h.get(a[2])) {
-        Some(v) => r.bulk(v),
-        None => r.null(),
+    read_fields(x, a[1], &a[2..3], |r, h| {
+        match h.and_then(|h| h.get(a[2])) {
+            Some(v) => r.bulk(v),
+            None => r.null(),
+        }
     });
 }
 
 /// HMGET key field [field ...]
 pub fn hmget(x: &mut Exec, a: &[&[u8]]) {
-    if expire_fields(x, a[1], &a[2..]).is_none() {
-        return;
-    }
-    read(x, a[1], |r, h| {
+    read_fields(x, a[1], &a[2..], |r, h| {
         r.array(a.len() - 2);
         for f in &a[2..] {
             match h.and_then(|h| h.get(f)) {
@@ -207,20 +226,14 @@ pub fn hlen(x: &mut Exec, a: &[&[u8]]) {
 
 /// HSTRLEN key field
 pub fn hstrlen(x: &mut Exec, a: &[&[u8]]) {
-    if expire_fields(x, a[1], &a[2..3]).is_none() {
-        return;
-    }
-    read(x, a[1], |r, h| {
+    read_fields(x, a[1], &a[2..3], |r, h| {
         r.int(h.and_then(|h| h.get(a[2])).map_or(0, |v| v.len() as i64))
     });
 }
 
 /// HEXISTS key field
 pub fn hexists(x: &mut Exec, a: &[&[u8]]) {
-    if expire_fields(x, a[1], &a[2..3]).is_none() {
-        return;
-    }
-    read(x, a[1], |r, h| {
+    read_fields(x, a[1], &a[2..3], |r, h| {
         r.int(h.is_some_and(|h| h.contains(a[2])) as i64)
     });
 }

@@ -101,8 +101,10 @@ impl HfeIndex {
 impl Keyspace {
     /// Notes the hash `coll` stored under `key` (no-op for other types).
     pub(super) fn hfe_note_coll(&mut self, db: usize, key: &[u8], coll: &Coll) {
+        // Field expiry once on stays on: a hash without it never had a field expiry (an
+        // entry left by an older hash under the key is dropped by the next pass).
         if let Coll::Hash(h) = coll {
-            if h.ttl_enabled() || self.hfe.at.contains_key(&(db, key.to_vec())) {
+            if h.ttl_enabled() {
                 self.hfe.note(db, key, h.min_expiry());
             }
         }
