@@ -161,13 +161,22 @@ impl Keyspace {
         thresholds: &Thresholds,
         max: usize,
     ) -> usize {
-        let present = self.dbs[db]
-            .table
-            .get(hash_key(key), key)
-            .is_some_and(|e| e.value_type() == VALUE_TYPE_HASH);
-        if !present {
-            self.hfe.forget(db, key);
-            return 0;
+        let loc = match self.dbs[db].table.get(hash_key(key), key) {
+            Some(e) if e.value_type() == VALUE_TYPE_HASH => e.loc(),
+            _ => {
+                self.hfe.forget(db, key);
+                return 0;
+            }
+        };
+        // A hash whose record says field expiry is off (most of those the discovery walk
+        // after a restart finds) is dropped without decoding it.
+        if !self.colls.contains(self.buf_key(loc)) {
+            if let Some(v) = self.resident(loc) {
+                if v.first().is_some_and(|f| f & FLAG_FIELD_TTL == 0) {
+                    self.hfe.forget(db, key);
+                    return 0;
+                }
+            }
         }
         let h = match self.take_coll(db, key, VALUE_TYPE_HASH, now_ms) {
             Ok(Some(c)) => c.into_hash(),
