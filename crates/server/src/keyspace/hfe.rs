@@ -247,3 +247,35 @@ impl Keyspace {
         self.hfe.discover.is_some()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_index_orders_hashes_by_their_earliest_field() {
+        let mut ix = HfeIndex::default();
+        ix.note(0, b"a", Some(300));
+        ix.note(0, b"b", Some(100));
+        ix.note(1, b"a", Some(200));
+        assert_eq!(ix.len(), 3);
+        assert_eq!(
+            ix.due(250, 10),
+            vec![(0, b"b".to_vec()), (1, b"a".to_vec())]
+        );
+        assert_eq!(ix.due(250, 1), vec![(0, b"b".to_vec())]);
+        // A new earliest time replaces the old one.
+        ix.note(0, b"b", Some(400));
+        assert_eq!(ix.due(250, 10), vec![(1, b"a".to_vec())]);
+        ix.note(1, b"a", None);
+        assert!(ix.due(1000, 10).iter().all(|(db, _)| *db == 0));
+        ix.forget(0, b"a");
+        assert_eq!(ix.due(1000, 10), vec![(0, b"b".to_vec())]);
+        ix.note(2, b"c", Some(1));
+        ix.clear_db(0);
+        assert_eq!(ix.due(1000, 10), vec![(2, b"c".to_vec())]);
+        assert_eq!(ix.len(), 1);
+        ix.forget(2, b"c");
+        assert!(ix.is_empty());
+    }
+}
