@@ -407,6 +407,18 @@ fn fields_expire_without_access() {
         wait_for(5, || r.cmd(&["DBSIZE"]) == int(20)),
         "hashes whose last field expired were not deleted"
     );
+    let stats = r.cmd(&["INFO", "stats"]).text();
+    assert_eq!(info_field(&stats, "expired_subkeys").as_deref(), Some("60"));
+    let ks = r.cmd(&["INFO", "keyspace"]).text();
+    let db0 = info_field(&ks, "db0").expect("db0");
+    assert!(db0.ends_with(",subexpiry=0"), "{db0}");
+    assert_eq!(
+        r.cmd(&["HPEXPIRE", "h0", "100000", "FIELDS", "1", "b"]),
+        ints(&[1])
+    );
+    let ks = r.cmd(&["INFO", "keyspace"]).text();
+    let db0 = info_field(&ks, "db0").expect("db0");
+    assert!(db0.ends_with(",subexpiry=1"), "{db0}");
 }
 
 #[test]
