@@ -795,6 +795,63 @@ fn resize_value_cache(shared: &Shared, id: usize) {
     }
 }
 
+/// Time the active expiry of hash fields may take per tick (as much again as the key pass).
+const HFE_BUDGET: Duration = Duration::from_millis(25);
+
+/// The active expiry of hash fields, one tick's worth (Redis's `activeExpireCycle` walks
+/// the hashes with field expiries too): the hashes whose earliest field is due, earliest
+/// first, are made resident (read without blocking the worker) and their due fields
+/// deleted, within [`HFE_BUDGET`]. After a restart this also walks the keys to find the
+/// hashes with field expiries (see `keyspace/hfe.rs`).
+async fn expire_hash_fields(shared: &Shared) {
+    let started = Instant::now();
+    let now_ms = unix_ms();
+    let thresholds = shared.config.hot.coll.get();
+    let shard = local_shard();
+    let mut done = 0usize;
+    loop {
+        let due = {
+            let mut s = shard.borrow_mut();
+            if s.hold.is_some() {
+                return;
+            }
+            loop {
+                let more = s.keyspace.hfe_discover_step(1024);
+                let due = s.keyspace.hfe_due(now_ms, 16);
+                if !due.is_empty() || !more || started.elapsed() > HFE_BUDGET {
+                    break due;
+                }
+            }
+        };
+        if due.is_empty() {
+            return;
+        }
+        for (db, key) in due {
+            let read = crate::keyspace::make_resident(db, &[&key[..]], now_ms, None).await;
+            let mut s = shard.borrow_mut();
+            if s.hold.is_some() {
+                return;
+            }
+            match read {
+                Ok(_) => {
+                    s.keyspace
+                        .hfe_expire_fields(db, &key, now_ms, &thresholds, 1000);
+                }
+                Err(e) => {
+                    tracing::warn!("active expiry of hash fields: {e}");
+                    s.keyspace.hfe_retry_later(db, &key, now_ms);
+                }
+            }
+        }
+        done += 16;
+        // At least a few dozen hashes a tick, however slow the tick: the hashes due
+        // together go together (as in Redis's cycle), not over several ticks.
+        if started.elapsed() > HFE_BUDGET && done >= 64 {
+            return;
+        }
+    }
+}
+
 /// Periodic per-worker housekeeping, every 100 ms: active expiry (at most a quarter of the
 /// worker's time, as Redis's slow expire cycle) and the idle client timeout.
 async fn cron(shared: Arc<Shared>, id: usize) {
@@ -860,6 +917,9 @@ async fn cron(shared: Arc<Shared>, id: usize) {
                     }
                 }
             }
+        }
+        if shared.active_expire.load(Ordering::Relaxed) {
+            expire_hash_fields(&shared).await;
         }
         let timeout_s = shared.config.hot.timeout_s.load(Ordering::Relaxed);
         if timeout_s == 0 {

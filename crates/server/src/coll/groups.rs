@@ -302,10 +302,22 @@ impl Shadows {
     /// Appends the record value of group `p` holding `count` members from its shadow;
     /// false when it has none (the caller encodes the part).
     pub fn write_group(&self, p: usize, count: usize, out: &mut Vec<u8>) -> bool {
+        self.write_group_flagged(p, 0, count, out)
+    }
+
+    /// [`Shadows::write_group`] with the group record's `flags` byte (a hash with field
+    /// expiry marks its groups).
+    pub fn write_group_flagged(
+        &self,
+        p: usize,
+        flags: u8,
+        count: usize,
+        out: &mut Vec<u8>,
+    ) -> bool {
         let Some(b) = self.get(p) else {
             return false;
         };
-        out.push(0);
+        out.push(flags);
         super::codec::put_varint(out, count as u64);
         out.extend_from_slice(b);
         true

@@ -474,6 +474,19 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("hincrbyfloat", 4, WF, K1, "hash", "2.6.0", "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist.", A_HASH_WF, keyed(h::hincrbyfloat)),
     spec("hrandfield", -2, R, K1, "hash", "6.2.0", "Returns one or more random fields from a hash.", A_HASH_R, keyed(h::hrandfield)),
     spec("hscan", -3, R, K1, "hash", "2.8.0", "Iterates over fields and values of a hash.", A_HASH_R, keyed(h::hscan)),
+    // hash field expiry (Redis 7.4 / 8.0; commands/hash.rs)
+    spec("hexpire", -6, WDELF, K1, "hash", "7.4.0", "Set expiry for hash field using relative time to expire (seconds)", A_HASH_WF, keyed(h::hexpire)),
+    spec("hpexpire", -6, WDELF, K1, "hash", "7.4.0", "Set expiry for hash field using relative time to expire (milliseconds)", A_HASH_WF, keyed(h::hexpire)),
+    spec("hexpireat", -6, WDELF, K1, "hash", "7.4.0", "Set expiry for hash field using an absolute Unix timestamp (seconds)", A_HASH_WF, keyed(h::hexpire)),
+    spec("hpexpireat", -6, WDELF, K1, "hash", "7.4.0", "Set expiry for hash field using an absolute Unix timestamp (milliseconds)", A_HASH_WF, keyed(h::hexpire)),
+    spec("httl", -5, RF, K1, "hash", "7.4.0", "Returns the TTL in seconds of a hash field.", A_HASH_RF, keyed(h::httl)),
+    spec("hpttl", -5, RF, K1, "hash", "7.4.0", "Returns the TTL in milliseconds of a hash field.", A_HASH_RF, keyed(h::httl)),
+    spec("hexpiretime", -5, RF, K1, "hash", "7.4.0", "Returns the expiration time of a hash field as a Unix timestamp, in seconds.", A_HASH_RF, keyed(h::httl)),
+    spec("hpexpiretime", -5, RF, K1, "hash", "7.4.0", "Returns the expiration time of a hash field as a Unix timestamp, in msec.", A_HASH_RF, keyed(h::httl)),
+    spec("hpersist", -5, WDELF, K1, "hash", "7.4.0", "Removes the expiration time for each specified field", A_HASH_WF, keyed(h::hpersist)),
+    spec("hgetdel", -5, WDELF, K1, "hash", "8.0.0", "Returns the value of a field and deletes it from the hash.", A_HASH_WF, keyed(h::hgetdel)),
+    spec("hgetex", -5, WDELF, K1, "hash", "8.0.0", "Get the value of one or more fields of a given hash key, and optionally set their expiration.", A_HASH_WF, keyed(h::hgetex)),
+    spec("hsetex", -6, WF, K1, "hash", "8.0.0", "Set the value of one or more fields of a given hash key, and optionally set their expiration.", A_HASH_WF, keyed(h::hsetex)),
     //
     // list (commands/list.rs)
     spec("lpush", -3, WF, K1, "list", "1.0.0", "Prepends one or more elements to a list. Creates the key if it doesn't exist.", A_LIST_WF, keyed(l::lpush)),

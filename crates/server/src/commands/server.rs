@@ -509,6 +509,10 @@ pub(crate) struct WorkerInfo {
     pub(crate) hits: u64,
     pub(crate) misses: u64,
     pub(crate) expired: u64,
+    /// Hash fields deleted because their time ran out (`expired_subkeys`).
+    pub(crate) expired_subkeys: u64,
+    /// Per database: hashes with field expiries (`subexpiry`).
+    pub(crate) subexpiry: Vec<usize>,
     /// Per database: keys, volatile keys, average TTL.
     pub(crate) dbs: Vec<(usize, usize, i64)>,
     pub(crate) clients: usize,
@@ -589,6 +593,10 @@ pub(crate) fn gather(s: &mut crate::worker::Shard) -> WorkerInfo {
         hits: s.keyspace.stats.hits,
         misses: s.keyspace.stats.misses,
         expired: s.keyspace.stats.expired,
+        expired_subkeys: s.keyspace.stats.expired_subkeys,
+        subexpiry: (0..s.keyspace.databases())
+            .map(|db| s.keyspace.hfe_hashes_in(db))
+            .collect(),
         dbs: (0..s.keyspace.databases())
             .map(|db| {
                 (
@@ -1312,12 +1320,13 @@ fn render_info(c: &Conn, sections: &[String], w: &[WorkerInfo], pubsub: (usize, 
                 let ops = sum(&|x| x.total_commands);
                 let _ = write!(
                     o,
-                    "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:0\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\ntotal_error_replies:{}\r\nclient_query_buffer_limit_disconnections:{}\r\nclient_output_buffer_limit_disconnections:{}\r\n",
+                    "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:0\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_subkeys:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\ntotal_error_replies:{}\r\nclient_query_buffer_limit_disconnections:{}\r\nclient_output_buffer_limit_disconnections:{}\r\n",
                     shared.total_connections.load(Ordering::Relaxed),
                     ops,
                     sum(&|x| x.net_in),
                     sum(&|x| x.net_out),
                     shared.rejected_connections.load(Ordering::Relaxed),
+                    sum(&|x| x.expired_subkeys),
                     sum(&|x| x.expired),
                     sum(&|x| x.hits),
                     sum(&|x| x.misses),
@@ -1406,7 +1415,11 @@ fn render_info(c: &Conn, sections: &[String], w: &[WorkerInfo], pubsub: (usize, 
                     } else {
                         0
                     };
-                    let _ = write!(o, "db{db}:keys={keys},expires={expires},avg_ttl={avg}\r\n");
+                    let subexpiry: usize = w.iter().map(|x| x.subexpiry[db]).sum();
+                    let _ = write!(
+                        o,
+                        "db{db}:keys={keys},expires={expires},avg_ttl={avg},subexpiry={subexpiry}\r\n"
+                    );
                 }
             }
             _ => {

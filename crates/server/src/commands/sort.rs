@@ -276,7 +276,7 @@ fn pattern_value(
     match field {
         None => ks.with_value(db, key, now, |v| v.to_vec()).ok().flatten(),
         Some(f) => match ks.coll(db, key, VALUE_TYPE_HASH, now) {
-            Ok(Some(c)) => c.as_hash().get(f).map(|v| v.to_vec()),
+            Ok(Some(c)) => c.as_hash().get_live(f, now).map(|v| v.to_vec()),
             _ => None,
         },
     }

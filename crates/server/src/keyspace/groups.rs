@@ -227,6 +227,7 @@ impl Keyspace {
         expiry: Expiry,
         now_ms: i64,
     ) -> bool {
+        self.hfe_note_coll(db, key, &coll);
         coll.plan_layout(self.group_bytes);
         let had_groups = self.is_grouped_key(db, key);
         let value_type = coll.value_type();

@@ -20,6 +20,7 @@ mod colls;
 mod defrag;
 pub mod entry;
 pub mod groups;
+pub mod hfe;
 pub mod lent;
 mod seg_alloc;
 pub mod table;
@@ -180,6 +181,8 @@ pub struct KeyspaceStats {
     pub misses: u64,
     /// Keys removed because their time ran out.
     pub expired: u64,
+    /// Hash fields deleted because their time ran out (lazily or actively).
+    pub expired_subkeys: u64,
 }
 
 /// Counters of the value read path.
@@ -316,6 +319,8 @@ pub struct Keyspace {
     /// Values being read that must not enter the value cache (chunks of a big string, see
     /// [`Keyspace::resident_now`]); emptied by [`Keyspace::fill`].
     uncached: hashbrown::HashSet<cache::CacheKey, foldhash::fast::FixedState>,
+    /// Hashes with field expiries, for their active expiry (see [`hfe`]).
+    hfe: hfe::HfeIndex,
 }
 
 /// Most keys [`Keyspace::prefetch`] takes at once.
@@ -659,6 +664,7 @@ impl Keyspace {
             cas: Default::default(),
             group_bytes: crate::coll::groups::DEFAULT_GROUP_BYTES,
             uncached: Default::default(),
+            hfe: hfe::HfeIndex::discovering(),
         };
         // Keys that expired while the server was down: a tombstone each, so an older
         // version can never come back once their records' blocks are reclaimed (the
@@ -1496,6 +1502,7 @@ impl Keyspace {
                 }
             };
         }
+        self.hfe_note_record(db, key, value_type, bytes, now_ms);
         self.put_record(db, key, value_type, bytes, expiry, now_ms)
             .is_some()
     }
@@ -1515,6 +1522,7 @@ impl Keyspace {
             l.set(db, key, None, Expiry::Persist);
             return existed;
         }
+        self.hfe.forget(db, key);
         let hash = hash_key(key);
         if self.expire_if_due(db, hash, key, now_ms) {
             return false;
@@ -1674,6 +1682,7 @@ impl Keyspace {
                 self.log.release(e.loc().unpack());
             }
         }
+        self.hfe.clear_db(db);
         let d = &mut self.dbs[db];
         d.expire_cursor = 0;
         if d.table.is_empty() {

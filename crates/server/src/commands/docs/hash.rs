@@ -1,4 +1,4 @@
-//! COMMAND DOCS entries of the hash commands (`commands/hash.rs`), as Redis 7.0.15's
+//! COMMAND DOCS entries of the hash commands (`commands/hash.rs`), as Redis 8.0's
 //! `src/commands/h*.json` describe them.
 
 use super::*;
@@ -96,5 +96,151 @@ pub(super) static DOCS: &[Doc] = &[
             integer("cursor"),
             pattern("pattern").token("MATCH").optional(),
             integer("count").token("COUNT").optional(),
+            pure("novalues", "NOVALUES").optional(),
+        ]),
+    doc("hexpire", "7.4.0", "O(N) where N is the number of specified fields")
+        .args(&[
+            key("key", 0),
+            integer("seconds"),
+            oneof("condition", &[
+                pure("nx", "NX"),
+                pure("xx", "XX"),
+                pure("gt", "GT"),
+                pure("lt", "LT"),
+            ]).optional(),
+            block("fields", &[
+                integer("numfields"),
+                string("field").multiple(),
+            ]).token("FIELDS"),
+        ]),
+    doc("hpexpire", "7.4.0", "O(N) where N is the number of specified fields")
+        .args(&[
+            key("key", 0),
+            integer("milliseconds"),
+            oneof("condition", &[
+                pure("nx", "NX"),
+                pure("xx", "XX"),
+                pure("gt", "GT"),
+                pure("lt", "LT"),
+            ]).optional(),
+            block("fields", &[
+                integer("numfields"),
+                string("field").multiple(),
+            ]).token("FIELDS"),
+        ]),
+    doc("hexpireat", "7.4.0", "O(N) where N is the number of specified fields")
+        .args(&[
+            key("key", 0),
+            unix_time("unix-time-seconds"),
+            oneof("condition", &[
+                pure("nx", "NX"),
+                pure("xx", "XX"),
+                pure("gt", "GT"),
+                pure("lt", "LT"),
+            ]).optional(),
+            block("fields", &[
+                integer("numfields"),
+                string("field").multiple(),
+            ]).token("FIELDS"),
+        ]),
+    doc("hpexpireat", "7.4.0", "O(N) where N is the number of specified fields")
+        .args(&[
+            key("key", 0),
+            unix_time("unix-time-milliseconds"),
+            oneof("condition", &[
+                pure("nx", "NX"),
+                pure("xx", "XX"),
+                pure("gt", "GT"),
+                pure("lt", "LT"),
+            ]).optional(),
+            block("fields", &[
+                integer("numfields"),
+                string("field").multiple(),
+            ]).token("FIELDS"),
+        ]),
+    doc("httl", "7.4.0", "O(N) where N is the number of specified fields")
+        .args(&[
+            key("key", 0),
+            block("fields", &[
+                integer("numfields"),
+                string("field").multiple(),
+            ]).token("FIELDS"),
+        ]),
+    doc("hpttl", "7.4.0", "O(N) where N is the number of specified fields")
+        .args(&[
+            key("key", 0),
+            block("fields", &[
+                integer("numfields"),
+                string("field").multiple(),
+            ]).token("FIELDS"),
+        ]),
+    doc("hexpiretime", "7.4.0", "O(N) where N is the number of specified fields")
+        .args(&[
+            key("key", 0),
+            block("fields", &[
+                integer("numfields"),
+                string("field").multiple(),
+            ]).token("FIELDS"),
+        ]),
+    doc("hpexpiretime", "7.4.0", "O(N) where N is the number of specified fields")
+        .args(&[
+            key("key", 0),
+            block("fields", &[
+                integer("numfields"),
+                string("field").multiple(),
+            ]).token("FIELDS"),
+        ]),
+    doc("hpersist", "7.4.0", "O(N) where N is the number of specified fields")
+        .args(&[
+            key("key", 0),
+            block("fields", &[
+                integer("numfields"),
+                string("field").multiple(),
+            ]).token("FIELDS"),
+        ]),
+    doc("hgetdel", "8.0.0", "O(N) where N is the number of specified fields")
+        .args(&[
+            key("key", 0),
+            block("fields", &[
+                integer("numfields"),
+                string("field").multiple(),
+            ]).token("FIELDS"),
+        ]),
+    doc("hgetex", "8.0.0", "O(N) where N is the number of specified fields")
+        .args(&[
+            key("key", 0),
+            oneof("expiration", &[
+                integer("seconds").token("EX"),
+                integer("milliseconds").token("PX"),
+                unix_time("unix-time-seconds").token("EXAT"),
+                unix_time("unix-time-milliseconds").token("PXAT"),
+                pure("persist", "PERSIST"),
+            ]).optional(),
+            block("fields", &[
+                integer("numfields"),
+                string("field").multiple(),
+            ]).token("FIELDS"),
+        ]),
+    doc("hsetex", "8.0.0", "O(N) where N is the number of fields being set.")
+        .args(&[
+            key("key", 0),
+            oneof("condition", &[
+                pure("fnx", "FNX"),
+                pure("fxx", "FXX"),
+            ]).optional(),
+            oneof("expiration", &[
+                integer("seconds").token("EX"),
+                integer("milliseconds").token("PX"),
+                unix_time("unix-time-seconds").token("EXAT"),
+                unix_time("unix-time-milliseconds").token("PXAT"),
+                pure("keepttl", "KEEPTTL"),
+            ]).optional(),
+            block("fields", &[
+                integer("numfields"),
+                block("data", &[
+                    string("field"),
+                    string("value"),
+                ]).multiple(),
+            ]).token("FIELDS"),
         ]),
 ];
