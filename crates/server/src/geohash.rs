@@ -309,10 +309,13 @@ pub fn bounding_box(s: &Search) -> [f64; 4] {
     };
     let lat_delta = rad_deg(h / EARTH_RADIUS_IN_METERS);
     let lon_delta_top = rad_deg(w / EARTH_RADIUS_IN_METERS / deg_rad(s.lat + lat_delta).cos());
-    let lon_delta_bottom =
-        rad_deg(w / EARTH_RADIUS_IN_METERS / deg_rad(s.lat - lat_delta).cos());
+    let lon_delta_bottom = rad_deg(w / EARTH_RADIUS_IN_METERS / deg_rad(s.lat - lat_delta).cos());
     let south = s.lat < 0.0;
-    let d = if south { lon_delta_bottom } else { lon_delta_top };
+    let d = if south {
+        lon_delta_bottom
+    } else {
+        lon_delta_top
+    };
     [s.lon - d, s.lat - lat_delta, s.lon + d, s.lat + lat_delta]
 }
 
@@ -681,7 +684,13 @@ fn generate_digits(w: Fp, upper: Fp, lower: Fp, k: &mut i32) -> Vec<u8> {
         part2 &= one - 1;
         if part2 < delta {
             *k += kappa;
-            round_digit(&mut digits, delta, part2, one, wfrac.wrapping_mul(TENS[unit]));
+            round_digit(
+                &mut digits,
+                delta,
+                part2,
+                one,
+                wfrac.wrapping_mul(TENS[unit]),
+            );
             return digits;
         }
         unit -= 1;
@@ -744,8 +753,7 @@ pub fn double_text(d: f64) -> Vec<u8> {
         out.extend_from_slice(if d < 0.0 { b"-inf" } else { b"inf" });
     } else if d == 0.0 {
         out.extend_from_slice(if d.is_sign_negative() { b"-0" } else { b"0" });
-    } else if (-4.611_686_018_427_388e18..=4.611_686_018_427_388e18).contains(&d)
-        && d.trunc() == d
+    } else if (-4.611_686_018_427_388e18..=4.611_686_018_427_388e18).contains(&d) && d.trunc() == d
     {
         out.extend_from_slice((d as i64).to_string().as_bytes());
     } else {
@@ -765,7 +773,13 @@ mod tests {
 
     #[test]
     fn interleave_round_trips() {
-        for (x, y) in [(0u32, 0u32), (1, 0), (0, 1), (0x3ff_ffff, 0x155_5555), (u32::MAX, 7)] {
+        for (x, y) in [
+            (0u32, 0u32),
+            (1, 0),
+            (0, 1),
+            (0x3ff_ffff, 0x155_5555),
+            (u32::MAX, 7),
+        ] {
             let v = interleave64(x, y);
             assert_eq!(deinterleave64(v), x as u64 | ((y as u64) << 32));
         }
@@ -788,7 +802,10 @@ mod tests {
 
     #[test]
     fn distances_match_redis() {
-        let (a, b) = (decode_score(3479099956230698.0), decode_score(3479447370796909.0));
+        let (a, b) = (
+            decode_score(3479099956230698.0),
+            decode_score(3479447370796909.0),
+        );
         let d = distance(a.0, a.1, b.0, b.1);
         assert_eq!(distance_text(d), "166274.1516");
         assert_eq!(distance_text(d / 1000.0), "166.2742");
@@ -810,7 +827,10 @@ mod tests {
     #[test]
     fn neighbours_move_one_cell() {
         let h = encode_wgs84(13.0, 38.0).unwrap();
-        let n = neighbours(HashBits { bits: h.bits >> 40, step: 6 });
+        let n = neighbours(HashBits {
+            bits: h.bits >> 40,
+            step: 6,
+        });
         let a = decode(WGS84.0, WGS84.1, n[0]).unwrap();
         let north = decode(WGS84.0, WGS84.1, n[1]).unwrap();
         let east = decode(WGS84.0, WGS84.1, n[3]).unwrap();
@@ -826,7 +846,10 @@ mod tests {
     fn steps_follow_the_radius() {
         assert_eq!(estimate_steps(0.0, 0.0), 26);
         assert!(estimate_steps(1000.0, 0.0) > estimate_steps(100_000.0, 0.0));
-        assert_eq!(estimate_steps(1000.0, 70.0) + 1, estimate_steps(1000.0, 0.0));
+        assert_eq!(
+            estimate_steps(1000.0, 70.0) + 1,
+            estimate_steps(1000.0, 0.0)
+        );
         assert_eq!(estimate_steps(1e9, 0.0), 1);
     }
 
