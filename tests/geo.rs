@@ -914,6 +914,7 @@ fn members_and_scores(v: Value) -> Vec<(Vec<u8>, u64)> {
 }
 
 fn differential(threads: &str, seed: u64) {
+    // SKERRY_GEO_DIFF_OPS raises the number of operations (3000 by default).
     let ops: usize = std::env::var("SKERRY_GEO_DIFF_OPS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -947,6 +948,12 @@ fn differential(threads: &str, seed: u64) {
     for c in [&mut sk2, &mut re2] {
         c.cmd(&["SET", "str", "x"]);
     }
+    // SKERRY_GEO_DIFF_SEED adds to the seeds (other runs than CI's).
+    let seed = seed
+        + std::env::var("SKERRY_GEO_DIFF_SEED")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0);
     let mut rng = StdRng::seed_from_u64(seed);
     let mut compared = 0usize;
     let (mut errors, mut searches, mut multi) = (0usize, 0usize, 0usize);
