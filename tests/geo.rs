@@ -659,15 +659,15 @@ fn coord(rng: &mut StdRng) -> (String, String) {
         let lon = (cx + rng.random_range(-d..d)).clamp(-180.0, 180.0);
         let lat = (cy + rng.random_range(-d..d)).clamp(-85.05112878, 85.05112878);
         (lon, lat)
-    } else if p < 60 {
+    } else if p < 57 {
         let lon = [-180.0, 180.0, 179.999999, -179.999999, 0.0][rng.random_range(0..5)];
         let lat = [85.05112878, -85.05112878, 85.05, -85.05, 0.0][rng.random_range(0..5)];
         (lon, lat)
-    } else if p < 60 {
+    } else if p < 64 {
         let lat =
             rng.random_range(84.0..85.05112878) * if rng.random_bool(0.5) { 1.0 } else { -1.0 };
         (rng.random_range(-180.0..180.0), lat)
-    } else if p < 68 {
+    } else if p < 71 {
         let lon = rng.random_range(179.0..180.0) * if rng.random_bool(0.5) { 1.0 } else { -1.0 };
         (lon, rng.random_range(-85.0..85.0))
     } else if p < 97 {
