@@ -712,6 +712,9 @@ fn distance(rng: &mut StdRng, conv: f64) -> String {
     if p < 5 {
         return "-1".into();
     }
+    if p < 7 {
+        return ["inf", "1e308", "nan", "2e7", "4e7"][rng.random_range(0..5)].into();
+    }
     let meters = 10f64.powf(rng.random_range(2.0..7.0));
     num(rng, meters / conv)
 }
@@ -733,7 +736,7 @@ fn options(rng: &mut StdRng, with: bool) -> Vec<String> {
     }
     if rng.random_bool(0.5) {
         let n = if rng.random_bool(0.05) {
-            0
+            [0, -1, i64::MAX][rng.random_range(0..3)]
         } else {
             rng.random_range(1..25)
         };
