@@ -417,7 +417,10 @@ pub fn within(s: &Search, lon: f64, lat: f64) -> Option<f64> {
     match s.shape {
         Shape::Radius(r) => {
             let d = distance(s.lon, s.lat, lon, lat);
-            (d <= r * s.conversion).then_some(d)
+            // Rejected only when farther, as Redis tests it (a NaN distance would be in).
+            #[allow(clippy::neg_cmp_op_on_partial_ord)]
+            let inside = !(d > r * s.conversion);
+            inside.then_some(d)
         }
         Shape::Box(w, h) => {
             let (w, h) = (w * s.conversion, h * s.conversion);
