@@ -11,6 +11,7 @@ pub mod commands;
 pub mod config;
 pub mod conn;
 pub mod defrag;
+pub mod geohash;
 pub mod glob;
 pub mod hop;
 pub mod keyspace;

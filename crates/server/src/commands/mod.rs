@@ -7,6 +7,7 @@
 pub mod bitops;
 pub mod connection;
 pub mod docs;
+pub mod geo;
 pub mod hash;
 pub mod keyspace;
 pub mod list;
@@ -724,6 +725,23 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("lastsave", 1, &["loading", "stale", "fast"], NOKEY, "server", "1.0.0", "Returns the Unix timestamp of the last successful save to disk.", &["@admin", "@fast", "@dangerous"], Handler::Conn(sv::lastsave)),
     spec("shutdown", -1, &["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"], NOKEY, "server", "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server.", A_ADMIN, Handler::Conn(sv::shutdown)),
     spec("debug", -2, ADMIN, NOKEY, "server", "1.0.0", "A container for debugging commands.", A_ADMIN, Handler::Conn(sv::debug)),
+    // geo (commands/geo.rs)
+    spec("geoadd", -5, W, K1, "geo", "3.2.0", "Adds one or more members to a geospatial index. The key is created if it doesn't exist.", &["@write", "@geo", "@slow"], keyed(geo::geoadd)),
+    spec("geodist", -4, R, K1, "geo", "3.2.0", "Returns the distance between two members of a geospatial index.", &["@read", "@geo", "@slow"], keyed(geo::geodist)),
+    spec("geohash", -2, R, K1, "geo", "3.2.0", "Returns members from a geospatial index as geohash strings.", &["@read", "@geo", "@slow"], keyed(geo::geohash)),
+    spec("geopos", -2, R, K1, "geo", "3.2.0", "Returns the longitude and latitude of members from a geospatial index.", &["@read", "@geo", "@slow"], keyed(geo::geopos)),
+    CommandSpec {
+        key_finder: Some(geo::keys_georadius),
+        ..spec("georadius", -6, &["write", "denyoom", "movablekeys"], K1, "geo", "3.2.0", "Queries a geospatial index for members within a distance from a coordinate, optionally stores the result.", &["@write", "@geo", "@slow"], keyed(geo::georadius))
+    },
+    spec("georadius_ro", -6, R, K1, "geo", "3.2.10", "Returns members from a geospatial index that are within a distance from a coordinate.", &["@read", "@geo", "@slow"], keyed(geo::georadius_ro)),
+    CommandSpec {
+        key_finder: Some(geo::keys_georadius),
+        ..spec("georadiusbymember", -5, &["write", "denyoom", "movablekeys"], K1, "geo", "3.2.0", "Queries a geospatial index for members within a distance from a member, optionally stores the result.", &["@write", "@geo", "@slow"], keyed(geo::georadiusbymember))
+    },
+    spec("georadiusbymember_ro", -5, R, K1, "geo", "3.2.10", "Returns members from a geospatial index that are within a distance from a member.", &["@read", "@geo", "@slow"], keyed(geo::georadiusbymember_ro)),
+    spec("geosearch", -7, R, K1, "geo", "6.2.0", "Queries a geospatial index for members inside an area of a box or a circle.", &["@read", "@geo", "@slow"], keyed(geo::geosearch)),
+    spec("geosearchstore", -8, W, (1, 2, 1), "geo", "6.2.0", "Queries a geospatial index for members inside an area of a box or a circle, optionally stores the result.", &["@write", "@geo", "@slow"], keyed(geo::geosearchstore)),
 ];
 
 const PS_SUB: &[&str] = &["pubsub", "noscript", "loading", "stale"];

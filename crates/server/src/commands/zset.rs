@@ -127,7 +127,7 @@ fn parse_long(r: &mut Reply, b: &[u8]) -> Option<i64> {
 
 /// The zset under `key` to read: Ok(None) when missing; Err after replying WRONGTYPE (or
 /// leaving a read error for the dispatcher).
-fn zset_ref<'a>(
+pub(crate) fn zset_ref<'a>(
     ks: &'a mut Keyspace,
     reply: &mut Reply,
     db: usize,
@@ -193,7 +193,7 @@ fn zset_add(z: &mut Zset, listpack: &mut bool, m: &[u8], mut score: f64, t: &Thr
 
 /// Stores `z` under `dst` as a new key, whatever `dst` held before (the *STORE commands:
 /// no TTL kept; an empty result deletes `dst`).
-fn store_zset(x: &mut Exec, dst: &[u8], z: Zset) -> bool {
+pub(crate) fn store_zset(x: &mut Exec, dst: &[u8], z: Zset) -> bool {
     if !z.is_empty() {
         if let Some(m) = x.ks.meta(x.db, dst, x.now_ms) {
             if m.expire_at_ms != 0 {
