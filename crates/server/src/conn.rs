@@ -523,7 +523,7 @@ impl Conn {
                         Some(cmd) => Box::pin(self.run_async(idx, cmd, argv)).await,
                         None if matches!(
                             spec.group,
-                            "hash" | "list" | "set" | "sorted-set" | "bitmap"
+                            "hash" | "list" | "set" | "sorted-set" | "bitmap" | "hyperloglog"
                         ) =>
                         {
                             let mark = self.reply.buf.len();

@@ -12,6 +12,7 @@ pub mod config;
 pub mod conn;
 pub mod defrag;
 pub mod glob;
+pub mod hll;
 pub mod hop;
 pub mod keyspace;
 pub mod longdouble;

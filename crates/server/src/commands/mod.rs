@@ -8,6 +8,7 @@ pub mod bitops;
 pub mod connection;
 pub mod docs;
 pub mod hash;
+pub mod hll;
 pub mod keyspace;
 pub mod list;
 pub mod pubsub;
@@ -711,6 +712,14 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("lastsave", 1, &["loading", "stale", "fast"], NOKEY, "server", "1.0.0", "Returns the Unix timestamp of the last successful save to disk.", &["@admin", "@fast", "@dangerous"], Handler::Conn(sv::lastsave)),
     spec("shutdown", -1, &["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"], NOKEY, "server", "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server.", A_ADMIN, Handler::Conn(sv::shutdown)),
     spec("debug", -2, ADMIN, NOKEY, "server", "1.0.0", "A container for debugging commands.", A_ADMIN, Handler::Conn(sv::debug)),
+    // hyperloglog (commands/hll.rs) and BITFIELD (commands/bitops.rs)
+    spec("pfadd", -2, WF, K1, "hyperloglog", "2.8.9", "Adds elements to a HyperLogLog key. Creates the key if it doesn't exist.", &["@write", "@hyperloglog", "@fast"], keyed(hll::pfadd)),
+    spec("pfcount", -2, R, KALL, "hyperloglog", "2.8.9", "Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s).", &["@read", "@hyperloglog", "@slow"], keyed(hll::pfcount)),
+    spec("pfmerge", -2, W, KALL, "hyperloglog", "2.8.9", "Merges one or more HyperLogLog values into a single key.", &["@write", "@hyperloglog", "@slow"], keyed(hll::pfmerge)),
+    spec("pfdebug", 3, &["write", "denyoom", "admin"], (2, 2, 1), "hyperloglog", "2.8.9", "Internal commands for debugging HyperLogLog values.", &["@write", "@hyperloglog", "@admin", "@slow", "@dangerous"], keyed(hll::pfdebug)),
+    spec("pfselftest", 1, &["admin"], NOKEY, "hyperloglog", "2.8.9", "An internal command for testing HyperLogLog values.", &["@hyperloglog", "@admin", "@slow", "@dangerous"], Handler::Conn(hll::pfselftest)),
+    spec("bitfield", -2, W, K1, "bitmap", "3.2.0", "Performs arbitrary bitfield integer operations on strings.", A_BIT_W, keyed(b::bitfield)),
+    spec("bitfield_ro", -2, RF, K1, "bitmap", "6.0.0", "Performs arbitrary read-only bitfield integer operations on strings.", A_BIT_RF, keyed(b::bitfield_ro)),
 ];
 
 const PS_SUB: &[&str] = &["pubsub", "noscript", "loading", "stale"];
