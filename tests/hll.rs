@@ -174,9 +174,19 @@ fn pfdebug_subcommands() {
     r.cmd(&["PFADD", "h2", "a"]);
     assert_eq!(r.cmd(&["PFDEBUG", "TODENSE", "h2"]), int(1));
     assert_eq!(r.cmd(&["PFCOUNT", "h2"]), int(1));
-    // PFDEBUG SIMD: Redis >= 8.0 (on a CPU with AVX2).
+}
+
+/// Needs Redis >= 8.0 (PFDEBUG SIMD is new there), on a CPU with AVX2.
+#[test]
+fn pfdebug_simd() {
+    let s = Server::start(&[]);
+    let mut r = s.raw();
     assert_eq!(r.cmd(&["PFDEBUG", "SIMD", "OFF"]), simple("disabled"));
     assert_eq!(r.cmd(&["PFDEBUG", "SIMD", "ON"]), simple("enabled"));
+    assert_eq!(
+        r.cmd(&["PFDEBUG", "SIMD", "MAYBE"]),
+        err("ERR Argument must be ON or OFF")
+    );
 }
 
 #[test]
@@ -219,6 +229,10 @@ fn pfselftest_passes() {
     skip_if_redis!();
     let s = Server::start(&[]);
     let mut r = s.raw();
+    // 10 million elements: seconds in a debug build.
+    r.stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(120)))
+        .unwrap();
     assert_eq!(r.cmd(&["PFSELFTEST"]), ok());
 }
 
