@@ -9,6 +9,7 @@
 use crate::reply::Reply;
 
 mod hash;
+mod hll;
 mod list;
 mod scripting;
 mod set;
@@ -265,6 +266,7 @@ pub fn all_docs() -> impl Iterator<Item = &'static Doc> {
         .chain(set::DOCS)
         .chain(zset::DOCS)
         .chain(scripting::DOCS)
+        .chain(hll::DOCS)
 }
 
 /// The arguments of `name` (lower case; `parent|sub` for subcommands); None when it takes
