@@ -52,8 +52,28 @@ fn store(x: &mut Exec, key: &[u8], v: &[u8]) {
     x.ks.put(x.db, key, v, Expiry::Keep, x.now_ms);
 }
 
+/// True when `v` is a valid dense HLL that none of `elements` would change: PFADD then
+/// answers 0 without copying or writing the value (the common case once an HLL is big).
+fn dense_unchanged(v: &[u8], elements: &[&[u8]]) -> bool {
+    hll::is_valid(v)
+        && !hll::is_sparse(v)
+        && elements.iter().all(|e| {
+            let (index, count) = hll::pat_len(e);
+            count <= hll::dense_get(&v[hll::HDR..], index)
+        })
+}
+
 /// PFADD key [element ...]
 pub fn pfadd(x: &mut Exec, a: &[&[u8]]) {
+    // Read in place first (PFADD is a write: it counts no keyspace hit or miss).
+    let stats = (x.ks.stats.hits, x.ks.stats.misses);
+    let unchanged =
+        x.ks.with_value(x.db, a[1], x.now_ms, |v| dense_unchanged(v, &a[2..]));
+    (x.ks.stats.hits, x.ks.stats.misses) = stats;
+    if let Ok(Some(true)) = unchanged {
+        x.reply.int(0);
+        return;
+    }
     let Ok(found) = read_hll(x, a[1], false) else {
         return;
     };
@@ -103,7 +123,26 @@ pub fn pfcount(x: &mut Exec, a: &[&[u8]]) {
         x.reply.int(hll::estimate(&hll::raw_histogram(&max)) as i64);
         return;
     }
-    let Ok(found) = read_hll(x, a[1], true) else {
+    // A valid cache is read in place, without copying the value.
+    let cached = x.ks.with_value(x.db, a[1], x.now_ms, |v| {
+        if hll::is_valid(v) {
+            hll::cached_card(v)
+        } else {
+            None
+        }
+    });
+    match cached {
+        Ok(Some(Some(card))) => {
+            x.reply.int(card as i64);
+            return;
+        }
+        Ok(None) => {
+            x.reply.int(0);
+            return;
+        }
+        _ => {}
+    }
+    let Ok(found) = read_hll(x, a[1], false) else {
         return;
     };
     let Some(mut v) = found else {
