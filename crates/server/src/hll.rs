@@ -486,11 +486,19 @@ pub fn count(v: &[u8]) -> Result<u64, Corrupt> {
 /// `max[i] = max(max[i], register i of v)` for the HLL `v` (valid).
 pub fn merge_into(max: &mut [u8; REGISTERS], v: &[u8]) -> Result<(), Corrupt> {
     if v[4] == DENSE {
-        let regs = &v[HDR..];
-        for (i, m) in max.iter_mut().enumerate() {
-            let r = dense_get(regs, i);
-            if r > *m {
-                *m = r;
+        // Three bytes hold four registers.
+        for (c, m) in v[HDR..DENSE_SIZE]
+            .chunks_exact(3)
+            .zip(max.chunks_exact_mut(4))
+        {
+            let regs = [
+                c[0] & 63,
+                (c[0] >> 6) | ((c[1] << 2) & 63),
+                (c[1] >> 4) | ((c[2] << 4) & 63),
+                c[2] >> 2,
+            ];
+            for (m, r) in m.iter_mut().zip(regs) {
+                *m = (*m).max(r);
             }
         }
         Ok(())
@@ -507,9 +515,14 @@ pub fn merge_into(max: &mut [u8; REGISTERS], v: &[u8]) -> Result<(), Corrupt> {
 
 /// Overwrites every register of dense `v` with `max` (Redis's `hllDenseCompress`).
 pub fn dense_fill(v: &mut [u8], max: &[u8; REGISTERS]) {
-    let regs = &mut v[HDR..];
-    for (i, m) in max.iter().enumerate() {
-        dense_put(regs, i, *m);
+    for (c, r) in v[HDR..DENSE_SIZE]
+        .chunks_exact_mut(3)
+        .zip(max.chunks_exact(4))
+    {
+        let r = [r[0] & 63, r[1] & 63, r[2] & 63, r[3] & 63];
+        c[0] = r[0] | (r[1] << 6);
+        c[1] = (r[1] >> 2) | (r[2] << 4);
+        c[2] = (r[2] >> 4) | (r[3] << 2);
     }
 }
 
@@ -714,6 +727,26 @@ mod tests {
         assert!(i > 3);
         for j in 0..i {
             assert_eq!(dense_get(&v[HDR..], j * 7), 1 + (j % 30) as u8);
+        }
+    }
+
+    #[test]
+    fn dense_merge_and_fill_match_register_access() {
+        let mut v = vec![0u8; DENSE_SIZE];
+        v[..4].copy_from_slice(b"HYLL");
+        let mut max = [0u8; REGISTERS];
+        for (i, m) in max.iter_mut().enumerate() {
+            *m = ((i * 7919) % 64) as u8;
+        }
+        dense_fill(&mut v, &max);
+        for (i, m) in max.iter().enumerate() {
+            assert_eq!(dense_get(&v[HDR..], i), *m, "register {i}");
+        }
+        let mut got = [0u8; REGISTERS];
+        got[5] = 63;
+        merge_into(&mut got, &v).unwrap();
+        for (i, m) in max.iter().enumerate() {
+            assert_eq!(got[i], if i == 5 { 63 } else { *m }, "register {i}");
         }
     }
 

@@ -720,6 +720,45 @@ mod tests {
     }
 
     #[test]
+    fn bitfield_types_and_fields() {
+        assert_eq!(field_type(b"i64"), Some((true, 64)));
+        assert_eq!(field_type(b"u63"), Some((false, 63)));
+        assert_eq!(field_type(b"u1"), Some((false, 1)));
+        for bad in [&b"u64"[..], b"i65", b"i0", b"i", b"x8", b"i08", b"I8", b""] {
+            assert_eq!(field_type(bad), None, "{bad:?}");
+        }
+        let mut v = vec![0u8; 10];
+        set_field(&mut v, 3, 8, 0xAB);
+        assert_eq!(&v[..2], &[0x15, 0x60]);
+        assert_eq!(get_unsigned(&v, 3, 8), 0xAB);
+        assert_eq!(get_signed(&v, 3, 8), 0xABu8 as i8 as i64);
+        set_field(&mut v, 5, 64, (-2i64) as u64);
+        assert_eq!(get_signed(&v, 5, 64), -2);
+        assert_eq!(get_unsigned(&v, 5, 63), u64::MAX >> 1);
+        // Reads past the end are zeros.
+        assert_eq!(get_unsigned(&[0xFF], 4, 8), 0xF0);
+    }
+
+    #[test]
+    fn bitfield_overflow_as_redis() {
+        use Overflow::*;
+        assert_eq!(unsigned_overflow(100, 257, 8, Wrap), (1, 101));
+        assert_eq!(unsigned_overflow(100, 257, 8, Sat), (1, 255));
+        assert_eq!(unsigned_overflow(100, -255, 8, Sat), (-1, 0));
+        assert_eq!(unsigned_overflow(100, -101, 8, Wrap), (-1, 255));
+        assert_eq!(unsigned_overflow(100, 155, 8, Fail), (0, 0));
+        // A negative SET on an unsigned field saturates to the top, as in Redis.
+        assert_eq!(unsigned_overflow((-1i64) as u64, 0, 8, Sat), (1, 255));
+        assert_eq!(signed_overflow(100, 100, 8, Wrap), (1, -56));
+        assert_eq!(signed_overflow(-100, -200, 8, Sat), (-1, -128));
+        assert_eq!(signed_overflow(127, 0, 8, Fail), (0, 0));
+        assert_eq!(signed_overflow(i64::MAX, 1, 64, Wrap), (1, i64::MIN));
+        assert_eq!(signed_overflow(i64::MIN, -1, 64, Sat), (-1, i64::MIN));
+        assert_eq!(signed_overflow(-1, i64::MIN, 64, Fail), (-1, 0));
+        assert_eq!(signed_overflow(300, 0, 8, Wrap), (1, 44));
+    }
+
+    #[test]
     fn bits_read_msb_first() {
         assert_eq!(bit_at(&[0x80], 0), 1);
         assert_eq!(bit_at(&[0x80], 1), 0);

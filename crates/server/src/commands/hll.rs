@@ -70,12 +70,26 @@ pub fn pfadd(x: &mut Exec, a: &[&[u8]]) {
     let unchanged =
         x.ks.with_value(x.db, a[1], x.now_ms, |v| dense_unchanged(v, &a[2..]));
     (x.ks.stats.hits, x.ks.stats.misses) = stats;
-    if let Ok(Some(true)) = unchanged {
-        x.reply.int(0);
-        return;
-    }
-    let Ok(found) = read_hll(x, a[1], false) else {
-        return;
+    let found = match unchanged {
+        Ok(Some(true)) => {
+            x.reply.int(0);
+            return;
+        }
+        Ok(None) => {
+            // Missing, or its value could not be read: then say why (as the dispatcher
+            // does) and write nothing.
+            if let Some(e) = x.ks.take_error() {
+                x.reply.error(&format!("ERR {e}"));
+                return;
+            }
+            None
+        }
+        _ => {
+            let Ok(found) = read_hll(x, a[1], false) else {
+                return;
+            };
+            found
+        }
     };
     let mut updated = 0;
     let mut v = found.unwrap_or_else(|| {
