@@ -471,6 +471,15 @@ pub static PARAMS: &[Param] = &[
         "64",
         true,
     ),
+    p(
+        "hll-sparse-max-bytes",
+        Kind::Memory {
+            min: 0,
+            max: I64MAX,
+        },
+        "3000",
+        true,
+    ),
     p("activerehashing", Kind::Bool, "yes", true),
     p("activedefrag", Kind::Bool, "no", true),
     p("stop-writes-on-bgsave-error", Kind::Bool, "yes", true),
@@ -550,6 +559,8 @@ pub struct Hot {
     pub pubsub_soft_seconds: AtomicU64,
     /// The collection encoding thresholds (`hash-max-listpack-entries`, ...).
     pub coll: crate::coll::HotThresholds,
+    /// `hll-sparse-max-bytes`.
+    pub hll_sparse_max_bytes: AtomicU64,
 }
 
 impl Hot {
@@ -869,6 +880,7 @@ impl Config {
                 pubsub_soft_limit: AtomicU64::new(0),
                 pubsub_soft_seconds: AtomicU64::new(0),
                 coll: Default::default(),
+                hll_sparse_max_bytes: AtomicU64::new(0),
             },
         };
         c.refresh_hot();
@@ -933,6 +945,8 @@ impl Config {
         h.proto_max_bulk_len
             .store(num("proto-max-bulk-len"), Ordering::Relaxed);
         h.maxclients.store(num("maxclients"), Ordering::Relaxed);
+        h.hll_sparse_max_bytes
+            .store(num("hll-sparse-max-bytes"), Ordering::Relaxed);
         h.timeout_s.store(num("timeout"), Ordering::Relaxed);
         h.auth_required
             .store(!get("requirepass").is_empty(), Ordering::Relaxed);

@@ -523,7 +523,13 @@ impl Conn {
                         Some(cmd) => Box::pin(self.run_async(idx, cmd, argv)).await,
                         None if matches!(
                             spec.group,
-                            "hash" | "list" | "set" | "sorted-set" | "bitmap" | "geo"
+                            "hash"
+                                | "list"
+                                | "set"
+                                | "sorted-set"
+                                | "bitmap"
+                                | "geo"
+                                | "hyperloglog"
                         ) =>
                         {
                             let mark = self.reply.buf.len();

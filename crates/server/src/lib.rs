@@ -13,6 +13,7 @@ pub mod conn;
 pub mod defrag;
 pub mod geohash;
 pub mod glob;
+pub mod hll;
 pub mod hop;
 pub mod keyspace;
 pub mod longdouble;

@@ -1,4 +1,5 @@
-//! Bit commands on strings (Redis's `bitops.c`): SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP.
+//! Bit commands on strings (Redis's `bitops.c`): SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP,
+//! BITFIELD and BITFIELD_RO.
 //! Bits are numbered from the most significant bit of the first byte, as in Redis; a
 //! missing key reads as an endless run of zero bits.
 
@@ -295,6 +296,352 @@ pub fn bitop(x: &mut Exec, a: &[&[u8]]) {
     x.reply.int(result.len() as i64);
 }
 
+/// BITFIELD's overflow behaviour.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Overflow {
+    Wrap,
+    Sat,
+    Fail,
+}
+
+/// One BITFIELD operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FieldOp {
+    Get,
+    Set(i64),
+    Incrby(i64),
+}
+
+/// A parsed BITFIELD operation with its type, offset and overflow mode.
+#[derive(Clone, Copy, Debug)]
+struct Field {
+    op: FieldOp,
+    offset: u64,
+    bits: u32,
+    signed: bool,
+    overflow: Overflow,
+}
+
+const BITFIELD_TYPE_ERR: &str =
+    "ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is.";
+
+/// `i1`..`i64` or `u1`..`u63`: (signed, bits).
+fn field_type(arg: &[u8]) -> Option<(bool, u32)> {
+    let signed = match arg.first() {
+        Some(b'i') => true,
+        Some(b'u') => false,
+        _ => return None,
+    };
+    // Redis reads the width as a C string: it stops at a NUL byte.
+    let digits = &arg[1..];
+    let digits = &digits[..digits.iter().position(|&b| b == 0).unwrap_or(digits.len())];
+    match parse_i64(digits) {
+        Some(b) if b >= 1 && b <= if signed { 64 } else { 63 } => Some((signed, b as u32)),
+        _ => None,
+    }
+}
+
+/// A BITFIELD offset: a bit number, or `#n` for the n-th field of `bits` bits.
+fn field_offset(x: &Exec, arg: &[u8], bits: u32) -> Option<u64> {
+    let (hash, digits) = match arg.first() {
+        Some(b'#') => (true, &arg[1..]),
+        _ => (false, arg),
+    };
+    let mut o = parse_i64(digits)?;
+    if hash {
+        o = o.wrapping_mul(i64::from(bits));
+    }
+    (o >= 0 && ((o as u64) >> 3) < super::string::max_len(x)).then_some(o as u64)
+}
+
+/// The unsigned `bits`-bit field at bit `offset` of `v` (zero past its end).
+fn get_unsigned(v: &[u8], offset: u64, bits: u32) -> u64 {
+    (0..u64::from(bits)).fold(0u64, |acc, j| (acc << 1) | u64::from(bit_at(v, offset + j)))
+}
+
+/// The signed `bits`-bit field at bit `offset` of `v`.
+fn get_signed(v: &[u8], offset: u64, bits: u32) -> i64 {
+    let u = get_unsigned(v, offset, bits);
+    if bits < 64 && u & (1 << (bits - 1)) != 0 {
+        (u | (u64::MAX << bits)) as i64
+    } else {
+        u as i64
+    }
+}
+
+/// Writes the low `bits` bits of `value` at bit `offset` of `v` (long enough).
+fn set_field(v: &mut [u8], offset: u64, bits: u32, value: u64) {
+    for j in 0..u64::from(bits) {
+        let bit = ((value >> (u64::from(bits) - 1 - j)) & 1) as u8;
+        let pos = offset + j;
+        let byte = (pos >> 3) as usize;
+        let shift = 7 - (pos & 7);
+        v[byte] = (v[byte] & !(1 << shift)) | (bit << shift);
+    }
+}
+
+/// Redis's `checkUnsignedBitfieldOverflow`: 0, 1 (overflow) or -1 (underflow), and the
+/// value to store instead (wrapped or saturated) when not 0.
+fn unsigned_overflow(value: u64, incr: i64, bits: u32, mode: Overflow) -> (i32, u64) {
+    let max = if bits == 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    };
+    let maxincr = max.wrapping_sub(value) as i64;
+    let minincr = (value as i64).wrapping_neg();
+    let wrap = || value.wrapping_add(incr as u64) & !(u64::MAX << bits);
+    if value > max || (incr > 0 && incr > maxincr) {
+        match mode {
+            Overflow::Wrap => (1, wrap()),
+            Overflow::Sat => (1, max),
+            Overflow::Fail => (1, 0),
+        }
+    } else if incr < 0 && incr < minincr {
+        match mode {
+            Overflow::Wrap => (-1, wrap()),
+            Overflow::Sat => (-1, 0),
+            Overflow::Fail => (-1, 0),
+        }
+    } else {
+        (0, 0)
+    }
+}
+
+/// Redis's `checkSignedBitfieldOverflow` (see [`unsigned_overflow`]).
+fn signed_overflow(value: i64, incr: i64, bits: u32, mode: Overflow) -> (i32, i64) {
+    let max = if bits == 64 {
+        i64::MAX
+    } else {
+        (1i64 << (bits - 1)) - 1
+    };
+    let min = -max - 1;
+    let maxincr = (max as u64).wrapping_sub(value as u64) as i64;
+    let minincr = min.wrapping_sub(value);
+    let wrap = || {
+        let c = (value as u64).wrapping_add(incr as u64);
+        if bits < 64 {
+            let mask = u64::MAX << bits;
+            if c & (1 << (bits - 1)) != 0 {
+                (c | mask) as i64
+            } else {
+                (c & !mask) as i64
+            }
+        } else {
+            c as i64
+        }
+    };
+    if value > max || (bits != 64 && incr > maxincr) || (value >= 0 && incr > 0 && incr > maxincr) {
+        match mode {
+            Overflow::Wrap => (1, wrap()),
+            Overflow::Sat => (1, max),
+            Overflow::Fail => (1, 0),
+        }
+    } else if value < min
+        || (bits != 64 && incr < minincr)
+        || (value < 0 && incr < 0 && incr < minincr)
+    {
+        match mode {
+            Overflow::Wrap => (-1, wrap()),
+            Overflow::Sat => (-1, min),
+            Overflow::Fail => (-1, 0),
+        }
+    } else {
+        (0, 0)
+    }
+}
+
+/// Parses BITFIELD's operations; replies with the error and returns None when one is bad.
+fn parse_fields(x: &mut Exec, a: &[&[u8]]) -> Option<Vec<Field>> {
+    let mut fields = Vec::new();
+    let mut overflow = Overflow::Wrap;
+    let mut j = 2;
+    while j < a.len() {
+        let rem = a.len() - j - 1;
+        let sub = a[j];
+        let op = if is(sub, "get") && rem >= 2 {
+            FieldOp::Get
+        } else if is(sub, "set") && rem >= 3 {
+            FieldOp::Set(0)
+        } else if is(sub, "incrby") && rem >= 3 {
+            FieldOp::Incrby(0)
+        } else if is(sub, "overflow") && rem >= 1 {
+            let t = a[j + 1];
+            overflow = if is(t, "wrap") {
+                Overflow::Wrap
+            } else if is(t, "sat") {
+                Overflow::Sat
+            } else if is(t, "fail") {
+                Overflow::Fail
+            } else {
+                x.reply.error("ERR Invalid OVERFLOW type specified");
+                return None;
+            };
+            j += 2;
+            continue;
+        } else {
+            x.reply.error(SYNTAX);
+            return None;
+        };
+        let Some((signed, bits)) = field_type(a[j + 1]) else {
+            x.reply.error(BITFIELD_TYPE_ERR);
+            return None;
+        };
+        let Some(offset) = field_offset(x, a[j + 2], bits) else {
+            x.reply.error(BIT_OFFSET_ERR);
+            return None;
+        };
+        let op = match op {
+            FieldOp::Get => FieldOp::Get,
+            FieldOp::Set(_) | FieldOp::Incrby(_) => {
+                let Some(n) = parse_i64(a[j + 3]) else {
+                    x.reply.error(NOT_INT);
+                    return None;
+                };
+                if matches!(op, FieldOp::Set(_)) {
+                    FieldOp::Set(n)
+                } else {
+                    FieldOp::Incrby(n)
+                }
+            }
+        };
+        fields.push(Field {
+            op,
+            offset,
+            bits,
+            signed,
+            overflow,
+        });
+        j += if op == FieldOp::Get { 3 } else { 4 };
+    }
+    Some(fields)
+}
+
+/// Runs one SET or INCRBY on `v`: the reply value (None: FAIL overflow, nothing written).
+fn write_field(v: &mut [u8], f: &Field) -> Option<i64> {
+    let (set, n) = match f.op {
+        FieldOp::Set(n) => (true, n),
+        FieldOp::Incrby(n) => (false, n),
+        FieldOp::Get => unreachable!("GET is not a write"),
+    };
+    if f.signed {
+        let old = get_signed(v, f.offset, f.bits);
+        let (ovf, limit, newval, ret) = if set {
+            let (o, l) = signed_overflow(n, 0, f.bits, f.overflow);
+            (o, l, if o != 0 { l } else { n }, old)
+        } else {
+            let (o, l) = signed_overflow(old, n, f.bits, f.overflow);
+            let nv = if o != 0 { l } else { old.wrapping_add(n) };
+            (o, l, nv, nv)
+        };
+        let _ = limit;
+        if ovf != 0 && f.overflow == Overflow::Fail {
+            return None;
+        }
+        set_field(v, f.offset, f.bits, newval as u64);
+        Some(ret)
+    } else {
+        let old = get_unsigned(v, f.offset, f.bits);
+        let (ovf, newval, ret) = if set {
+            let (o, l) = unsigned_overflow(n as u64, 0, f.bits, f.overflow);
+            (o, if o != 0 { l } else { n as u64 }, old)
+        } else {
+            let (o, l) = unsigned_overflow(old, n, f.bits, f.overflow);
+            let nv = if o != 0 {
+                l
+            } else {
+                old.wrapping_add(n as u64)
+            };
+            (o, nv, nv)
+        };
+        if ovf != 0 && f.overflow == Overflow::Fail {
+            return None;
+        }
+        set_field(v, f.offset, f.bits, newval);
+        Some(ret as i64)
+    }
+}
+
+/// BITFIELD and BITFIELD_RO.
+fn bitfield_generic(x: &mut Exec, a: &[&[u8]], read_only_cmd: bool) {
+    let Some(fields) = parse_fields(x, a) else {
+        return;
+    };
+    let writes = fields.iter().any(|f| f.op != FieldOp::Get);
+    if !writes {
+        let Ok(v) = super::string::read_str(x, a[1]) else {
+            return;
+        };
+        let v = v.unwrap_or_default();
+        x.reply.array(fields.len());
+        for f in &fields {
+            get_reply(x, &v, f);
+        }
+        return;
+    }
+    if read_only_cmd {
+        x.reply
+            .error("ERR BITFIELD_RO only supports the GET subcommand");
+        return;
+    }
+    let highest = fields
+        .iter()
+        .filter(|f| f.op != FieldOp::Get)
+        .map(|f| f.offset + u64::from(f.bits) - 1)
+        .max()
+        .unwrap_or(0);
+    let Ok(cur) = super::string::peek_str(x, a[1]) else {
+        return;
+    };
+    let existed = cur.is_some();
+    let mut v = cur.unwrap_or_default();
+    let old_len = v.len();
+    let need = (highest >> 3) as usize + 1;
+    if v.len() < need {
+        v.resize(need, 0);
+    }
+    let mut changed = v.len() != old_len;
+    x.reply.array(fields.len());
+    for f in &fields {
+        if f.op == FieldOp::Get {
+            get_reply(x, &v, f);
+            continue;
+        }
+        let before = get_unsigned(&v, f.offset, f.bits);
+        match write_field(&mut v, f) {
+            Some(r) => {
+                x.reply.int(r);
+                changed |= get_unsigned(&v, f.offset, f.bits) != before;
+            }
+            None => x.reply.null(),
+        }
+    }
+    // Redis creates or pads the string before running the operations, even when they
+    // all fail.
+    if changed || !existed {
+        x.ks.put(x.db, a[1], &v, Expiry::Keep, x.now_ms);
+    }
+}
+
+fn get_reply(x: &mut Exec, v: &[u8], f: &Field) {
+    if f.signed {
+        x.reply.int(get_signed(v, f.offset, f.bits));
+    } else {
+        x.reply.int(get_unsigned(v, f.offset, f.bits) as i64);
+    }
+}
+
+/// BITFIELD key [GET type offset | [OVERFLOW WRAP|SAT|FAIL] SET type offset value |
+/// INCRBY type offset increment ...]
+pub fn bitfield(x: &mut Exec, a: &[&[u8]]) {
+    bitfield_generic(x, a, false);
+}
+
+/// BITFIELD_RO key [GET type offset ...]
+pub fn bitfield_ro(x: &mut Exec, a: &[&[u8]]) {
+    bitfield_generic(x, a, true);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -370,6 +717,45 @@ mod tests {
         assert_eq!(bitop_result(BitOp::Xor, &srcs), vec![0xCC, 0xFF]);
         assert_eq!(bitop_result(BitOp::Not, &srcs[1..]), vec![0xC3]);
         assert_eq!(bitop_result(BitOp::Or, &[vec![], vec![]]), Vec::<u8>::new());
+    }
+
+    #[test]
+    fn bitfield_types_and_fields() {
+        assert_eq!(field_type(b"i64"), Some((true, 64)));
+        assert_eq!(field_type(b"u63"), Some((false, 63)));
+        assert_eq!(field_type(b"u1"), Some((false, 1)));
+        for bad in [&b"u64"[..], b"i65", b"i0", b"i", b"x8", b"i08", b"I8", b""] {
+            assert_eq!(field_type(bad), None, "{bad:?}");
+        }
+        let mut v = vec![0u8; 10];
+        set_field(&mut v, 3, 8, 0xAB);
+        assert_eq!(&v[..2], &[0x15, 0x60]);
+        assert_eq!(get_unsigned(&v, 3, 8), 0xAB);
+        assert_eq!(get_signed(&v, 3, 8), 0xABu8 as i8 as i64);
+        set_field(&mut v, 5, 64, (-2i64) as u64);
+        assert_eq!(get_signed(&v, 5, 64), -2);
+        assert_eq!(get_unsigned(&v, 5, 63), u64::MAX >> 1);
+        // Reads past the end are zeros.
+        assert_eq!(get_unsigned(&[0xFF], 4, 8), 0xF0);
+    }
+
+    #[test]
+    fn bitfield_overflow_as_redis() {
+        use Overflow::*;
+        assert_eq!(unsigned_overflow(100, 257, 8, Wrap), (1, 101));
+        assert_eq!(unsigned_overflow(100, 257, 8, Sat), (1, 255));
+        assert_eq!(unsigned_overflow(100, -255, 8, Sat), (-1, 0));
+        assert_eq!(unsigned_overflow(100, -101, 8, Wrap), (-1, 255));
+        assert_eq!(unsigned_overflow(100, 155, 8, Fail), (0, 0));
+        // A negative SET on an unsigned field saturates to the top, as in Redis.
+        assert_eq!(unsigned_overflow((-1i64) as u64, 0, 8, Sat), (1, 255));
+        assert_eq!(signed_overflow(100, 100, 8, Wrap), (1, -56));
+        assert_eq!(signed_overflow(-100, -200, 8, Sat), (-1, -128));
+        assert_eq!(signed_overflow(127, 0, 8, Fail), (0, 0));
+        assert_eq!(signed_overflow(i64::MAX, 1, 64, Wrap), (1, i64::MIN));
+        assert_eq!(signed_overflow(i64::MIN, -1, 64, Sat), (-1, i64::MIN));
+        assert_eq!(signed_overflow(-1, i64::MIN, 64, Fail), (-1, 0));
+        assert_eq!(signed_overflow(300, 0, 8, Wrap), (1, 44));
     }
 
     #[test]

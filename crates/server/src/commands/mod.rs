@@ -9,6 +9,7 @@ pub mod connection;
 pub mod docs;
 pub mod geo;
 pub mod hash;
+pub mod hll;
 pub mod keyspace;
 pub mod list;
 pub mod pubsub;
@@ -742,6 +743,14 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("georadiusbymember_ro", -5, R, K1, "geo", "3.2.10", "Returns members from a geospatial index that are within a distance from a member.", &["@read", "@geo", "@slow"], keyed(geo::georadiusbymember_ro)),
     spec("geosearch", -7, R, K1, "geo", "6.2.0", "Queries a geospatial index for members inside an area of a box or a circle.", &["@read", "@geo", "@slow"], keyed(geo::geosearch)),
     spec("geosearchstore", -8, W, (1, 2, 1), "geo", "6.2.0", "Queries a geospatial index for members inside an area of a box or a circle, optionally stores the result.", &["@write", "@geo", "@slow"], keyed(geo::geosearchstore)),
+    // hyperloglog (commands/hll.rs) and BITFIELD (commands/bitops.rs)
+    spec("pfadd", -2, WF, K1, "hyperloglog", "2.8.9", "Adds elements to a HyperLogLog key. Creates the key if it doesn't exist.", &["@write", "@hyperloglog", "@fast"], keyed(hll::pfadd)),
+    spec("pfcount", -2, R, KALL, "hyperloglog", "2.8.9", "Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s).", &["@read", "@hyperloglog", "@slow"], keyed(hll::pfcount)),
+    spec("pfmerge", -2, W, KALL, "hyperloglog", "2.8.9", "Merges one or more HyperLogLog values into a single key.", &["@write", "@hyperloglog", "@slow"], keyed(hll::pfmerge)),
+    spec("pfdebug", 3, &["write", "denyoom", "admin"], (2, 2, 1), "hyperloglog", "2.8.9", "Internal commands for debugging HyperLogLog values.", &["@write", "@hyperloglog", "@admin", "@slow", "@dangerous"], keyed(hll::pfdebug)),
+    spec("pfselftest", 1, &["admin"], NOKEY, "hyperloglog", "2.8.9", "An internal command for testing HyperLogLog values.", &["@hyperloglog", "@admin", "@slow", "@dangerous"], Handler::Conn(hll::pfselftest)),
+    spec("bitfield", -2, W, K1, "bitmap", "3.2.0", "Performs arbitrary bitfield integer operations on strings.", A_BIT_W, keyed(b::bitfield)),
+    spec("bitfield_ro", -2, RF, K1, "bitmap", "6.0.0", "Performs arbitrary read-only bitfield integer operations on strings.", A_BIT_RF, keyed(b::bitfield_ro)),
 ];
 
 const PS_SUB: &[&str] = &["pubsub", "noscript", "loading", "stale"];

@@ -10,6 +10,7 @@ use crate::reply::Reply;
 
 mod geo;
 mod hash;
+mod hll;
 mod list;
 mod scripting;
 mod set;
@@ -267,6 +268,7 @@ pub fn all_docs() -> impl Iterator<Item = &'static Doc> {
         .chain(zset::DOCS)
         .chain(scripting::DOCS)
         .chain(geo::DOCS)
+        .chain(hll::DOCS)
 }
 
 /// The arguments of `name` (lower case; `parent|sub` for subcommands); None when it takes
