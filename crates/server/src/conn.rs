@@ -635,6 +635,7 @@ impl Conn {
                 crate::commands::pubsub::publish(self, argv, crate::pubsub::Space::Shard).await
             }
             AsyncCmd::Pubsub => crate::commands::pubsub::pubsub(self, argv).await,
+            AsyncCmd::Swapdb => k::swapdb(self, argv).await,
         }
         self.info.blocked_in_command.set(false);
         self.sync_multi_worker_writes(COMMANDS[idx].has_flag("write"))
@@ -1137,6 +1138,10 @@ impl Conn {
                         Box::pin(k::flushall(self, &argv)).await;
                         true
                     }
+                    AsyncCmd::Swapdb => {
+                        Box::pin(k::swapdb(self, &argv)).await;
+                        true
+                    }
                     AsyncCmd::Info => {
                         Box::pin(sv::info(self, &argv)).await;
                         true
@@ -1157,7 +1162,10 @@ impl Conn {
                 };
                 self.ambient_txn = ambient;
                 let out = std::mem::replace(&mut self.reply, saved);
-                let wrote = matches!(cmd, AsyncCmd::Flushdb | AsyncCmd::Flushall);
+                let wrote = matches!(
+                    cmd,
+                    AsyncCmd::Flushdb | AsyncCmd::Flushall | AsyncCmd::Swapdb
+                );
                 (ran.then_some(out.buf), wrote)
             }
             Handler::Async(_) => (None, false),

@@ -620,6 +620,73 @@ pub async fn flushall(c: &mut Conn, a: &[&[u8]]) {
     c.reply.ok();
 }
 
+/// SWAPDB index1 index2: every worker swaps the two databases' tables while all workers
+/// are held (inside EXEC or a script, by the transaction that already holds them all),
+/// after the new database map is durable (see `crate::dbmap`).
+pub async fn swapdb(c: &mut Conn, a: &[&[u8]]) {
+    let index = |arg: &[u8]| parse_i64(arg).and_then(|v| i32::try_from(v).ok());
+    let Some(id1) = index(a[1]) else {
+        c.reply.error("ERR invalid first DB index");
+        return;
+    };
+    let Some(id2) = index(a[2]) else {
+        c.reply.error("ERR invalid second DB index");
+        return;
+    };
+    let databases = c.shared.config.get_i64("databases");
+    if id1 < 0 || i64::from(id1) >= databases || id2 < 0 || i64::from(id2) >= databases {
+        c.reply.error("ERR DB index is out of range");
+        return;
+    }
+    let (id1, id2) = (id1 as usize, id2 as usize);
+    if id1 == id2 {
+        c.reply.ok();
+        return;
+    }
+    // Hold every worker unless the running transaction already does.
+    let own = if c.ambient_txn == 0 {
+        let all: Vec<usize> = (0..c.shared.workers).collect();
+        let txn = crate::worker::Txn::begin(&c.shared, c.worker, all).await;
+        c.ambient_txn = txn.id();
+        Some(txn)
+    } else {
+        None
+    };
+    // Every record so far durable first: after a crash the map never describes a swap
+    // whose earlier writes were lost.
+    let synced = c
+        .on_all(|s| {
+            let (tx, rx) = flume::bounded(1);
+            crate::worker::commit_job(tx)(s);
+            rx
+        })
+        .await;
+    let mut failed = None;
+    for rx in synced {
+        if let Ok(Err(e)) = rx.recv_async().await {
+            failed = Some(e);
+        }
+    }
+    let result = match failed {
+        Some(e) => Err(format!("data file sync failed: {e}")),
+        None => crate::dbmap::swap(id1, id2),
+    };
+    if result.is_ok() {
+        c.on_all(move |s| s.keyspace.swap_dbs(id1, id2)).await;
+    }
+    if let Some(txn) = own {
+        c.ambient_txn = 0;
+        drop(txn);
+    }
+    match result {
+        Ok(()) => c.reply.ok(),
+        Err(e) => {
+            tracing::error!("SWAPDB {id1} {id2}: {e}");
+            c.reply.error(&format!("ERR SWAPDB failed: {e}"));
+        }
+    }
+}
+
 /// RANDOMKEY
 pub async fn randomkey(c: &mut Conn) {
     use rand::Rng;

@@ -82,6 +82,8 @@ pub enum AsyncCmd {
     Spublish,
     /// PUBSUB.
     Pubsub,
+    /// SWAPDB (every worker swaps two databases while all are held).
+    Swapdb,
 }
 
 /// How a command runs.
@@ -711,6 +713,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("lastsave", 1, &["loading", "stale", "fast"], NOKEY, "server", "1.0.0", "Returns the Unix timestamp of the last successful save to disk.", &["@admin", "@fast", "@dangerous"], Handler::Conn(sv::lastsave)),
     spec("shutdown", -1, &["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"], NOKEY, "server", "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server.", A_ADMIN, Handler::Conn(sv::shutdown)),
     spec("debug", -2, ADMIN, NOKEY, "server", "1.0.0", "A container for debugging commands.", A_ADMIN, Handler::Conn(sv::debug)),
+    // redis 7.2 core (commands/keyspace.rs, commands/server.rs)
+    spec("swapdb", 3, &["write", "fast"], NOKEY, "server", "4.0.0", "Swaps two Redis databases.", &["@keyspace", "@write", "@fast", "@dangerous"], Handler::Async(AsyncCmd::Swapdb)),
 ];
 
 const PS_SUB: &[&str] = &["pubsub", "noscript", "loading", "stale"];
