@@ -425,8 +425,27 @@ impl Conn {
                 return;
             }
             let m = self.multi.as_mut().expect("in MULTI");
-            if matches!(spec.handler, Handler::Async(cmd) if cmd != AsyncCmd::Sort && cmd != AsyncCmd::Eval)
-            {
+            // EXEC runs these inside its transaction (`run_in_txn`, which holds every
+            // worker when one is queued); the others cannot be queued yet.
+            let queueable = |cmd: AsyncCmd| {
+                use AsyncCmd::*;
+                matches!(
+                    cmd,
+                    Sort | Eval
+                        | Keys
+                        | Scan
+                        | Dbsize
+                        | Randomkey
+                        | Flushdb
+                        | Flushall
+                        | Info
+                        | Publish
+                        | Spublish
+                        | Pubsub
+                        | Swapdb
+                )
+            };
+            if matches!(spec.handler, Handler::Async(cmd) if !queueable(cmd)) {
                 m.error = true;
                 let msg = format!(
                     "ERR '{}' inside MULTI is not supported by Skerry yet",

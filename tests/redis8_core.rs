@@ -1,0 +1,278 @@
+//! Redis 7.2–8.0 core commands and options: SWAPDB (atomic across workers, durable), the
+//! collection encoding config names, OBJECT, ZRANK/ZREVRANK WITHSCORE, LPOS RANK, CLIENT
+//! KILL MAXAGE, COMMAND key specifications.
+//!
+//! Every expectation holds for Redis 8.0.2 too (`SKERRY_TEST_SERVER=redis
+//! SKERRY_REDIS_SERVER=/work/ref/redis-8.0.2/src/redis-server`).
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+
+/// SELECTs `db` on `r`.
+fn select(r: &mut Raw, db: u32) {
+    assert_eq!(r.cmd(&["SELECT", &db.to_string()]), ok());
+}
+
+/// The keys of the selected database, sorted.
+fn keys(r: &mut Raw) -> Vec<String> {
+    let mut k = r.cmd(&["KEYS", "*"]).strings();
+    k.sort();
+    k
+}
+
+#[test]
+fn swapdb_swaps_and_answers_redis_errors() {
+    let s = Server::start(&[]);
+    let mut r = s.raw();
+    r.cmd(&["SET", "a", "1"]);
+    r.cmd(&["RPUSH", "l", "x", "y"]);
+    select(&mut r, 1);
+    r.cmd(&["SET", "b", "2"]);
+    r.cmd(&["SADD", "s", "m"]);
+    assert_eq!(r.cmd(&["SWAPDB", "0", "1"]), ok());
+    assert_eq!(keys(&mut r), ["a", "l"]);
+    assert_eq!(r.cmd(&["LRANGE", "l", "0", "-1"]), bulks(&["x", "y"]));
+    select(&mut r, 0);
+    assert_eq!(keys(&mut r), ["b", "s"]);
+    assert_eq!(r.cmd(&["GET", "b"]), bulk("2"));
+    assert_eq!(r.cmd(&["DBSIZE"]), int(2));
+    // The same index twice: nothing happens.
+    assert_eq!(r.cmd(&["SWAPDB", "0", "0"]), ok());
+    assert_eq!(keys(&mut r), ["b", "s"]);
+    // Errors, in Redis's order and words.
+    assert_eq!(
+        r.cmd(&["SWAPDB", "x", "1"]),
+        err("ERR invalid first DB index")
+    );
+    assert_eq!(
+        r.cmd(&["SWAPDB", "0", "1.5"]),
+        err("ERR invalid second DB index")
+    );
+    assert_eq!(
+        r.cmd(&["SWAPDB", "99999999999", "1"]),
+        err("ERR invalid first DB index")
+    );
+    assert_eq!(
+        r.cmd(&["SWAPDB", "0", "16"]),
+        err("ERR DB index is out of range")
+    );
+    assert_eq!(
+        r.cmd(&["SWAPDB", "-1", "0"]),
+        err("ERR DB index is out of range")
+    );
+    assert_eq!(
+        r.cmd(&["SWAPDB", "0"]),
+        err("ERR wrong number of arguments for 'swapdb' command")
+    );
+    // Writes after the swap land in the database now selected, expiry included.
+    r.cmd(&["SET", "t", "v", "PX", "100000"]);
+    assert_eq!(r.cmd(&["SWAPDB", "1", "0"]), ok());
+    assert_eq!(keys(&mut r), ["a", "l"]);
+    select(&mut r, 1);
+    assert_eq!(keys(&mut r), ["b", "s", "t"]);
+    assert!(matches!(r.cmd(&["PTTL", "t"]), Value::Integer(n) if n > 90_000));
+}
+
+#[test]
+fn swapdb_inside_multi_and_watch() {
+    let s = Server::start(&[]);
+    let mut r = s.raw();
+    let mut other = s.raw();
+    select(&mut other, 1);
+    other.cmd(&["SET", "w", "from1"]);
+    // A WATCHed key absent from db 0 but present in db 1: the swap touches it.
+    r.cmd(&["WATCH", "w"]);
+    assert_eq!(other.cmd(&["SWAPDB", "0", "1"]), ok());
+    r.cmd(&["MULTI"]);
+    r.cmd(&["SET", "w", "mine"]);
+    assert_eq!(r.cmd(&["EXEC"]), Value::NullArray);
+    assert_eq!(r.cmd(&["GET", "w"]), bulk("from1"));
+    // A WATCHed key that exists in neither database is not touched.
+    r.cmd(&["WATCH", "nokey"]);
+    assert_eq!(other.cmd(&["SWAPDB", "0", "1"]), ok());
+    r.cmd(&["MULTI"]);
+    r.cmd(&["PING"]);
+    assert_eq!(r.cmd(&["EXEC"]), arr(vec![simple("PONG")]));
+    // Inside MULTI.
+    r.cmd(&["MULTI"]);
+    r.cmd(&["SET", "in0", "x"]);
+    r.cmd(&["SWAPDB", "0", "1"]);
+    r.cmd(&["GET", "in0"]);
+    assert_eq!(r.cmd(&["EXEC"]), arr(vec![ok(), ok(), Value::Null]));
+    select(&mut r, 1);
+    assert_eq!(r.cmd(&["GET", "in0"]), bulk("x"));
+}
+
+#[test]
+fn swapdb_wakes_clients_blocked_on_keys_of_either_database() {
+    let s = Server::start(&["--threads", "2"]);
+    let mut r = s.raw();
+    // Blocked in db 0 on a list db 1 has.
+    let mut b0 = s.raw();
+    b0.send(&resp_cmd(&["BLPOP", "q", "0"]));
+    // Blocked in db 1 on a key db 0 has with another type: stays blocked.
+    let mut b1 = s.raw();
+    select(&mut b1, 1);
+    b1.send(&resp_cmd(&["BLPOP", "str", "0"]));
+    std::thread::sleep(Duration::from_millis(200));
+    r.cmd(&["SET", "str", "v"]);
+    select(&mut r, 1);
+    r.cmd(&["RPUSH", "q", "hello"]);
+    assert_eq!(b0.try_read_value(Duration::from_millis(200)), None);
+    assert_eq!(r.cmd(&["SWAPDB", "0", "1"]), ok());
+    assert_eq!(
+        b0.try_read_value(Duration::from_secs(5)),
+        Some(bulks(&["q", "hello"]))
+    );
+    assert_eq!(b1.try_read_value(Duration::from_millis(300)), None);
+    // A list arriving in db 1's new contents wakes b1.
+    select(&mut r, 1);
+    r.cmd(&["DEL", "str"]);
+    r.cmd(&["RPUSH", "str", "z"]);
+    assert_eq!(
+        b1.try_read_value(Duration::from_secs(5)),
+        Some(bulks(&["str", "z"]))
+    );
+}
+
+/// RESP encoding of a command.
+fn resp_cmd(args: &[&str]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+    }
+    out
+}
+
+/// Concurrent INCRs in db 0 while another client swaps 0 and 1 over and over: every INCR
+/// lands whole in one database or the other, so the two counters add up to the INCRs made.
+fn swapdb_concurrent(threads: &str) {
+    let s = Server::start(&["--threads", threads]);
+    let keys: Vec<String> = (0..16).map(|i| format!("ctr:{i}")).collect();
+    let done = Arc::new(AtomicBool::new(false));
+    let total = Arc::new(AtomicU64::new(0));
+    let mut handles = Vec::new();
+    for t in 0..3 {
+        let port = s.port();
+        let keys = keys.clone();
+        let (done, total) = (done.clone(), total.clone());
+        handles.push(std::thread::spawn(move || {
+            let mut r = Raw::connect(port);
+            let mut i = t;
+            while !done.load(Ordering::SeqCst) {
+                let k = &keys[i % keys.len()];
+                assert!(matches!(r.cmd(&["INCR", k]), Value::Integer(_)));
+                total.fetch_add(1, Ordering::SeqCst);
+                i += 1;
+            }
+        }));
+    }
+    let mut r = s.raw();
+    for _ in 0..40 {
+        assert_eq!(r.cmd(&["SWAPDB", "0", "1"]), ok());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    done.store(true, Ordering::SeqCst);
+    for h in handles {
+        h.join().unwrap();
+    }
+    let mut sum = 0;
+    for db in [0, 1] {
+        select(&mut r, db);
+        for k in &keys {
+            if let Value::Bulk(v) = r.cmd(&["GET", k]) {
+                sum += String::from_utf8(v).unwrap().parse::<u64>().unwrap();
+            }
+        }
+    }
+    assert_eq!(sum, total.load(Ordering::SeqCst));
+    assert!(sum > 0);
+}
+
+#[test]
+fn swapdb_is_atomic_under_concurrent_writes_threads_2() {
+    swapdb_concurrent("2");
+}
+
+#[test]
+fn swapdb_is_atomic_under_concurrent_writes_threads_4() {
+    swapdb_concurrent("4");
+}
+
+/// Keys on every worker in databases 0, 1 and 2, swapped, written again, then the server
+/// is killed (SIGKILL) and restarted, twice: every key comes back in its database.
+fn swapdb_survives_kill_9(threads: &str) {
+    let mut s = Server::start(&[
+        "--threads",
+        threads,
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "always",
+    ]);
+    let n = 200;
+    {
+        let mut r = s.raw();
+        for db in 0..3u32 {
+            select(&mut r, db);
+            for i in 0..n {
+                r.cmd(&["SET", &format!("k{i}"), &format!("db{db}-{i}")]);
+            }
+            r.cmd(&["RPUSH", &format!("list{db}"), "a", "b"]);
+            r.cmd(&["HSET", "h", "f", &format!("{db}")]);
+        }
+        assert_eq!(r.cmd(&["SWAPDB", "0", "2"]), ok());
+        assert_eq!(r.cmd(&["SWAPDB", "1", "2"]), ok());
+        // Now db 0 = old 2, db 1 = old 0, db 2 = old 1. Writes after the swaps.
+        select(&mut r, 1);
+        r.cmd(&["SET", "after", "in1"]);
+        r.cmd(&["DEL", "k0"]);
+        s.kill();
+    }
+    s.start_again();
+    let check = |s: &Server| {
+        let mut r = s.raw();
+        for (db, old) in [(0u32, 2u32), (1, 0), (2, 1)] {
+            select(&mut r, db);
+            for i in [1, n / 2, n - 1] {
+                assert_eq!(
+                    r.cmd(&["GET", &format!("k{i}")]),
+                    bulk(&format!("db{old}-{i}")),
+                    "db {db} key k{i}"
+                );
+            }
+            assert_eq!(r.cmd(&["HGET", "h", "f"]), bulk(&old.to_string()));
+            assert_eq!(r.cmd(&["EXISTS", &format!("list{old}")]), int(1));
+            // db 1 gained "after" and lost "k0".
+            assert_eq!(r.cmd(&["DBSIZE"]), int(n as i64 + 2));
+        }
+        select(&mut r, 1);
+        assert_eq!(r.cmd(&["GET", "after"]), bulk("in1"));
+        assert_eq!(r.cmd(&["EXISTS", "k0"]), int(0));
+    };
+    check(&s);
+    // Once more across a restart, after another swap and back.
+    {
+        let mut r = s.raw();
+        assert_eq!(r.cmd(&["SWAPDB", "0", "1"]), ok());
+        assert_eq!(r.cmd(&["SWAPDB", "1", "0"]), ok());
+    }
+    s.kill();
+    s.start_again();
+    check(&s);
+}
+
+#[test]
+fn swapdb_survives_kill_9_threads_2() {
+    swapdb_survives_kill_9("2");
+}
+
+#[test]
+fn swapdb_survives_kill_9_threads_4() {
+    swapdb_survives_kill_9("4");
+}
