@@ -276,3 +276,122 @@ fn swapdb_survives_kill_9_threads_2() {
 fn swapdb_survives_kill_9_threads_4() {
     swapdb_survives_kill_9("4");
 }
+
+#[test]
+fn zrank_and_zrevrank_withscore() {
+    let s = Server::start(&[]);
+    let mut r = s.raw();
+    r.cmd(&["ZADD", "z", "1.5", "a", "2", "b", "-3", "c"]);
+    assert_eq!(r.cmd(&["ZRANK", "z", "a"]), int(1));
+    assert_eq!(
+        r.cmd(&["ZRANK", "z", "a", "WITHSCORE"]),
+        arr(vec![int(1), bulk("1.5")])
+    );
+    assert_eq!(
+        r.cmd(&["ZREVRANK", "z", "c", "withscore"]),
+        arr(vec![int(2), bulk("-3")])
+    );
+    assert_eq!(
+        r.cmd(&["ZRANK", "z", "nope", "WITHSCORE"]),
+        Value::NullArray
+    );
+    assert_eq!(
+        r.cmd(&["ZRANK", "nokey", "a", "WITHSCORE"]),
+        Value::NullArray
+    );
+    assert_eq!(r.cmd(&["ZREVRANK", "nokey", "a"]), Value::Null);
+    assert_eq!(
+        r.cmd(&["ZRANK", "z", "a", "WITHSCORES"]),
+        err("ERR syntax error")
+    );
+    assert_eq!(
+        r.cmd(&["ZRANK", "z", "a", "WITHSCORE", "x"]),
+        err("ERR wrong number of arguments for 'zrank' command")
+    );
+    r.cmd(&["SET", "str", "x"]);
+    assert_eq!(
+        r.cmd(&["ZREVRANK", "str", "a", "WITHSCORE"]),
+        err("WRONGTYPE Operation against a key holding the wrong kind of value")
+    );
+    // RESP3: a double.
+    r.cmd(&["HELLO", "3"]);
+    assert_eq!(
+        r.cmd(&["ZRANK", "z", "b", "WITHSCORE"]),
+        arr(vec![int(2), Value::Double("2".into())])
+    );
+    assert_eq!(r.cmd(&["ZRANK", "z", "nope", "WITHSCORE"]), Value::Null);
+}
+
+#[test]
+fn lpos_rank_bounds() {
+    let s = Server::start(&[]);
+    let mut r = s.raw();
+    r.cmd(&["RPUSH", "l", "a", "b", "c", "b"]);
+    assert_eq!(
+        r.cmd(&["LPOS", "l", "b", "RANK", "0"]),
+        err("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list")
+    );
+    assert_eq!(
+        r.cmd(&["LPOS", "l", "b", "RANK", "-9223372036854775808"]),
+        err("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
+    );
+    assert_eq!(
+        r.cmd(&["LPOS", "l", "b", "RANK", "-9223372036854775807"]),
+        Value::Null
+    );
+    assert_eq!(
+        r.cmd(&["LPOS", "l", "b", "RANK", "9223372036854775807"]),
+        Value::Null
+    );
+    assert_eq!(r.cmd(&["LPOS", "l", "b", "RANK", "-1"]), int(3));
+    assert_eq!(r.cmd(&["LPOS", "l", "b", "RANK", "2"]), int(3));
+    assert_eq!(
+        r.cmd(&["LPOS", "l", "b", "RANK", "-1", "COUNT", "0"]),
+        arr(vec![int(3), int(1)])
+    );
+    assert_eq!(
+        r.cmd(&["LPOS", "l", "b", "RANK", "x"]),
+        err("ERR value is not an integer or out of range")
+    );
+}
+
+#[test]
+fn client_kill_maxage() {
+    let s = Server::start(&["--threads", "2"]);
+    let mut r = s.raw();
+    let mut old1 = s.raw();
+    let mut old2 = s.raw();
+    assert_eq!(old1.cmd(&["PING"]), simple("PONG"));
+    assert_eq!(old2.cmd(&["PING"]), simple("PONG"));
+    assert_eq!(
+        r.cmd(&["CLIENT", "KILL", "MAXAGE", "0"]),
+        err("ERR maxage should be greater than 0")
+    );
+    assert_eq!(
+        r.cmd(&["CLIENT", "KILL", "MAXAGE", "x"]),
+        err("ERR maxage is not an integer or out of range")
+    );
+    // Three arguments are the old CLIENT KILL addr form.
+    assert_eq!(
+        r.cmd(&["CLIENT", "KILL", "MAXAGE"]),
+        err("ERR No such client")
+    );
+    assert_eq!(
+        r.cmd(&["CLIENT", "KILL", "MAXAGE", "5", "ID"]),
+        err("ERR syntax error")
+    );
+    std::thread::sleep(Duration::from_millis(2200));
+    let mut young = s.raw();
+    assert_eq!(young.cmd(&["PING"]), simple("PONG"));
+    // Older than 2 s: old1 and old2 (not r itself: SKIPME defaults to yes), not young.
+    assert_eq!(r.cmd(&["CLIENT", "KILL", "MAXAGE", "2"]), int(2));
+    assert!(old1.is_closed_within(Duration::from_secs(5)));
+    assert!(old2.is_closed_within(Duration::from_secs(5)));
+    assert_eq!(young.cmd(&["PING"]), simple("PONG"));
+    assert_eq!(r.cmd(&["CLIENT", "KILL", "MAXAGE", "100"]), int(0));
+    // With SKIPME no, the caller too.
+    assert_eq!(
+        r.cmd(&["CLIENT", "KILL", "MAXAGE", "1", "SKIPME", "no"]),
+        int(1)
+    );
+}
