@@ -395,3 +395,164 @@ fn client_kill_maxage() {
         int(1)
     );
 }
+
+/// The reference Redis 8 server for differential tests: `SKERRY_REDIS_SERVER`, else the
+/// build in /work/ref; None (the test is skipped) when neither is a Redis 8.
+fn start_redis8() -> Option<Server> {
+    if std::env::var("SKERRY_REDIS_SERVER").is_err() {
+        let local = "/work/ref/redis-8.0.2/src/redis-server";
+        if std::path::Path::new(local).exists() {
+            std::env::set_var("SKERRY_REDIS_SERVER", local);
+        }
+    }
+    let s = Server::start_reference(&[]);
+    let mut r = s.raw();
+    let info = match r.cmd(&["INFO", "server"]) {
+        Value::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
+        Value::Verbatim(_, b) => String::from_utf8_lossy(&b).into_owned(),
+        _ => String::new(),
+    };
+    if !info.contains("redis_version:8.") {
+        eprintln!("skipped: the reference server is not Redis 8");
+        return None;
+    }
+    Some(s)
+}
+
+/// COMMAND INFO's first/last/step and key specifications of every command (and
+/// subcommand) Skerry has are Redis 8.0's.
+#[test]
+fn command_info_key_specs_match_redis8() {
+    let Some(redis) = start_redis8() else { return };
+    let skerry = Server::start(&[]);
+    let (mut a, mut b) = (skerry.raw(), redis.raw());
+    let names = a.cmd(&["COMMAND", "LIST"]).strings();
+    let theirs: std::collections::HashSet<String> =
+        b.cmd(&["COMMAND", "LIST"]).strings().into_iter().collect();
+    let mut compared = 0;
+    let mut bad = Vec::new();
+    for name in names.iter().filter(|n| theirs.contains(*n)) {
+        let (x, y) = (
+            a.cmd(&["COMMAND", "INFO", name]),
+            b.cmd(&["COMMAND", "INFO", name]),
+        );
+        let (Value::Array(x), Value::Array(y)) = (x, y) else {
+            bad.push(format!("{name}: not an array"));
+            continue;
+        };
+        let (Value::Array(x), Value::Array(y)) = (&x[0], &y[0]) else {
+            bad.push(format!("{name}: no entry"));
+            continue;
+        };
+        // 3..6 first/last/step, 8 key specs.
+        for i in [3, 4, 5, 8] {
+            if x[i] != y[i] {
+                bad.push(format!("{name} [{i}]: {:?} vs Redis {:?}", x[i], y[i]));
+            }
+        }
+        compared += 1;
+    }
+    assert!(compared > 200, "only {compared} commands compared");
+    assert!(
+        bad.is_empty(),
+        "{} differences:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+}
+
+/// COMMAND GETKEYS / GETKEYSANDFLAGS answer as Redis 8.0 for a spread of commands: range,
+/// keyword and keynum specs, variable flags (SET, BITFIELD), the key functions (SORT,
+/// MIGRATE), subcommands, and the errors.
+#[test]
+fn command_getkeys_and_flags_match_redis8() {
+    let Some(redis) = start_redis8() else { return };
+    let skerry = Server::start(&[]);
+    let (mut a, mut b) = (skerry.raw(), redis.raw());
+    let cases: &[&[&str]] = &[
+        &["LMOVE", "src", "dst", "LEFT", "RIGHT"],
+        &["RPOPLPUSH", "s", "d"],
+        &["GET", "k"],
+        &["SET", "k", "v"],
+        &["SET", "k", "v", "GET"],
+        &["SET", "k", "v", "EX", "10", "get"],
+        &["MSET", "a", "1", "b", "2"],
+        &["DEL", "a", "b", "c"],
+        &["SORT", "l", "BY", "w*", "GET", "#", "STORE", "dst"],
+        &["SORT", "l", "LIMIT", "0", "1", "STORE", "x", "STORE", "y"],
+        &["SORT_RO", "l", "BY", "x"],
+        &["ZUNIONSTORE", "d", "2", "a", "b", "WEIGHTS", "1", "2"],
+        &["ZUNIONSTORE", "d", "x", "a"],
+        &["ZINTER", "2", "a", "b"],
+        &["ZINTERCARD", "2", "a", "b", "LIMIT", "3"],
+        &["SINTERCARD", "3", "a", "b", "c"],
+        &["LMPOP", "2", "a", "b", "LEFT"],
+        &["BLMPOP", "0", "1", "a", "RIGHT"],
+        &["ZMPOP", "1", "z", "MIN"],
+        &["BZMPOP", "1", "2", "a", "b", "MAX"],
+        &["EVAL", "return 1", "2", "k1", "k2", "arg"],
+        &["EVAL", "return 1", "0"],
+        &["EVALSHA", "abc", "1", "k"],
+        &["FCALL", "f", "1", "k", "a"],
+        &["OBJECT", "ENCODING", "k"],
+        &["OBJECT", "FREQ", "k"],
+        &["MEMORY", "USAGE", "k"],
+        &["BITFIELD", "k", "GET", "u8", "0"],
+        &["BITFIELD", "k", "SET", "u8", "0", "1"],
+        &["BITFIELD_RO", "k", "GET", "u8", "0"],
+        &["RENAME", "a", "b"],
+        &["COPY", "a", "b", "DB", "1"],
+        &["SMOVE", "a", "b", "m"],
+        &["BLPOP", "a", "b", "0"],
+        &["GETEX", "k", "PERSIST"],
+        &["GETDEL", "k"],
+        &["LCS", "a", "b"],
+        &["PFMERGE", "d", "a", "b"],
+        &["EXPIRE", "k", "10"],
+        &["WATCH", "a", "b"],
+        &["TOUCH", "a"],
+        &["XREAD", "COUNT", "1", "STREAMS", "s1", "s2", "0", "0"],
+        &[
+            "GEOSEARCHSTORE",
+            "d",
+            "s",
+            "FROMLONLAT",
+            "0",
+            "0",
+            "BYRADIUS",
+            "1",
+            "km",
+            "ASC",
+        ],
+        // Errors.
+        &["PING"],
+        &["NOSUCH", "a"],
+        &["GET"],
+        &["GET", "a", "b"],
+        &["CLIENT", "KILL", "x"],
+        &["OBJECT", "NOPE", "k"],
+        &["CONFIG", "GET", "x"],
+    ];
+    let mut bad = Vec::new();
+    for case in cases {
+        // Only commands Skerry has (others are being added by other branches).
+        let known = a.cmd(&["COMMAND", "INFO", case[0]]);
+        if known == arr(vec![Value::Null]) && case[0] != "NOSUCH" {
+            continue;
+        }
+        for sub in ["GETKEYS", "GETKEYSANDFLAGS"] {
+            let mut argv = vec!["COMMAND", sub];
+            argv.extend_from_slice(case);
+            let (x, y) = (a.cmd(&argv), b.cmd(&argv));
+            if x != y {
+                bad.push(format!("{argv:?}: {x:?} vs Redis {y:?}"));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "{} differences:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+}

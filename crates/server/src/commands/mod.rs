@@ -9,6 +9,7 @@ pub mod connection;
 pub mod docs;
 pub mod hash;
 pub mod keyspace;
+pub mod keyspecs;
 pub mod list;
 pub mod pubsub;
 pub mod server;
@@ -520,7 +521,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("sinter", -2, R, KALL, "set", "1.0.0", "Returns the intersect of multiple sets.", A_SET_R, keyed(st::sinter)),
     CommandSpec {
         key_finder: Some(keys_numkeys_at_1),
-        ..spec("sintercard", -3, R, (2, 2, 1), "set", "7.0.0", "Returns the number of members of the intersect of multiple sets.", A_SET_R, keyed(st::sintercard))
+        ..spec("sintercard", -3, &["readonly", "movablekeys"], (2, 2, 1), "set", "7.0.0", "Returns the number of members of the intersect of multiple sets.", A_SET_R, keyed(st::sintercard))
     },
     spec("sinterstore", -3, W, KALL, "set", "1.0.0", "Stores the intersect of multiple sets in a key.", A_SET_W, keyed(st::sinterstore)),
     spec("sunion", -2, R, KALL, "set", "1.0.0", "Returns the union of multiple sets.", A_SET_R, keyed(st::sunion)),
@@ -918,13 +919,13 @@ pub static COMMAND_SUBS: &[SubSpec] = &[
     },
     SubSpec {
         name: "command|getkeys",
-        arity: -4,
+        arity: -3,
         flags: &["loading", "stale"],
         summary: "Extracts the key names from an arbitrary command.",
     },
     SubSpec {
         name: "command|getkeysandflags",
-        arity: -4,
+        arity: -3,
         flags: &["loading", "stale"],
         summary: "Extracts the key names and access flags for an arbitrary command.",
     },
@@ -1294,5 +1295,96 @@ mod tests {
         assert_eq!(parse_i64(b"01"), None);
         assert_eq!(parse_i64(b"-0"), None);
         assert_eq!(parse_i64(b""), None);
+    }
+}
+
+#[cfg(test)]
+mod keyspec_tests {
+    use super::keyspecs;
+    use super::COMMANDS;
+
+    /// Every command Skerry has that Redis 8.0 has: the table's first/last/step (dispatch
+    /// routes by them) and `movablekeys` agree with the legacy range Redis derives from its
+    /// key specs; subcommands too.
+    #[test]
+    fn command_table_key_positions_agree_with_redis_json() {
+        let mut bad = Vec::new();
+        let mut checked = 0;
+        for c in COMMANDS {
+            if let Some(k) = keyspecs::find(c.name) {
+                checked += 1;
+                let ours = (c.first_key, c.last_key, c.step);
+                // Commands whose keys a key finder locates (numkeys) or whose subcommands
+                // hold the keys (OBJECT, MEMORY) keep a first key for routing; COMMAND
+                // INFO prints Redis's (0, 0, 0) for them.
+                let routed = c.key_finder.is_some() || !c.subcommands.is_empty();
+                if routed && ![(0, 0, 0), ours].contains(&(k.first, k.last, k.step)) {
+                    bad.push(format!(
+                        "{}: Redis has a fixed range {:?}",
+                        c.name,
+                        (k.first, k.last, k.step)
+                    ));
+                }
+                if !routed && ours != (k.first, k.last, k.step) {
+                    bad.push(format!(
+                        "{}: {ours:?} vs Redis {:?}",
+                        c.name,
+                        (k.first, k.last, k.step)
+                    ));
+                }
+                if c.flags.contains(&"movablekeys") != k.movable {
+                    bad.push(format!(
+                        "{}: movablekeys {} vs Redis {}",
+                        c.name, !k.movable, k.movable
+                    ));
+                }
+                if c.arity != k.arity {
+                    bad.push(format!(
+                        "{}: arity {} vs Redis {}",
+                        c.name, c.arity, k.arity
+                    ));
+                }
+            }
+            for s in c.subcommands {
+                if let Some(k) = keyspecs::find(s.name) {
+                    if s.arity != k.arity {
+                        bad.push(format!(
+                            "{}: arity {} vs Redis {}",
+                            s.name, s.arity, k.arity
+                        ));
+                    }
+                }
+            }
+        }
+        assert!(
+            checked > 150,
+            "only {checked} commands found in the key spec table"
+        );
+        assert!(
+            bad.is_empty(),
+            "{} disagreements:\n{}",
+            bad.len(),
+            bad.join("\n")
+        );
+    }
+
+    #[test]
+    fn table_is_sorted_and_complete() {
+        assert!(keyspecs::COMMAND_KEYS
+            .windows(2)
+            .all(|w| w[0].name < w[1].name));
+        // Commands other helpers are adding are already there.
+        for name in [
+            "xadd",
+            "xreadgroup",
+            "geoadd",
+            "pfmerge",
+            "hgetex",
+            "hexpire",
+            "bitfield",
+        ] {
+            assert!(keyspecs::find(name).is_some(), "{name}");
+        }
+        assert!(keyspecs::find("object|encoding").is_some());
     }
 }
