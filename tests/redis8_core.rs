@@ -556,3 +556,132 @@ fn command_getkeys_and_flags_match_redis8() {
         bad.join("\n")
     );
 }
+
+/// Runs `script` on Skerry and on Redis 8 and compares every reply.
+fn differential(script: &[Vec<String>], args: &[&str]) {
+    let Some(redis) = start_redis8() else { return };
+    let skerry = Server::start(args);
+    let (mut a, mut b) = (skerry.raw(), redis.raw());
+    let mut bad = Vec::new();
+    for cmd in script {
+        let argv: Vec<&str> = cmd.iter().map(|s| s.as_str()).collect();
+        let (x, y) = (a.cmd(&argv), b.cmd(&argv));
+        if x != y {
+            bad.push(format!("{argv:?}: {x:?} vs Redis {y:?}"));
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "{} differences:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+}
+
+fn script(lines: &[&str]) -> Vec<Vec<String>> {
+    lines
+        .iter()
+        .map(|l| l.split(' ').map(str::to_string).collect())
+        .collect()
+}
+
+/// OBJECT ENCODING's names chosen by Redis 8's thresholds, the config names that set them,
+/// OBJECT REFCOUNT and FREQ: the same replies as Redis 8.0.
+#[test]
+fn object_encoding_and_config_names_match_redis8() {
+    let long = "x".repeat(45);
+    let mut lines: Vec<String> = [
+        // Config names, aliases and defaults.
+        "CONFIG GET set-max-listpack-entries",
+        "CONFIG GET set-max-listpack-value",
+        "CONFIG GET set-max-intset-entries",
+        "CONFIG GET hash-max-ziplist-entries",
+        "CONFIG GET zset-max-ziplist-value",
+        "CONFIG GET list-max-ziplist-size",
+        "CONFIG GET list-compress-depth",
+        "CONFIG SET list-max-listpack-size -6",
+        "CONFIG GET list-max-listpack-size",
+        "CONFIG SET list-max-listpack-size -2",
+        "CONFIG SET set-max-listpack-entries x",
+        // Strings.
+        "SET s1 12345",
+        "OBJECT ENCODING s1",
+        "SET s2 abc",
+        "OBJECT ENCODING s2",
+        "OBJECT REFCOUNT s1",
+        "OBJECT REFCOUNT s2",
+        "SET s3 99999",
+        "OBJECT REFCOUNT s3",
+        "OBJECT FREQ s1",
+        "OBJECT ENCODING nokey",
+        "OBJECT REFCOUNT nokey",
+        // Sets: intset -> listpack -> hashtable, and never back.
+        "SADD set1 1 2 3",
+        "OBJECT ENCODING set1",
+        "SADD set1 a",
+        "OBJECT ENCODING set1",
+        "SREM set1 a",
+        "OBJECT ENCODING set1",
+        "SADD set2 a b c",
+        "OBJECT ENCODING set2",
+        "CONFIG SET set-max-listpack-entries 4",
+        "SADD set2 d",
+        "OBJECT ENCODING set2",
+        "SADD set2 e",
+        "OBJECT ENCODING set2",
+        "SREM set2 e d c",
+        "OBJECT ENCODING set2",
+        "SADD set3 a b c d e f",
+        "OBJECT ENCODING set3",
+        "CONFIG SET set-max-listpack-entries 128",
+        "CONFIG SET set-max-intset-entries 3",
+        "SADD set4 1 2 3 4",
+        "OBJECT ENCODING set4",
+        "SADD set5 1 2",
+        "SADD set5 3 4",
+        "OBJECT ENCODING set5",
+        "CONFIG SET set-max-intset-entries 512",
+        "CONFIG SET set-max-listpack-value 4",
+        "SADD set6 a",
+        "OBJECT ENCODING set6",
+        "SADD set6 abcde",
+        "OBJECT ENCODING set6",
+        "CONFIG SET set-max-listpack-value 64",
+        // Hashes and sorted sets.
+        "HSET h f v",
+        "OBJECT ENCODING h",
+        "CONFIG SET hash-max-ziplist-entries 1",
+        "HSET h g w",
+        "OBJECT ENCODING h",
+        "ZADD z 1 a",
+        "OBJECT ENCODING z",
+        "CONFIG SET zset-max-listpack-entries 1",
+        "ZADD z 2 b",
+        "OBJECT ENCODING z",
+        // Lists.
+        "RPUSH l a b c",
+        "OBJECT ENCODING l",
+        "CONFIG SET list-max-listpack-size 4",
+        "RPUSH l d e",
+        "OBJECT ENCODING l",
+        "RPUSH l2 1 2 3",
+        "OBJECT ENCODING l2",
+        "CONFIG SET list-max-listpack-size -1",
+        "OBJECT ENCODING l2",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    lines.push(format!("SET s4 {long}"));
+    lines.push("OBJECT ENCODING s4".into());
+    lines.push(format!("SET s5 {}", &long[..44]));
+    lines.push("OBJECT ENCODING s5".into());
+    // A list past 4 KiB of listpack bytes.
+    let big = "y".repeat(1000);
+    for _ in 0..5 {
+        lines.push(format!("RPUSH l3 {big}"));
+        lines.push("OBJECT ENCODING l3".into());
+    }
+    let refs: Vec<&str> = lines.iter().map(|s| s.as_str()).collect();
+    differential(&script(&refs), &[]);
+}

@@ -81,7 +81,20 @@ fn order_result(x: &Exec, members: &mut [&[u8]]) {
 /// SADD key member [member ...]
 pub fn sadd(x: &mut Exec, a: &[&[u8]]) {
     let Ok(s) = take(x, a[1]) else { return };
-    let mut s = s.unwrap_or_default();
+    let mut s = s.unwrap_or_else(|| {
+        // Redis's setTypeCreate(first member, members given): the new set's encoding.
+        let t = x.thresholds();
+        let hint = a.len() - 2;
+        let mut s = Set::default();
+        if !(crate::coll::set::is_intset_member(a[2]) && hint <= t.set_max_intset_entries) {
+            if hint <= t.set_max_listpack_entries {
+                s.listpack = true;
+            } else {
+                s.big = true;
+            }
+        }
+        s
+    });
     let mut added = 0;
     for m in &a[2..] {
         added += i64::from(s.insert(m));
@@ -255,6 +268,7 @@ fn spop_count(x: &mut Exec, a: &[&[u8]]) {
     let stored = if remaining * SPOP_MOVE_STRATEGY_MUL <= count {
         // Redis builds a new set of the members that stay and lists the old one.
         s.big = false;
+        s.listpack = false;
         if was_intset {
             let mut refs: Vec<&[u8]> = popped.iter().map(|m| &m[..]).collect();
             sort_numeric(&mut refs);
