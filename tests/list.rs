@@ -29,7 +29,8 @@ fn push_and_len() {
     assert_eq!(r.cmd(&["LLEN", "l"]), int(5));
     assert_eq!(r.cmd(&["LLEN", "nokey"]), int(0));
     assert_eq!(r.cmd(&["TYPE", "l"]), simple("list"));
-    assert_eq!(r.cmd(&["OBJECT", "ENCODING", "l"]), bulk("quicklist"));
+    // Redis 7.2+: a small list is a listpack.
+    assert_eq!(r.cmd(&["OBJECT", "ENCODING", "l"]), bulk("listpack"));
     // The X forms only push onto an existing list.
     assert_eq!(r.cmd(&["LPUSHX", "nokey", "a"]), int(0));
     assert_eq!(r.cmd(&["RPUSHX", "nokey", "a", "b"]), int(0));

@@ -647,6 +647,12 @@ fn object_encoding_and_config_names_match_redis8() {
         "SADD set6 abcde",
         "OBJECT ENCODING set6",
         "CONFIG SET set-max-listpack-value 64",
+        // A listpack set lists the intset's order, then the members added since.
+        "SADD ord 10 -3 2",
+        "SADD ord x -7",
+        "SMEMBERS ord",
+        "SADD ord2 5 a 3",
+        "SMEMBERS ord2",
         // Hashes and sorted sets.
         "HSET h f v",
         "OBJECT ENCODING h",

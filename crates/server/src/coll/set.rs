@@ -228,7 +228,7 @@ impl Set {
     /// the set is intset-encoded, the set's own order otherwise.
     pub fn ordered(&self) -> Vec<&[u8]> {
         let mut out: Vec<&[u8]> = self.iter().collect();
-        if !self.big {
+        if !self.big && !self.listpack {
             sort_numeric(&mut out);
         }
         out
@@ -435,12 +435,31 @@ impl Set {
                 }
             } else if fits_listpack(self) {
                 self.listpack = true;
+                self.sort_int_prefix();
             } else {
                 self.big = true;
             }
         } else if !fits_listpack(self) {
             self.big = true;
         }
+    }
+
+    /// On leaving the intset encoding for a listpack: the members the intset held (the
+    /// integers before the first other member) take the intset's numeric order, which
+    /// Redis's conversion keeps; the members added since follow in their order.
+    fn sort_int_prefix(&mut self) {
+        let [p] = &mut self.parts[..] else {
+            return;
+        };
+        let n = p.iter().take_while(|m| is_intset_member(m)).count();
+        let mut all: Vec<Vec<u8>> = p.drain(..).collect();
+        all[..n].sort_by_key(|m| {
+            std::str::from_utf8(m)
+                .ok()
+                .and_then(|t| t.parse::<i64>().ok())
+                .unwrap_or(0)
+        });
+        p.extend(all);
     }
 
     /// OBJECT ENCODING's answer.
@@ -532,8 +551,15 @@ mod tests {
         ] {
             let mut s = set_of(&["1", not_int]);
             s.note_encoding(&t);
-            assert_eq!(s.encoding_name(), "hashtable", "{not_int:?}");
+            assert_eq!(s.encoding_name(), "listpack", "{not_int:?}");
         }
+        // A listpack past its limits becomes a hashtable.
+        let mut s = set_of(&["a", "b"]);
+        s.note_encoding(&t);
+        assert_eq!(s.encoding_name(), "listpack");
+        s.insert("x".repeat(t.set_max_listpack_value + 1).as_bytes());
+        s.note_encoding(&t);
+        assert_eq!(s.encoding_name(), "hashtable");
         let mut s = Set::default();
         for i in 0..t.set_max_intset_entries {
             s.insert(i.to_string().as_bytes());
@@ -558,9 +584,14 @@ mod tests {
         assert_eq!(got, vec![&b"-20"[..], b"-3", b"2", b"10", b"100"]);
         s.insert(b"x");
         s.note_encoding(&Thresholds::default());
-        // A hashtable set keeps its own order.
+        assert_eq!(s.encoding_name(), "listpack");
+        // A listpack set keeps the intset's order, then the members added since.
         let got: Vec<&[u8]> = s.ordered();
-        assert_eq!(got, vec![&b"10"[..], b"-3", b"2", b"100", b"-20", b"x"]);
+        assert_eq!(got, vec![&b"-20"[..], b"-3", b"2", b"10", b"100", b"x"]);
+        s.insert(b"-50");
+        s.note_encoding(&Thresholds::default());
+        let got: Vec<&[u8]> = s.ordered();
+        assert_eq!(got.last(), Some(&&b"-50"[..]));
         let t = Thresholds::default();
         assert!(fits_intset(2, [&b"1"[..], b"2"].into_iter(), &t));
         assert!(!fits_intset(2, [&b"1"[..], b"b"].into_iter(), &t));

@@ -540,7 +540,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("zscore", 3, RF, K1, "sorted-set", "1.2.0", "Get the score associated with the given member in a sorted set", A_ZSET_RF, keyed(z::zscore)),
     spec("zmscore", -3, RF, K1, "sorted-set", "6.2.0", "Get the score associated with the given members in a sorted set", A_ZSET_RF, keyed(z::zmscore)),
     spec("zrank", -3, RF, K1, "sorted-set", "2.0.0", "Returns the index of a member in a sorted set ordered by ascending scores.", A_ZSET_RF, keyed(z::zrank)),
-    spec("zrevrank", -3, RF, K1, "sorted-set", "2.2.0", "Returns the index of a member in a sorted set ordered by descending scores.", A_ZSET_RF, keyed(z::zrevrank)),
+    spec("zrevrank", -3, RF, K1, "sorted-set", "2.0.0", "Returns the index of a member in a sorted set ordered by descending scores.", A_ZSET_RF, keyed(z::zrevrank)),
     spec("zrange", -4, R, K1, "sorted-set", "1.2.0", "Return a range of members in a sorted set", A_ZSET_R, keyed(z::zrange)),
     spec("zrangestore", -5, W, (1, 2, 1), "sorted-set", "6.2.0", "Store a range of members from sorted set into another key", A_ZSET_W, keyed(z::zrangestore)),
     spec("zrangebyscore", -4, R, K1, "sorted-set", "1.0.5", "Return a range of members in a sorted set, by score", A_ZSET_R, keyed(z::zrangebyscore)),
