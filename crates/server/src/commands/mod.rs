@@ -1212,7 +1212,20 @@ pub fn parse_f64(b: &[u8]) -> Option<f64> {
 /// Parses a blocking command's timeout (seconds, decimals allowed) into milliseconds (0 =
 /// for ever), replying with Redis's error when it is not valid.
 pub fn parse_block_timeout(reply: &mut Reply, arg: &[u8]) -> Option<u64> {
-    let Some(secs) = parse_f64(arg).filter(|v| v.is_finite()) else {
+    // Redis parses with strtold, which also takes hexadecimal ("0x7FFFFFFFFFFFFF").
+    let hex = || {
+        let (neg, rest) = match arg.first() {
+            Some(b'-') => (true, &arg[1..]),
+            Some(b'+') => (false, &arg[1..]),
+            _ => (false, arg),
+        };
+        let digits = rest
+            .strip_prefix(b"0x")
+            .or_else(|| rest.strip_prefix(b"0X"))?;
+        let v = u128::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()? as f64;
+        Some(if neg { -v } else { v })
+    };
+    let Some(secs) = parse_f64(arg).or_else(hex).filter(|v| v.is_finite()) else {
         reply.error("ERR timeout is not a float or out of range");
         return None;
     };
