@@ -342,11 +342,26 @@ fn zadd_generic(x: &mut Exec, a: &[&[u8]], mut incr: bool) {
         }
     }
     if !changes.is_empty() {
+        let t = x.thresholds();
+        let elements = scores.len();
         let mut z = match take_zset(x, key) {
-            Ok(z) => z.unwrap_or_default(),
+            // Redis 7.2+'s zsetTypeMaybeConvert: more pairs than a listpack holds make a
+            // skiplist first.
+            Ok(Some(mut z)) => {
+                if elements > t.zset_max_listpack_entries {
+                    z.big = true;
+                }
+                z
+            }
+            // zsetTypeCreate(pairs, first member's length).
+            Ok(None) => {
+                let mut z = Zset::default();
+                z.big = elements > t.zset_max_listpack_entries
+                    || a[i + 1].len() > t.zset_max_listpack_value;
+                z
+            }
             Err(()) => return,
         };
-        let t = x.thresholds();
         let mut listpack = !z.big;
         for (m, s) in changes {
             zset_add(&mut z, &mut listpack, m, s, &t);
