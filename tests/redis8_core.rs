@@ -287,6 +287,7 @@ fn swapdb_survives_kill_9_threads_4() {
     swapdb_survives_kill_9("4");
 }
 
+/// Needs Redis >= 7.2 (WITHSCORE) when run against Redis.
 #[test]
 fn zrank_and_zrevrank_withscore() {
     let s = Server::start(&[]);
@@ -365,6 +366,7 @@ fn lpos_rank_bounds() {
     );
 }
 
+/// Needs Redis >= 7.4 (CLIENT KILL MAXAGE) when run against Redis.
 #[test]
 fn client_kill_maxage() {
     let s = Server::start(&["--threads", "2"]);
