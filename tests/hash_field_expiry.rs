@@ -1078,3 +1078,39 @@ fn differential_against_redis_8_one_thread() {
 fn differential_against_redis_8_two_threads() {
     diff_run("2", diff_ops(), 0x4fe2);
 }
+
+/// Field expiries follow their hash through SWAPDB: the active expiry deletes the fields in
+/// the database the hash is in after the swap, on every worker.
+#[test]
+fn field_expiry_follows_swapdb() {
+    let s = Server::start(&["--threads", "2"]);
+    let mut r = s.raw();
+    for k in 0..20 {
+        let key = format!("h{k}");
+        assert_eq!(r.cmd(&["HSET", &key, "a", "1", "b", "2"]), int(2));
+        assert_eq!(
+            r.cmd(&["HPEXPIRE", &key, "300", "FIELDS", "1", "a"]),
+            ints(&[1])
+        );
+    }
+    assert_eq!(r.cmd(&["SWAPDB", "0", "1"]), ok());
+    assert_eq!(r.cmd(&["DBSIZE"]), int(0));
+    assert_eq!(r.cmd(&["SELECT", "1"]), ok());
+    assert_eq!(r.cmd(&["DBSIZE"]), int(20));
+    // Nothing touches the hashes now (a read would note them again): only the active
+    // expiry, which must look for them in database 1, can delete the fields.
+    assert!(
+        wait_for(5, || {
+            let stats = r.cmd(&["INFO", "stats"]).text();
+            info_field(&stats, "expired_subkeys").as_deref() == Some("20")
+        }),
+        "fields of swapped hashes were not deleted by the active expiry"
+    );
+    for k in 0..20 {
+        assert_eq!(r.cmd(&["HLEN", &format!("h{k}")]), int(1));
+    }
+    let ks = r.cmd(&["INFO", "keyspace"]).text();
+    let db1 = info_field(&ks, "db1").expect("db1");
+    assert!(db1.starts_with("keys=20,"), "{db1}");
+    assert!(db1.ends_with(",subexpiry=0"), "{db1}");
+}

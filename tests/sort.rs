@@ -350,7 +350,8 @@ fn store_writes_a_list() {
     assert_eq!(cmd(&mut r, "SORT src STORE dst"), int(3));
     assert_eq!(range(&mut r, "dst"), bulks(&["1", "2", "3"]));
     assert_eq!(cmd(&mut r, "TYPE dst"), simple("list"));
-    assert_eq!(cmd(&mut r, "OBJECT ENCODING dst"), bulk("quicklist"));
+    // Redis 7.2+: a small list is a listpack.
+    assert_eq!(cmd(&mut r, "OBJECT ENCODING dst"), bulk("listpack"));
     // The destination's type and TTL are replaced.
     cmd(&mut r, "SET other v EX 100");
     assert_eq!(cmd(&mut r, "SORT src DESC STORE other"), int(3));

@@ -1,7 +1,5 @@
 //! Reply encoders (server side) and the command encoder (client side).
 
-use crate::float::g17;
-
 /// Protocol version negotiated by the client (`HELLO 2` / `HELLO 3`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 pub enum Proto {
@@ -137,15 +135,17 @@ pub fn attribute_len(out: &mut Vec<u8>, n: usize) {
 }
 
 /// Appends a double like Redis 7.0 `addReplyDouble`: RESP3 `,<repr>\r\n`,
-/// RESP2 a bulk string of `<repr>`, where `<repr>` is C `"%.17g"` (see
-/// [`crate::format_double_g17`]); infinities are `inf` / `-inf`, NaN is `nan`.
+/// RESP2 a bulk string of `<repr>`, where `<repr>` is Redis 7.2+'s `d2string` (see
+/// [`crate::format_double_redis`]: shortest round-trip digits); infinities are `inf` /
+/// `-inf`, NaN is `nan`.
 pub fn double(out: &mut Vec<u8>, d: f64, p: Proto) {
-    let repr = g17(d);
+    let mut repr = Vec::with_capacity(32);
+    crate::float::format_double_redis(d, &mut repr);
     match p {
-        Proto::Resp2 => bulk(out, repr.as_bytes()),
+        Proto::Resp2 => bulk(out, &repr),
         Proto::Resp3 => {
             out.push(b',');
-            out.extend_from_slice(repr.as_bytes());
+            out.extend_from_slice(&repr);
             out.extend_from_slice(CRLF);
         }
     }
@@ -254,7 +254,7 @@ mod tests {
     fn doubles() {
         assert_eq!(enc(|o| double(o, 1.5, Resp3)), b",1.5\r\n");
         assert_eq!(enc(|o| double(o, 1.5, Resp2)), b"$3\r\n1.5\r\n");
-        assert_eq!(enc(|o| double(o, 0.1, Resp3)), b",0.10000000000000001\r\n");
+        assert_eq!(enc(|o| double(o, 0.1, Resp3)), b",0.1\r\n");
         assert_eq!(enc(|o| double(o, f64::INFINITY, Resp3)), b",inf\r\n");
         assert_eq!(enc(|o| double(o, f64::NEG_INFINITY, Resp3)), b",-inf\r\n");
         assert_eq!(enc(|o| double(o, f64::INFINITY, Resp2)), b"$3\r\ninf\r\n");

@@ -284,3 +284,124 @@ mod tests {
         assert_eq!(v.len(), 309);
     }
 }
+
+/// Appends `d` as Redis 7.2+ replies a double (`d2string`): an integral value within
+/// ±`LLONG_MAX / 2` as an integer, else the shortest digits that read back to `d`, placed
+/// as `fpconv_dtoa` places them (plain up to 7 zeros past the digits, a decimal point when
+/// the value has at most 6 zeros after it or a small exponent, scientific notation with
+/// an unpadded exponent otherwise); `inf`, `-inf`, `nan`, `-0`.
+pub fn format_double_redis(d: f64, out: &mut Vec<u8>) {
+    if d.is_nan() {
+        out.extend_from_slice(b"nan");
+        return;
+    }
+    if d.is_infinite() {
+        out.extend_from_slice(if d < 0.0 { b"-inf" } else { b"inf" });
+        return;
+    }
+    if d == 0.0 {
+        out.extend_from_slice(if d.is_sign_negative() { b"-0" } else { b"0" });
+        return;
+    }
+    let half = (i64::MAX / 2) as f64;
+    if (-half..=half).contains(&d) && (d as i64) as f64 == d {
+        out.extend_from_slice((d as i64).to_string().as_bytes());
+        return;
+    }
+    let neg = d < 0.0;
+    if neg {
+        out.push(b'-');
+    }
+    // Shortest round-trip digits and the exponent of the first one.
+    let sci = format!("{:e}", d.abs());
+    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let first_exp: i32 = exp.parse().unwrap_or(0);
+    let digits: Vec<u8> = mant.bytes().filter(u8::is_ascii_digit).collect();
+    let nd = digits.len() as i32;
+    let k = first_exp - (nd - 1);
+    let mut e = (k + nd - 1).abs();
+    if k >= 0 && e < nd + 7 {
+        out.extend_from_slice(&digits);
+        out.extend(std::iter::repeat_n(b'0', k as usize));
+        return;
+    }
+    if k < 0 && (k > -7 || e < 4) {
+        let offset = nd - k.abs();
+        if offset <= 0 {
+            out.extend_from_slice(b"0.");
+            out.extend(std::iter::repeat_n(b'0', (-offset) as usize));
+            out.extend_from_slice(&digits);
+        } else {
+            out.extend_from_slice(&digits[..offset as usize]);
+            out.push(b'.');
+            out.extend_from_slice(&digits[offset as usize..]);
+        }
+        return;
+    }
+    let nd = nd.min(18 - i32::from(neg));
+    out.push(digits[0]);
+    if nd > 1 {
+        out.push(b'.');
+        out.extend_from_slice(&digits[1..nd as usize]);
+    }
+    out.push(b'e');
+    out.push(if k + nd - 1 < 0 { b'-' } else { b'+' });
+    let mut cent = 0;
+    if e > 99 {
+        cent = e / 100;
+        out.push(b'0' + cent as u8);
+        e -= cent * 100;
+    }
+    if e > 9 {
+        let dec = e / 10;
+        out.push(b'0' + dec as u8);
+        e -= dec * 10;
+    } else if cent != 0 {
+        out.push(b'0');
+    }
+    out.push(b'0' + (e % 10) as u8);
+}
+
+#[cfg(test)]
+mod redis8_tests {
+    use super::format_double_redis;
+
+    fn f(d: f64) -> String {
+        let mut out = Vec::new();
+        format_double_redis(d, &mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn formats_as_redis_8() {
+        // Checked against Redis 8.0.2's ZSCORE (-0 against d2string).
+        for (d, want) in [
+            (0.1, "0.1"),
+            (1.5, "1.5"),
+            (3.0, "3"),
+            (-2.0, "-2"),
+            (1e20, "1e+20"),
+            (1.5e-7, "1.5e-7"),
+            (123456789012345678.0, "123456789012345680"),
+            (f64::MAX, "1.7976931348623157e+308"),
+            (9.8813129168249309e-323, "1e-322"),
+            (0.000001, "0.000001"),
+            (1.25e-5, "1.25e-5"),
+            (-0.0, "-0"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+            (1e300, "1e+300"),
+            (123.456, "123.456"),
+            (1e-7, "1e-7"),
+            (12345678.9, "12345678.9"),
+            (1e16, "10000000000000000"),
+            (1e17, "100000000000000000"),
+            (4611686018427387904.0, "4611686018427387904"),
+            (0.3, "0.3"),
+            (2.5e-5, "0.000025"),
+            (1e21, "1e+21"),
+        ] {
+            assert_eq!(f(d), want, "{d:e}");
+        }
+    }
+}

@@ -25,7 +25,7 @@ pub use encode::{
     encode_command, error, integer, map_len, null, null_array, push_len, set_len, simple, verbatim,
     Proto,
 };
-pub use float::{format_double_g17, format_long_double_human};
+pub use float::{format_double_g17, format_double_redis, format_long_double_human};
 pub use parser::{Parsed, RequestParser};
 
 use std::fmt;

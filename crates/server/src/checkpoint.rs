@@ -586,10 +586,12 @@ async fn write_inner(shared: &Arc<Shared>, worker: usize) -> Result<Written, Str
                 if crate::keyspace::groups::split_db(db).0 >= s.keyspace.databases() {
                     break;
                 }
+                // Entries name the physical database, as records do (see `crate::dbmap`).
+                let physical = s.keyspace.physical_db(db);
                 s.keyspace.scan_all(db, pos, ENTRIES_PER_STEP, |e| {
                     encode_entry(
                         &mut buf,
-                        db,
+                        physical,
                         e.key(),
                         e.loc(),
                         e.value_type(),

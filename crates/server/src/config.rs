@@ -393,8 +393,8 @@ pub static PARAMS: &[Param] = &[
     p(
         "list-max-listpack-size",
         Kind::Int {
-            min: -5,
-            max: I64MAX,
+            min: i32::MIN as i64,
+            max: i32::MAX as i64,
         },
         "-2",
         true,
@@ -402,8 +402,8 @@ pub static PARAMS: &[Param] = &[
     p(
         "list-max-ziplist-size",
         Kind::Int {
-            min: -5,
-            max: I64MAX,
+            min: i32::MIN as i64,
+            max: i32::MAX as i64,
         },
         "-2",
         true,
@@ -412,7 +412,7 @@ pub static PARAMS: &[Param] = &[
         "list-compress-depth",
         Kind::Int {
             min: 0,
-            max: I64MAX,
+            max: i32::MAX as i64,
         },
         "0",
         true,
@@ -424,6 +424,24 @@ pub static PARAMS: &[Param] = &[
             max: 1 << 20,
         },
         "8192",
+        true,
+    ),
+    p(
+        "set-max-listpack-entries",
+        Kind::Int {
+            min: 0,
+            max: I64MAX,
+        },
+        "128",
+        true,
+    ),
+    p(
+        "set-max-listpack-value",
+        Kind::Int {
+            min: 0,
+            max: I64MAX,
+        },
+        "64",
         true,
     ),
     p(
@@ -958,6 +976,8 @@ impl Config {
             hash_max_listpack_entries: num("hash-max-listpack-entries") as usize,
             hash_max_listpack_value: num("hash-max-listpack-value") as usize,
             set_max_intset_entries: num("set-max-intset-entries") as usize,
+            set_max_listpack_entries: num("set-max-listpack-entries") as usize,
+            set_max_listpack_value: num("set-max-listpack-value") as usize,
             zset_max_listpack_entries: num("zset-max-listpack-entries") as usize,
             zset_max_listpack_value: num("zset-max-listpack-value") as usize,
             group_bytes: num("collection-group-bytes") as usize,

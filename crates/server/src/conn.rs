@@ -425,8 +425,27 @@ impl Conn {
                 return;
             }
             let m = self.multi.as_mut().expect("in MULTI");
-            if matches!(spec.handler, Handler::Async(cmd) if cmd != AsyncCmd::Sort && cmd != AsyncCmd::Eval)
-            {
+            // EXEC runs these inside its transaction (`run_in_txn`, which holds every
+            // worker when one is queued); the others cannot be queued yet.
+            let queueable = |cmd: AsyncCmd| {
+                use AsyncCmd::*;
+                matches!(
+                    cmd,
+                    Sort | Eval
+                        | Keys
+                        | Scan
+                        | Dbsize
+                        | Randomkey
+                        | Flushdb
+                        | Flushall
+                        | Info
+                        | Publish
+                        | Spublish
+                        | Pubsub
+                        | Swapdb
+                )
+            };
+            if matches!(spec.handler, Handler::Async(cmd) if !queueable(cmd)) {
                 m.error = true;
                 let msg = format!(
                     "ERR '{}' inside MULTI is not supported by Skerry yet",
@@ -641,6 +660,7 @@ impl Conn {
                 crate::commands::pubsub::publish(self, argv, crate::pubsub::Space::Shard).await
             }
             AsyncCmd::Pubsub => crate::commands::pubsub::pubsub(self, argv).await,
+            AsyncCmd::Swapdb => k::swapdb(self, argv).await,
         }
         self.info.blocked_in_command.set(false);
         self.sync_multi_worker_writes(COMMANDS[idx].has_flag("write"))
@@ -1143,6 +1163,10 @@ impl Conn {
                         Box::pin(k::flushall(self, &argv)).await;
                         true
                     }
+                    AsyncCmd::Swapdb => {
+                        Box::pin(k::swapdb(self, &argv)).await;
+                        true
+                    }
                     AsyncCmd::Info => {
                         Box::pin(sv::info(self, &argv)).await;
                         true
@@ -1163,7 +1187,10 @@ impl Conn {
                 };
                 self.ambient_txn = ambient;
                 let out = std::mem::replace(&mut self.reply, saved);
-                let wrote = matches!(cmd, AsyncCmd::Flushdb | AsyncCmd::Flushall);
+                let wrote = matches!(
+                    cmd,
+                    AsyncCmd::Flushdb | AsyncCmd::Flushall | AsyncCmd::Swapdb
+                );
                 (ran.then_some(out.buf), wrote)
             }
             Handler::Async(_) => (None, false),

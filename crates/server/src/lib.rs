@@ -10,6 +10,7 @@ pub mod coll;
 pub mod commands;
 pub mod config;
 pub mod conn;
+pub mod dbmap;
 pub mod defrag;
 pub mod geohash;
 pub mod glob;
@@ -286,6 +287,15 @@ pub fn main_from_args<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
             return 1;
         }
     };
+    // Which physical database each database number is (SWAPDB, see `dbmap`).
+    if let Err(e) = dbmap::load(
+        std::path::Path::new(&dir),
+        opened.store.superblock(0).store_id,
+        databases,
+    ) {
+        tracing::error!("{e}");
+        return 1;
+    }
     // The value cache's budget (value-cache-mb auto) from the memory left after the index.
     memory::update(&shared.config, threads);
     let b = memory::budget();

@@ -719,6 +719,9 @@ pub fn spawn_worker(
                     }
                 }
                 let mut keyspace = Keyspace::new(index, writer);
+                if let Some(map) = crate::dbmap::current() {
+                    keyspace.apply_db_map(&map);
+                }
                 keyspace.set_value_cache_bytes(crate::memory::per_worker_cache_bytes(
                     &shared.config,
                     shared.workers,

@@ -329,6 +329,10 @@ pub struct Thresholds {
     pub hash_max_listpack_value: usize,
     /// `set-max-intset-entries`.
     pub set_max_intset_entries: usize,
+    /// `set-max-listpack-entries` (Redis 7.2+).
+    pub set_max_listpack_entries: usize,
+    /// `set-max-listpack-value` (Redis 7.2+).
+    pub set_max_listpack_value: usize,
     /// `zset-max-listpack-entries`.
     pub zset_max_listpack_entries: usize,
     /// `zset-max-listpack-value`.
@@ -344,6 +348,8 @@ impl Default for Thresholds {
             hash_max_listpack_entries: 512,
             hash_max_listpack_value: 64,
             set_max_intset_entries: 512,
+            set_max_listpack_entries: 128,
+            set_max_listpack_value: 64,
             zset_max_listpack_entries: 128,
             zset_max_listpack_value: 64,
             group_bytes: groups::DEFAULT_GROUP_BYTES,
@@ -354,7 +360,7 @@ impl Default for Thresholds {
 /// The thresholds as atomics, mirrored from the configuration (`Config::hot`).
 #[derive(Debug)]
 pub struct HotThresholds {
-    v: [AtomicI64; 6],
+    v: [AtomicI64; 8],
 }
 
 impl Default for HotThresholds {
@@ -368,6 +374,8 @@ impl Default for HotThresholds {
                 AtomicI64::new(d.zset_max_listpack_entries as i64),
                 AtomicI64::new(d.zset_max_listpack_value as i64),
                 AtomicI64::new(d.group_bytes as i64),
+                AtomicI64::new(d.set_max_listpack_entries as i64),
+                AtomicI64::new(d.set_max_listpack_value as i64),
             ],
         }
     }
@@ -384,6 +392,8 @@ impl HotThresholds {
             zset_max_listpack_entries: g(3),
             zset_max_listpack_value: g(4),
             group_bytes: g(5),
+            set_max_listpack_entries: g(6),
+            set_max_listpack_value: g(7),
         }
     }
 
@@ -396,6 +406,8 @@ impl HotThresholds {
             t.zset_max_listpack_entries,
             t.zset_max_listpack_value,
             t.group_bytes,
+            t.set_max_listpack_entries,
+            t.set_max_listpack_value,
         ];
         for (a, v) in self.v.iter().zip(vals) {
             a.store(v as i64, Ordering::Relaxed);

@@ -3,16 +3,21 @@
 //! Record value of a set (value type `VALUE_TYPE_SET`, the compact single-record form):
 //!
 //! ```text
-//! flags:u8          bit 0 = FLAG_BIG (the set has outgrown the intset encoding once)
+//! flags:u8          bit 0 = FLAG_BIG (the set has outgrown the small encodings once),
+//!                   bit 2 = FLAG_LISTPACK (Redis 7.2+: it left the intset encoding for a
+//!                   listpack; without bit 0)
 //! count:varint      number of members
 //! count × (len:varint, bytes)   the members, each once, in the set's iteration order
 //! ```
 //!
 //! A record with a repeated member, a short or a long value does not decode.
 //!
-//! OBJECT ENCODING answers as Redis 7.0 would: `intset` while every member is a canonical
-//! 64-bit integer and there are at most `set-max-intset-entries` of them, `hashtable` once
-//! the set outgrew that (sticky: Redis never converts back). An intset-encoded set iterates
+//! OBJECT ENCODING answers as Redis 7.2+ would: `intset` while every member is a canonical
+//! 64-bit integer and there are at most `set-max-intset-entries` of them; a member that is
+//! not an integer moves it to `listpack` while it holds at most `set-max-listpack-entries`
+//! members of at most `set-max-listpack-value` bytes, to `hashtable` otherwise (and a
+//! listpack to `hashtable` once it outgrows those; too many integers move an intset straight
+//! to `hashtable`). Sticky: Redis never converts back. An intset-encoded set iterates
 //! in increasing numeric order, as Redis's intset does ([`Set::ordered`]).
 
 use super::codec::{find_entry, put_bytes, put_varint, Reader};
@@ -20,6 +25,9 @@ use super::groups::{part_of_bits, Changes, Grouping, Shadows};
 use super::{DecodeError, Thresholds, FLAG_BIG};
 use indexmap::IndexSet;
 use rand::Rng;
+
+/// Set flag bit 2: the set left the intset encoding for a listpack (Redis 7.2+).
+pub const FLAG_LISTPACK: u8 = 4;
 
 type Members = IndexSet<Vec<u8>, foldhash::fast::RandomState>;
 
@@ -35,8 +43,11 @@ fn member_bytes(m: &[u8]) -> isize {
 pub struct Set {
     /// The members by part (insertion order until removals swap members around).
     parts: Vec<Members>,
-    /// Outgrown the intset encoding once (see [`FLAG_BIG`]).
+    /// Outgrown the small encodings once (see [`FLAG_BIG`]).
     pub big: bool,
+    /// Left the intset encoding for a listpack (see [`FLAG_LISTPACK`]; meaningless once
+    /// `big`).
+    pub listpack: bool,
     grouping: Grouping,
     len: usize,
     /// While grouped: each part's members as its group record holds them.
@@ -47,6 +58,7 @@ impl PartialEq for Set {
     fn eq(&self, o: &Set) -> bool {
         // Order matters only within one part (the compact form's iteration order).
         self.big == o.big
+            && (self.big || self.listpack == o.listpack)
             && self.len == o.len
             && if self.parts.len() <= 1 && o.parts.len() <= 1 {
                 self.iter().eq(o.iter())
@@ -216,7 +228,7 @@ impl Set {
     /// the set is intset-encoded, the set's own order otherwise.
     pub fn ordered(&self) -> Vec<&[u8]> {
         let mut out: Vec<&[u8]> = self.iter().collect();
-        if !self.big {
+        if !self.big && !self.listpack {
             sort_numeric(&mut out);
         }
         out
@@ -248,7 +260,13 @@ impl Set {
 
     /// Appends the record value: the whole set while compact, the root once grouped.
     pub fn encode(&self, out: &mut Vec<u8>) {
-        let big = if self.big { FLAG_BIG } else { 0 };
+        let big = if self.big {
+            FLAG_BIG
+        } else if self.listpack {
+            FLAG_LISTPACK
+        } else {
+            0
+        };
         if self.grouping.is_grouped() {
             out.push(big | super::FLAG_GROUPED);
             out.push(self.grouping.bits());
@@ -307,12 +325,14 @@ impl Set {
     /// Decodes a compact record value.
     pub fn decode(bytes: &[u8]) -> Result<Set, DecodeError> {
         let mut r = Reader::new(bytes);
-        let big = r.byte()? & FLAG_BIG != 0;
+        let flags = r.byte()?;
+        let big = flags & FLAG_BIG != 0;
         let mut parts = vec![Members::default()];
         let (len, b) = Self::decode_part(&mut r, 0, None, &mut parts)?;
         Ok(Set {
             parts,
             big,
+            listpack: !big && flags & FLAG_LISTPACK != 0,
             grouping: Grouping::stored(false, 0, vec![b]),
             len,
             shadow: Shadows::default(),
@@ -346,6 +366,7 @@ impl Set {
         Ok(Set {
             parts,
             big: true,
+            listpack: false,
             grouping: Grouping::stored(true, bits, sizes),
             len,
             shadow,
@@ -396,18 +417,57 @@ impl Set {
         c
     }
 
-    /// Sets the sticky big flag when the set no longer fits Redis's intset limits.
+    /// Moves the encoding on (never back) when the set no longer fits its current one, as
+    /// Redis 7.2+ converts: intset → listpack (a member that is not an integer, within the
+    /// listpack limits) or hashtable; listpack → hashtable.
     pub fn note_encoding(&mut self, t: &Thresholds) {
-        if !self.big && (self.len > t.set_max_intset_entries || !self.iter().all(is_intset_member))
-        {
+        if self.big {
+            return;
+        }
+        let fits_listpack = |s: &Self| {
+            s.len <= t.set_max_listpack_entries
+                && s.iter().all(|m| m.len() <= t.set_max_listpack_value)
+        };
+        if !self.listpack {
+            if self.iter().all(is_intset_member) {
+                if self.len > t.set_max_intset_entries {
+                    self.big = true;
+                }
+            } else if fits_listpack(self) {
+                self.listpack = true;
+                self.sort_int_prefix();
+            } else {
+                self.big = true;
+            }
+        } else if !fits_listpack(self) {
             self.big = true;
         }
+    }
+
+    /// On leaving the intset encoding for a listpack: the members the intset held (the
+    /// integers before the first other member) take the intset's numeric order, which
+    /// Redis's conversion keeps; the members added since follow in their order.
+    fn sort_int_prefix(&mut self) {
+        let [p] = &mut self.parts[..] else {
+            return;
+        };
+        let n = p.iter().take_while(|m| is_intset_member(m)).count();
+        let mut all: Vec<Vec<u8>> = p.drain(..).collect();
+        all[..n].sort_by_key(|m| {
+            std::str::from_utf8(m)
+                .ok()
+                .and_then(|t| t.parse::<i64>().ok())
+                .unwrap_or(0)
+        });
+        p.extend(all);
     }
 
     /// OBJECT ENCODING's answer.
     pub fn encoding_name(&self) -> &'static str {
         if self.big {
             "hashtable"
+        } else if self.listpack {
+            "listpack"
         } else {
             "intset"
         }
@@ -491,8 +551,15 @@ mod tests {
         ] {
             let mut s = set_of(&["1", not_int]);
             s.note_encoding(&t);
-            assert_eq!(s.encoding_name(), "hashtable", "{not_int:?}");
+            assert_eq!(s.encoding_name(), "listpack", "{not_int:?}");
         }
+        // A listpack past its limits becomes a hashtable.
+        let mut s = set_of(&["a", "b"]);
+        s.note_encoding(&t);
+        assert_eq!(s.encoding_name(), "listpack");
+        s.insert("x".repeat(t.set_max_listpack_value + 1).as_bytes());
+        s.note_encoding(&t);
+        assert_eq!(s.encoding_name(), "hashtable");
         let mut s = Set::default();
         for i in 0..t.set_max_intset_entries {
             s.insert(i.to_string().as_bytes());
@@ -517,9 +584,14 @@ mod tests {
         assert_eq!(got, vec![&b"-20"[..], b"-3", b"2", b"10", b"100"]);
         s.insert(b"x");
         s.note_encoding(&Thresholds::default());
-        // A hashtable set keeps its own order.
+        assert_eq!(s.encoding_name(), "listpack");
+        // A listpack set keeps the intset's order, then the members added since.
         let got: Vec<&[u8]> = s.ordered();
-        assert_eq!(got, vec![&b"10"[..], b"-3", b"2", b"100", b"-20", b"x"]);
+        assert_eq!(got, vec![&b"-20"[..], b"-3", b"2", b"10", b"100", b"x"]);
+        s.insert(b"-50");
+        s.note_encoding(&Thresholds::default());
+        let got: Vec<&[u8]> = s.ordered();
+        assert_eq!(got.last(), Some(&&b"-50"[..]));
         let t = Thresholds::default();
         assert!(fits_intset(2, [&b"1"[..], b"2"].into_iter(), &t));
         assert!(!fits_intset(2, [&b"1"[..], b"b"].into_iter(), &t));

@@ -209,7 +209,21 @@ const CLIENT_HELP: &[&str] = &[
     "KILL <ip:port>",
     "    Kill connection made from <ip:port>.",
     "KILL <option> <value> [<option> <value> [...]]",
-    "    Kill connections. Options are: ID, ADDR, LADDR, USER, SKIPME.",
+    "    Kill connections. Options are:",
+    "    * ADDR (<ip:port>|<unixsocket>:0)",
+    "      Kill connections made from the specified address",
+    "    * LADDR (<ip:port>|<unixsocket>:0)",
+    "      Kill connections made to specified local address",
+    "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+    "      Kill connections by type.",
+    "    * USER <username>",
+    "      Kill connections authenticated by <username>.",
+    "    * SKIPME (YES|NO)",
+    "      Skip killing current connection (default: yes).",
+    "    * ID <client-id>",
+    "      Kill connections by client id.",
+    "    * MAXAGE <maxage>",
+    "      Kill connections older than the specified age.",
     "LIST [options ...]",
     "    Return information about client connections. Options: TYPE, ID.",
     "NO-EVICT (ON|OFF)",
@@ -235,6 +249,8 @@ struct ClientFilter {
     user: Option<String>,
     skip_id: Option<u64>,
     type_normal: Option<bool>,
+    /// CLIENT KILL MAXAGE: only connections at least this many seconds old.
+    max_age_s: Option<u64>,
 }
 
 impl ClientFilter {
@@ -274,6 +290,12 @@ impl ClientFilter {
             return false;
         }
         if self.type_normal == Some(false) {
+            return false;
+        }
+        if self
+            .max_age_s
+            .is_some_and(|m| info.created.elapsed().as_secs() < m)
+        {
             return false;
         }
         true
@@ -485,6 +507,19 @@ pub async fn client(c: &mut Conn, a: &[&[u8]]) {
                         Some(id) if id > 0 => filter.ids = Some(vec![id as u64]),
                         _ => {
                             c.reply.error("ERR client-id should be greater than 0");
+                            return;
+                        }
+                    }
+                } else if is(a[i], "maxage") {
+                    match parse_i64(v) {
+                        Some(m) if m > 0 => filter.max_age_s = Some(m as u64),
+                        Some(_) => {
+                            c.reply.error("ERR maxage should be greater than 0");
+                            return;
+                        }
+                        None => {
+                            c.reply
+                                .error("ERR maxage is not an integer or out of range");
                             return;
                         }
                     }

@@ -620,6 +620,73 @@ pub async fn flushall(c: &mut Conn, a: &[&[u8]]) {
     c.reply.ok();
 }
 
+/// SWAPDB index1 index2: every worker swaps the two databases' tables while all workers
+/// are held (inside EXEC or a script, by the transaction that already holds them all),
+/// after the new database map is durable (see `crate::dbmap`).
+pub async fn swapdb(c: &mut Conn, a: &[&[u8]]) {
+    let index = |arg: &[u8]| parse_i64(arg).and_then(|v| i32::try_from(v).ok());
+    let Some(id1) = index(a[1]) else {
+        c.reply.error("ERR invalid first DB index");
+        return;
+    };
+    let Some(id2) = index(a[2]) else {
+        c.reply.error("ERR invalid second DB index");
+        return;
+    };
+    let databases = c.shared.config.get_i64("databases");
+    if id1 < 0 || i64::from(id1) >= databases || id2 < 0 || i64::from(id2) >= databases {
+        c.reply.error("ERR DB index is out of range");
+        return;
+    }
+    let (id1, id2) = (id1 as usize, id2 as usize);
+    if id1 == id2 {
+        c.reply.ok();
+        return;
+    }
+    // Hold every worker unless the running transaction already does.
+    let own = if c.ambient_txn == 0 {
+        let all: Vec<usize> = (0..c.shared.workers).collect();
+        let txn = crate::worker::Txn::begin(&c.shared, c.worker, all).await;
+        c.ambient_txn = txn.id();
+        Some(txn)
+    } else {
+        None
+    };
+    // Every record so far durable first: after a crash the map never describes a swap
+    // whose earlier writes were lost.
+    let synced = c
+        .on_all(|s| {
+            let (tx, rx) = flume::bounded(1);
+            crate::worker::commit_job(tx)(s);
+            rx
+        })
+        .await;
+    let mut failed = None;
+    for rx in synced {
+        if let Ok(Err(e)) = rx.recv_async().await {
+            failed = Some(e);
+        }
+    }
+    let result = match failed {
+        Some(e) => Err(format!("data file sync failed: {e}")),
+        None => crate::dbmap::swap(id1, id2),
+    };
+    if result.is_ok() {
+        c.on_all(move |s| s.keyspace.swap_dbs(id1, id2)).await;
+    }
+    if let Some(txn) = own {
+        c.ambient_txn = 0;
+        drop(txn);
+    }
+    match result {
+        Ok(()) => c.reply.ok(),
+        Err(e) => {
+            tracing::error!("SWAPDB {id1} {id2}: {e}");
+            c.reply.error(&format!("ERR SWAPDB failed: {e}"));
+        }
+    }
+}
+
 /// RANDOMKEY
 pub async fn randomkey(c: &mut Conn) {
     use rand::Rng;
@@ -688,6 +755,18 @@ pub fn object(x: &mut Exec, a: &[&[u8]]) {
     }
     let key = a[2];
     if is(a[1], "encoding") {
+        let is_list =
+            x.ks.meta(x.db, key, x.now_ms)
+                .is_some_and(|m| m.value_type == crate::coll::VALUE_TYPE_LIST);
+        if is_list {
+            let fill = x.config.get_i64("list-max-listpack-size");
+            if let Ok(Some(c)) = x.ks.coll(x.db, key, crate::coll::VALUE_TYPE_LIST, x.now_ms) {
+                let items = c.as_list().items();
+                let name = list_encoding(fill, items.len(), items.iter().map(|v| &v[..]));
+                x.reply.bulk(name.as_bytes());
+            }
+            return;
+        }
         match x.ks.encoding(x.db, key, x.now_ms) {
             Some(e) => x.reply.bulk(e.as_bytes()),
             None => x.reply.null(),
@@ -695,7 +774,10 @@ pub fn object(x: &mut Exec, a: &[&[u8]]) {
         return;
     }
     if is(a[1], "idletime") {
-        // Skerry keeps no access time per key: refuse rather than answer a made-up 0.
+        // Skerry keeps no access time per key: refuse rather than answer a made-up 0. The
+        // 32-byte index entry has 8 spare bits (meta bits 48..56), not the 24 of Redis's
+        // LRU clock; a clock would grow every entry to 40 bytes (a quarter more index
+        // memory) and add a write to every read's entry.
         x.reply.error(
             "ERR OBJECT IDLETIME is not supported by Skerry yet: it keeps no access time per key",
         );
@@ -706,13 +788,70 @@ pub fn object(x: &mut Exec, a: &[&[u8]]) {
         return;
     }
     if is(a[1], "refcount") {
-        // True for every Skerry value: each is referenced by its key alone (Redis shares
-        // the integers 0-9999 between keys and answers 2147483647 for those; Skerry shares
-        // nothing).
-        x.reply.int(1);
+        // Redis shares the integers 0..9999 between keys (OBJ_SHARED_REFCOUNT, whatever
+        // their number of users); every other value is referenced by its key alone.
+        let shared = x.ks.meta(x.db, key, x.now_ms).is_some_and(|m| {
+            m.value_type == skerry_store::format::VALUE_TYPE_STRING
+                && x.ks
+                    .with_value(x.db, key, x.now_ms, |v| {
+                        crate::keyspace::string_encoding(v) == "int"
+                            && parse_i64(v).is_some_and(|n| (0..10_000).contains(&n))
+                    })
+                    .ok()
+                    .flatten()
+                    .unwrap_or(false)
+        });
+        x.reply.int(if shared { i64::from(i32::MAX) } else { 1 });
     } else {
         x.reply.error("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.");
     }
+}
+
+/// Redis 7.2+'s list encoding for a list of `len` `items`: `listpack` while one quicklist
+/// node would hold it (`list-max-listpack-size` = `fill`: a byte limit when negative, an
+/// element count, within 8 KiB, when positive), `quicklist` beyond. Decided from the
+/// contents (Redis converts back only below half the limit; Skerry keeps no state for that).
+pub fn list_encoding<'a>(
+    fill: i64,
+    len: usize,
+    items: impl Iterator<Item = &'a [u8]>,
+) -> &'static str {
+    const LEVELS: [usize; 5] = [4096, 8192, 16384, 32768, 65536];
+    let bytes = 7 + items.map(listpack_entry_bytes).sum::<usize>();
+    let fits = if fill >= 0 {
+        bytes <= 8192 && len <= (fill.max(1)) as usize
+    } else {
+        let level = ((-fill - 1) as usize).min(LEVELS.len() - 1);
+        bytes <= LEVELS[level]
+    };
+    if fits {
+        "listpack"
+    } else {
+        "quicklist"
+    }
+}
+
+/// Bytes of one listpack entry holding `v` (Redis's `lpEncodeGetType` and backlen).
+fn listpack_entry_bytes(v: &[u8]) -> usize {
+    let enc = match parse_i64(v).filter(|_| v.len() <= 20) {
+        Some(n) if (0..=127).contains(&n) => 1,
+        Some(n) if (-4096..4096).contains(&n) => 2,
+        Some(n) if (-32768..32768).contains(&n) => 3,
+        Some(n) if (-8_388_608..8_388_608).contains(&n) => 4,
+        Some(n) if (i64::from(i32::MIN)..=i64::from(i32::MAX)).contains(&n) => 5,
+        Some(_) => 9,
+        None if v.len() <= 63 => 1 + v.len(),
+        None if v.len() <= 4095 => 2 + v.len(),
+        None => 5 + v.len(),
+    };
+    let back = match enc {
+        0..=127 => 1,
+        128..=16382 => 2,
+        16383..=2_097_150 => 3,
+        2_097_151..=268_435_454 => 4,
+        _ => 5,
+    };
+    enc + back
 }
 
 /// MEMORY USAGE key [SAMPLES count], MEMORY HELP. The figure is an estimate: the key, the

@@ -344,6 +344,12 @@ pub fn lpos(x: &mut Exec, a: &[&[u8]]) {
             let Some(r) = parse_int(x, a[j]) else {
                 return;
             };
+            if r == i64::MIN {
+                // Redis 7.2+ takes RANK in [-LONG_MAX, LONG_MAX].
+                return x.reply.error(
+                    "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
+                );
+            }
             if r == 0 {
                 return x.reply.error(
                     "ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list",
@@ -379,14 +385,7 @@ pub fn lpos(x: &mut Exec, a: &[&[u8]]) {
         Err(e) => return coll_error(x.reply, e),
     };
     let maxlen = maxlen as usize;
-    let mut count = count.map(|c| c as usize);
-    if rank == i64::MIN {
-        // Redis 7.0 negates the rank in a C long: -LONG_MIN stays LONG_MIN, which every
-        // match count reaches (the first match from the tail), and `matches - rank + 1`
-        // wraps negative, so COUNT never stops the search.
-        rank = -1;
-        count = count.map(|_| 0);
-    }
+    let count = count.map(|c| c as usize);
     match count {
         Some(c) => {
             let found = l.positions(a[2], rank, c, maxlen);

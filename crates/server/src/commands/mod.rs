@@ -11,6 +11,7 @@ pub mod geo;
 pub mod hash;
 pub mod hll;
 pub mod keyspace;
+pub mod keyspecs;
 pub mod list;
 pub mod pubsub;
 pub mod server;
@@ -84,6 +85,8 @@ pub enum AsyncCmd {
     Spublish,
     /// PUBSUB.
     Pubsub,
+    /// SWAPDB (every worker swaps two databases while all are held).
+    Swapdb,
 }
 
 /// How a command runs.
@@ -533,7 +536,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("sinter", -2, R, KALL, "set", "1.0.0", "Returns the intersect of multiple sets.", A_SET_R, keyed(st::sinter)),
     CommandSpec {
         key_finder: Some(keys_numkeys_at_1),
-        ..spec("sintercard", -3, R, (2, 2, 1), "set", "7.0.0", "Returns the number of members of the intersect of multiple sets.", A_SET_R, keyed(st::sintercard))
+        ..spec("sintercard", -3, &["readonly", "movablekeys"], (2, 2, 1), "set", "7.0.0", "Returns the number of members of the intersect of multiple sets.", A_SET_R, keyed(st::sintercard))
     },
     spec("sinterstore", -3, W, KALL, "set", "1.0.0", "Stores the intersect of multiple sets in a key.", A_SET_W, keyed(st::sinterstore)),
     spec("sunion", -2, R, KALL, "set", "1.0.0", "Returns the union of multiple sets.", A_SET_R, keyed(st::sunion)),
@@ -551,8 +554,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("zlexcount", 4, RF, K1, "sorted-set", "2.8.9", "Count the number of members in a sorted set between a given lexicographical range", A_ZSET_RF, keyed(z::zlexcount)),
     spec("zscore", 3, RF, K1, "sorted-set", "1.2.0", "Get the score associated with the given member in a sorted set", A_ZSET_RF, keyed(z::zscore)),
     spec("zmscore", -3, RF, K1, "sorted-set", "6.2.0", "Get the score associated with the given members in a sorted set", A_ZSET_RF, keyed(z::zmscore)),
-    spec("zrank", 3, RF, K1, "sorted-set", "2.0.0", "Determine the index of a member in a sorted set", A_ZSET_RF, keyed(z::zrank)),
-    spec("zrevrank", 3, RF, K1, "sorted-set", "2.0.0", "Determine the index of a member in a sorted set, with scores ordered from high to low", A_ZSET_RF, keyed(z::zrevrank)),
+    spec("zrank", -3, RF, K1, "sorted-set", "2.0.0", "Returns the index of a member in a sorted set ordered by ascending scores.", A_ZSET_RF, keyed(z::zrank)),
+    spec("zrevrank", -3, RF, K1, "sorted-set", "2.0.0", "Returns the index of a member in a sorted set ordered by descending scores.", A_ZSET_RF, keyed(z::zrevrank)),
     spec("zrange", -4, R, K1, "sorted-set", "1.2.0", "Return a range of members in a sorted set", A_ZSET_R, keyed(z::zrange)),
     spec("zrangestore", -5, W, (1, 2, 1), "sorted-set", "6.2.0", "Store a range of members from sorted set into another key", A_ZSET_W, keyed(z::zrangestore)),
     spec("zrangebyscore", -4, R, K1, "sorted-set", "1.0.5", "Return a range of members in a sorted set, by score", A_ZSET_R, keyed(z::zrangebyscore)),
@@ -751,6 +754,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("pfselftest", 1, &["admin"], NOKEY, "hyperloglog", "2.8.9", "An internal command for testing HyperLogLog values.", &["@hyperloglog", "@admin", "@slow", "@dangerous"], Handler::Conn(hll::pfselftest)),
     spec("bitfield", -2, W, K1, "bitmap", "3.2.0", "Performs arbitrary bitfield integer operations on strings.", A_BIT_W, keyed(b::bitfield)),
     spec("bitfield_ro", -2, RF, K1, "bitmap", "6.0.0", "Performs arbitrary read-only bitfield integer operations on strings.", A_BIT_RF, keyed(b::bitfield_ro)),
+    // redis 7.2 core (commands/keyspace.rs, commands/server.rs)
+    spec("swapdb", 3, &["write", "fast"], NOKEY, "server", "4.0.0", "Swaps two Redis databases.", &["@keyspace", "@write", "@fast", "@dangerous"], Handler::Async(AsyncCmd::Swapdb)),
 ];
 
 const PS_SUB: &[&str] = &["pubsub", "noscript", "loading", "stale"];
@@ -954,13 +959,13 @@ pub static COMMAND_SUBS: &[SubSpec] = &[
     },
     SubSpec {
         name: "command|getkeys",
-        arity: -4,
+        arity: -3,
         flags: &["loading", "stale"],
         summary: "Extracts the key names from an arbitrary command.",
     },
     SubSpec {
         name: "command|getkeysandflags",
-        arity: -4,
+        arity: -3,
         flags: &["loading", "stale"],
         summary: "Extracts the key names and access flags for an arbitrary command.",
     },
@@ -1247,7 +1252,20 @@ pub fn parse_f64(b: &[u8]) -> Option<f64> {
 /// Parses a blocking command's timeout (seconds, decimals allowed) into milliseconds (0 =
 /// for ever), replying with Redis's error when it is not valid.
 pub fn parse_block_timeout(reply: &mut Reply, arg: &[u8]) -> Option<u64> {
-    let Some(secs) = parse_f64(arg).filter(|v| v.is_finite()) else {
+    // Redis parses with strtold, which also takes hexadecimal ("0x7FFFFFFFFFFFFF").
+    let hex = || {
+        let (neg, rest) = match arg.first() {
+            Some(b'-') => (true, &arg[1..]),
+            Some(b'+') => (false, &arg[1..]),
+            _ => (false, arg),
+        };
+        let digits = rest
+            .strip_prefix(b"0x")
+            .or_else(|| rest.strip_prefix(b"0X"))?;
+        let v = u128::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()? as f64;
+        Some(if neg { -v } else { v })
+    };
+    let Some(secs) = parse_f64(arg).or_else(hex).filter(|v| v.is_finite()) else {
         reply.error("ERR timeout is not a float or out of range");
         return None;
     };
@@ -1330,5 +1348,96 @@ mod tests {
         assert_eq!(parse_i64(b"01"), None);
         assert_eq!(parse_i64(b"-0"), None);
         assert_eq!(parse_i64(b""), None);
+    }
+}
+
+#[cfg(test)]
+mod keyspec_tests {
+    use super::keyspecs;
+    use super::COMMANDS;
+
+    /// Every command Skerry has that Redis 8.0 has: the table's first/last/step (dispatch
+    /// routes by them) and `movablekeys` agree with the legacy range Redis derives from its
+    /// key specs; subcommands too.
+    #[test]
+    fn command_table_key_positions_agree_with_redis_json() {
+        let mut bad = Vec::new();
+        let mut checked = 0;
+        for c in COMMANDS {
+            if let Some(k) = keyspecs::find(c.name) {
+                checked += 1;
+                let ours = (c.first_key, c.last_key, c.step);
+                // Commands whose keys a key finder locates (numkeys) or whose subcommands
+                // hold the keys (OBJECT, MEMORY) keep a first key for routing; COMMAND
+                // INFO prints Redis's (0, 0, 0) for them.
+                let routed = c.key_finder.is_some() || !c.subcommands.is_empty();
+                if routed && ![(0, 0, 0), ours].contains(&(k.first, k.last, k.step)) {
+                    bad.push(format!(
+                        "{}: Redis has a fixed range {:?}",
+                        c.name,
+                        (k.first, k.last, k.step)
+                    ));
+                }
+                if !routed && ours != (k.first, k.last, k.step) {
+                    bad.push(format!(
+                        "{}: {ours:?} vs Redis {:?}",
+                        c.name,
+                        (k.first, k.last, k.step)
+                    ));
+                }
+                if c.flags.contains(&"movablekeys") != k.movable {
+                    bad.push(format!(
+                        "{}: movablekeys {} vs Redis {}",
+                        c.name, !k.movable, k.movable
+                    ));
+                }
+                if c.arity != k.arity {
+                    bad.push(format!(
+                        "{}: arity {} vs Redis {}",
+                        c.name, c.arity, k.arity
+                    ));
+                }
+            }
+            for s in c.subcommands {
+                if let Some(k) = keyspecs::find(s.name) {
+                    if s.arity != k.arity {
+                        bad.push(format!(
+                            "{}: arity {} vs Redis {}",
+                            s.name, s.arity, k.arity
+                        ));
+                    }
+                }
+            }
+        }
+        assert!(
+            checked > 150,
+            "only {checked} commands found in the key spec table"
+        );
+        assert!(
+            bad.is_empty(),
+            "{} disagreements:\n{}",
+            bad.len(),
+            bad.join("\n")
+        );
+    }
+
+    #[test]
+    fn table_is_sorted_and_complete() {
+        assert!(keyspecs::COMMAND_KEYS
+            .windows(2)
+            .all(|w| w[0].name < w[1].name));
+        // Commands other helpers are adding are already there.
+        for name in [
+            "xadd",
+            "xreadgroup",
+            "geoadd",
+            "pfmerge",
+            "hgetex",
+            "hexpire",
+            "bitfield",
+        ] {
+            assert!(keyspecs::find(name).is_some(), "{name}");
+        }
+        assert!(keyspecs::find("object|encoding").is_some());
     }
 }

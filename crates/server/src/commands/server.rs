@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 
+use super::keyspecs as ks;
 use super::{is, lookup, CommandSpec, SubSpec, COMMANDS};
 use crate::config::{self, ConfigError};
 use crate::conn::Conn;
@@ -93,78 +94,366 @@ fn write_flags(r: &mut Reply, flags: &[&str]) {
     }
 }
 
-/// Key-spec flags as Redis 7.0 prints them (access kinds upper-case, operations lower-case).
-fn key_flags(write: bool) -> &'static [&'static str] {
+/// Key-spec flags Skerry synthesizes for a command Redis does not have.
+fn key_flags(write: bool) -> u16 {
     if write {
-        &["RW", "update"]
+        ks::KS_RW | ks::KS_UPDATE
     } else {
-        &["RO", "access"]
+        ks::KS_RO | ks::KS_ACCESS
     }
 }
 
-fn write_key_specs(r: &mut Reply, first: i32, last: i32, step: i32, write: bool) {
-    if first <= 0 {
-        r.array(0);
-        return;
+/// Key flags as Redis prints them (a set: access kinds upper-case, operations lower-case).
+fn write_key_flags(r: &mut Reply, bits: u16) {
+    let names: Vec<&str> = ks::KS_NAMES
+        .iter()
+        .filter(|(b, _)| bits & b != 0)
+        .map(|(_, n)| *n)
+        .collect();
+    write_flags(r, &names);
+}
+
+/// One key specification, as Redis's `addReplyCommandKeySpecs` writes it.
+fn write_spec(r: &mut Reply, s: &ks::KeySpec) {
+    r.map(3 + usize::from(s.notes.is_some()));
+    if let Some(n) = s.notes {
+        r.bulk_str("notes");
+        r.bulk_str(n);
     }
-    r.array(1);
-    r.map(3);
     r.bulk_str("flags");
-    write_flags(r, key_flags(write));
+    write_key_flags(r, s.flags);
     r.bulk_str("begin_search");
     r.map(2);
     r.bulk_str("type");
-    r.bulk_str("index");
-    r.bulk_str("spec");
-    r.map(1);
-    r.bulk_str("index");
-    r.int(first as i64);
+    match s.begin {
+        ks::Begin::Index(i) => {
+            r.bulk_str("index");
+            r.bulk_str("spec");
+            r.map(1);
+            r.bulk_str("index");
+            r.int(i64::from(i));
+        }
+        ks::Begin::Keyword(k, from) => {
+            r.bulk_str("keyword");
+            r.bulk_str("spec");
+            r.map(2);
+            r.bulk_str("keyword");
+            r.bulk_str(k);
+            r.bulk_str("startfrom");
+            r.int(i64::from(from));
+        }
+        ks::Begin::Unknown => {
+            r.bulk_str("unknown");
+            r.bulk_str("spec");
+            r.map(0);
+        }
+    }
     r.bulk_str("find_keys");
     r.map(2);
     r.bulk_str("type");
-    r.bulk_str("range");
-    r.bulk_str("spec");
-    r.map(3);
-    r.bulk_str("lastkey");
-    r.int(if last < 0 {
-        last as i64
-    } else {
-        (last - first) as i64
-    });
-    r.bulk_str("keystep");
-    r.int(step as i64);
-    r.bulk_str("limit");
-    r.int(0);
+    match s.find {
+        ks::Find::Range(last, step, limit) => {
+            r.bulk_str("range");
+            r.bulk_str("spec");
+            r.map(3);
+            r.bulk_str("lastkey");
+            r.int(i64::from(last));
+            r.bulk_str("keystep");
+            r.int(i64::from(step));
+            r.bulk_str("limit");
+            r.int(i64::from(limit));
+        }
+        ks::Find::Keynum(idx, first, step) => {
+            r.bulk_str("keynum");
+            r.bulk_str("spec");
+            r.map(3);
+            r.bulk_str("keynumidx");
+            r.int(i64::from(idx));
+            r.bulk_str("firstkey");
+            r.int(i64::from(first));
+            r.bulk_str("keystep");
+            r.int(i64::from(step));
+        }
+        ks::Find::Unknown => {
+            r.bulk_str("unknown");
+            r.bulk_str("spec");
+            r.map(0);
+        }
+    }
+}
+
+/// The key specifications of `name`: Redis's (from [`ks::COMMAND_KEYS`]), or for a
+/// Skerry-only command one range spec from its first/last/step.
+fn write_key_specs(r: &mut Reply, name: &str, first: i32, last: i32, step: i32, write: bool) {
+    if let Some(k) = ks::find(name) {
+        r.set(k.specs.len());
+        for s in k.specs {
+            write_spec(r, s);
+        }
+        return;
+    }
+    if first <= 0 {
+        r.set(0);
+        return;
+    }
+    let lastkey = if last < 0 { last } else { last - first };
+    let spec = ks::KeySpec {
+        flags: key_flags(write),
+        begin: ks::Begin::Index(first),
+        find: ks::Find::Range(lastkey, step, 0),
+        notes: None,
+    };
+    r.set(1);
+    write_spec(r, &spec);
 }
 
 fn write_sub_info(r: &mut Reply, s: &SubSpec) {
+    let (first, last, step) = ks::find(s.name).map_or((0, 0, 0), |k| (k.first, k.last, k.step));
+    let movable = ks::find(s.name).is_some_and(|k| k.movable) && !s.flags.contains(&"movablekeys");
     r.array(10);
     r.bulk_str(s.name);
     r.int(s.arity as i64);
-    write_flags(r, s.flags);
-    r.int(0);
-    r.int(0);
-    r.int(0);
+    if movable {
+        let mut flags = s.flags.to_vec();
+        flags.push("movablekeys");
+        write_flags(r, &flags);
+    } else {
+        write_flags(r, s.flags);
+    }
+    r.int(i64::from(first));
+    r.int(i64::from(last));
+    r.int(i64::from(step));
     r.set(0);
     r.set(0);
-    r.array(0);
+    write_key_specs(r, s.name, first, last, step, s.flags.contains(&"write"));
     r.array(0);
 }
 
 fn write_info(r: &mut Reply, c: &CommandSpec) {
+    // Redis's legacy range (a key finder's command keeps a first key only for routing).
+    let (first, last, step) = match ks::find(c.name) {
+        Some(k) => (k.first, k.last, k.step),
+        None => (c.first_key, c.last_key, c.step),
+    };
     r.array(10);
     r.bulk_str(c.name);
     r.int(c.arity as i64);
     write_flags(r, c.flags);
-    r.int(c.first_key as i64);
-    r.int(c.last_key as i64);
-    r.int(c.step as i64);
+    r.int(i64::from(first));
+    r.int(i64::from(last));
+    r.int(i64::from(step));
     write_flags(r, c.acl);
     r.set(0);
-    write_key_specs(r, c.first_key, c.last_key, c.step, c.has_flag("write"));
+    write_key_specs(
+        r,
+        c.name,
+        c.first_key,
+        c.last_key,
+        c.step,
+        c.has_flag("write"),
+    );
     r.array(c.subcommands.len());
     for s in c.subcommands {
         write_sub_info(r, s);
+    }
+}
+
+/// The keys the specs find in `argv` (Redis's `getKeysUsingKeySpecs`): positions with their
+/// flags, or None when a spec cannot answer (unknown, incomplete, a bad `numkeys`), where
+/// Redis turns to the command's own key function.
+fn keys_by_specs(specs: &[ks::KeySpec], argv: &[&[u8]]) -> Option<Vec<(usize, u16)>> {
+    let argc = argv.len() as i64;
+    let mut out = Vec::new();
+    for s in specs {
+        if s.flags & ks::KS_NOT_KEY != 0 {
+            continue;
+        }
+        let first: i64 = match s.begin {
+            ks::Begin::Index(i) => i64::from(i),
+            ks::Begin::Keyword(k, from) => {
+                let from = i64::from(from);
+                let start = if from > 0 { from } else { argc + from };
+                let end = if from > 0 { argc - 1 } else { 1 };
+                let mut found = 0;
+                let mut i = start;
+                while i != end {
+                    if i >= argc || i < 1 {
+                        break;
+                    }
+                    if is(argv[i as usize], k) {
+                        found = i + 1;
+                        break;
+                    }
+                    i = if start <= end { i + 1 } else { i - 1 };
+                }
+                if found == 0 {
+                    continue;
+                }
+                found
+            }
+            ks::Begin::Unknown => return None,
+        };
+        let (first, last, step) = match s.find {
+            ks::Find::Range(lastkey, step, limit) => {
+                let (lastkey, limit) = (i64::from(lastkey), i64::from(limit));
+                let last = if lastkey >= 0 {
+                    first + lastkey
+                } else if limit == 0 {
+                    argc + lastkey
+                } else {
+                    first + ((argc - first) / limit + lastkey)
+                };
+                (first, last, i64::from(step))
+            }
+            ks::Find::Keynum(idx, firstkey, step) => {
+                let at = first + i64::from(idx);
+                if i64::from(idx) >= argc || at >= argc {
+                    return None;
+                }
+                let n = super::parse_i64(argv[at as usize]).filter(|&n| n >= 0)?;
+                let first = first + i64::from(firstkey);
+                (first, first + n - 1, i64::from(step))
+            }
+            ks::Find::Unknown => return None,
+        };
+        if last >= argc || last < first || first >= argc {
+            return None;
+        }
+        let mut i = first;
+        while i <= last {
+            out.push((i as usize, s.flags));
+            i += step.max(1);
+        }
+        if s.flags & ks::KS_INCOMPLETE != 0 {
+            return None;
+        }
+    }
+    Some(out)
+}
+
+/// The keys of `argv` with their flags, as Redis's COMMAND GETKEYSANDFLAGS finds them: by
+/// the key specs when they are reliable, else by the command's own key function (Redis's
+/// `*GetKeys`; Skerry's key finder, with the flags Redis's function gives).
+fn keys_and_flags(
+    entry: Option<&ks::CommandKeys>,
+    cmd: Option<&CommandSpec>,
+    argv: &[&[u8]],
+) -> Vec<(usize, u16)> {
+    let Some(k) = entry else {
+        // A Skerry-only command: its first/last/step.
+        return cmd.map_or_else(Vec::new, |c| {
+            let f = key_flags(c.has_flag("write"));
+            c.key_positions(argv).iter().map(|&p| (p, f)).collect()
+        });
+    };
+    let all: u16 = k.specs.iter().fold(0, |a, s| a | s.flags);
+    let has_key = k.specs.iter().any(|s| s.flags & ks::KS_NOT_KEY == 0);
+    if has_key && all & ks::KS_VARIABLE_FLAGS == 0 {
+        if let Some(keys) = keys_by_specs(k.specs, argv) {
+            return keys;
+        }
+    }
+    if !k.getkeys {
+        return Vec::new();
+    }
+    match k.name {
+        "set" => {
+            let f = if argv.iter().skip(3).any(|a| is(a, "get")) {
+                ks::KS_RW | ks::KS_ACCESS | ks::KS_UPDATE
+            } else {
+                ks::KS_OW | ks::KS_UPDATE
+            };
+            vec![(1, f)]
+        }
+        "bitfield" | "bitfield_ro" => {
+            let mut readonly = true;
+            let mut i = 2;
+            while i < argv.len() {
+                let remaining = argv.len() - i - 1;
+                if is(argv[i], "get") && remaining >= 2 {
+                    i += 3;
+                } else if (is(argv[i], "set") || is(argv[i], "incrby")) && remaining >= 3 {
+                    readonly = false;
+                    i += 4;
+                } else if is(argv[i], "overflow") && remaining >= 1 {
+                    i += 2;
+                } else {
+                    readonly = false;
+                    break;
+                }
+            }
+            let f = if readonly {
+                ks::KS_RO | ks::KS_ACCESS
+            } else {
+                ks::KS_RW | ks::KS_ACCESS | ks::KS_UPDATE
+            };
+            vec![(1, f)]
+        }
+        "sort" | "sort_ro" => {
+            // sortGetKeys: the key, then the last STORE's destination.
+            let mut out = vec![(1, ks::KS_RO | ks::KS_ACCESS)];
+            if k.name == "sort" {
+                let mut store = None;
+                let mut i = 2;
+                while i < argv.len() {
+                    let skip = if is(argv[i], "limit") {
+                        2
+                    } else if is(argv[i], "get") || is(argv[i], "by") {
+                        1
+                    } else if is(argv[i], "store") {
+                        if i + 1 < argv.len() {
+                            store = Some(i + 1);
+                        }
+                        1
+                    } else {
+                        0
+                    };
+                    i += skip + 1;
+                }
+                if let Some(p) = store {
+                    out.push((p, ks::KS_OW | ks::KS_UPDATE));
+                }
+            }
+            out
+        }
+        "migrate" => {
+            // migrateGetKeys: the KEYS list (when the key argument is empty), else the key.
+            let f = ks::KS_RW | ks::KS_ACCESS | ks::KS_DELETE;
+            if argv.len() > 6 && argv[3].is_empty() {
+                let mut i = 6;
+                while i < argv.len() {
+                    if is(argv[i], "keys") {
+                        return (i + 1..argv.len()).map(|p| (p, f)).collect();
+                    }
+                    if is(argv[i], "auth") {
+                        i += 1;
+                    } else if is(argv[i], "auth2") {
+                        i += 2;
+                    }
+                    i += 1;
+                }
+                Vec::new()
+            } else {
+                vec![(3, f)]
+            }
+        }
+        _ => {
+            // The keyed commands with a key function Skerry has (numkeys commands): their
+            // keys with the flags of the spec that describes each position.
+            let Some(c) = cmd else { return Vec::new() };
+            c.key_positions(argv)
+                .iter()
+                .map(|&p| {
+                    let f = k
+                        .specs
+                        .iter()
+                        .find(|s| s.begin == ks::Begin::Index(p as i32))
+                        .or(k.specs.last())
+                        .map_or(0, |s| s.flags);
+                    (p, f)
+                })
+                .collect()
+        }
     }
 }
 
@@ -313,27 +602,55 @@ pub fn command(c: &mut Conn, a: &[&[u8]]) {
         }
         b"getkeys" | b"getkeysandflags" if a.len() >= 3 => {
             let with_flags = sub.as_slice() == b"getkeysandflags";
-            let Some(cmd) = find_command(a[2]) else {
+            let argv = &a[2..];
+            // Redis's lookupCommand: a container's subcommand when there is one more
+            // argument.
+            let Some(cmd) = find_command(argv[0]) else {
                 c.reply.error("ERR Invalid command specified");
                 return;
             };
-            let argv = &a[2..];
-            if !cmd.arity_ok(argv.len()) {
+            let (name, arity, own) = if !cmd.subcommands.is_empty() && argv.len() > 1 {
+                match cmd.subcommand(argv[1]) {
+                    Some(s) => (s.name, s.arity, None),
+                    None => {
+                        c.reply.error("ERR Invalid command specified");
+                        return;
+                    }
+                }
+            } else {
+                (cmd.name, cmd.arity, Some(cmd))
+            };
+            let entry = ks::find(name);
+            let has_keys = match entry {
+                Some(k) => k.getkeys || k.specs.iter().any(|s| s.flags & ks::KS_NOT_KEY == 0),
+                None => own.is_some_and(|c| c.first_key > 0 || c.key_finder.is_some()),
+            };
+            if !has_keys {
+                c.reply.error("ERR The command has no key arguments");
+                return;
+            }
+            if (arity > 0 && arity as usize != argv.len())
+                || (argv.len() as i64) < -i64::from(arity)
+            {
                 c.reply
                     .error("ERR Invalid number of arguments specified for command");
                 return;
             }
-            let keys: Vec<usize> = cmd.key_positions(argv).to_vec();
+            let keys = keys_and_flags(entry, own, argv);
             if keys.is_empty() {
-                c.reply.error("ERR The command has no key arguments");
+                if entry.is_some_and(|k| k.no_mandatory_keys) {
+                    c.reply.array(0);
+                } else {
+                    c.reply.error("ERR Invalid arguments specified for command");
+                }
                 return;
             }
             c.reply.array(keys.len());
-            for p in keys {
+            for (p, f) in keys {
                 if with_flags {
                     c.reply.array(2);
                     c.reply.bulk(argv[p]);
-                    write_flags(&mut c.reply, key_flags(cmd.has_flag("write")));
+                    write_key_flags(&mut c.reply, f);
                 } else {
                     c.reply.bulk(argv[p]);
                 }

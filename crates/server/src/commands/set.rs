@@ -81,7 +81,20 @@ fn order_result(x: &Exec, members: &mut [&[u8]]) {
 /// SADD key member [member ...]
 pub fn sadd(x: &mut Exec, a: &[&[u8]]) {
     let Ok(s) = take(x, a[1]) else { return };
-    let mut s = s.unwrap_or_default();
+    let mut s = s.unwrap_or_else(|| {
+        // Redis's setTypeCreate(first member, members given): the new set's encoding.
+        let t = x.thresholds();
+        let hint = a.len() - 2;
+        let mut s = Set::default();
+        if !(crate::coll::set::is_intset_member(a[2]) && hint <= t.set_max_intset_entries) {
+            if hint <= t.set_max_listpack_entries {
+                s.listpack = true;
+            } else {
+                s.big = true;
+            }
+        }
+        s
+    });
     let mut added = 0;
     for m in &a[2..] {
         added += i64::from(s.insert(m));
@@ -247,13 +260,15 @@ fn spop_count(x: &mut Exec, a: &[&[u8]]) {
     }
     let count = count as usize;
     let remaining = size - count;
-    let was_intset = !s.big;
+    let was_intset = !s.big && !s.listpack;
     let mut rng = rand::rng();
     let mut popped: Vec<Vec<u8>> = (0..count)
         .map(|_| s.pop_random(&mut rng).expect("count < size"))
         .collect();
     let stored = if remaining * SPOP_MOVE_STRATEGY_MUL <= count {
         // Redis builds a new set of the members that stay and lists the old one.
+        // Redis 7.2+: an intset stays one; a listpack or hashtable leaves a new listpack.
+        s.listpack = !was_intset;
         s.big = false;
         if was_intset {
             let mut refs: Vec<&[u8]> = popped.iter().map(|m| &m[..]).collect();
@@ -490,7 +505,7 @@ fn union_diff(x: &mut Exec, keys: &[&[u8]], dest: Option<&[u8]>, diff: bool) {
         }
     }
     let mut result = Set::default();
-    let mut big = false;
+    let (mut big, mut listpack) = (false, false);
     if !diff {
         for (k, _) in keys.iter().zip(&sizes).filter(|(_, n)| n.is_some()) {
             match x.ks.coll(x.db, k, VALUE_TYPE_SET, x.now_ms) {
@@ -518,7 +533,9 @@ fn union_diff(x: &mut Exec, keys: &[&[u8]], dest: Option<&[u8]>, diff: bool) {
                 for m in first.ordered() {
                     result.insert(m);
                 }
-                big = copies_first && !fits_intset(first.len(), first.iter(), &t);
+                if copies_first {
+                    (big, listpack) = encoding_of_new(first, &t);
+                }
             }
             Ok(None) => {}
             Err(e) => return coll_error(x.reply, e),
@@ -548,6 +565,7 @@ fn union_diff(x: &mut Exec, keys: &[&[u8]], dest: Option<&[u8]>, diff: bool) {
         Some(dest) => {
             let n = result.len();
             result.big = big;
+            result.listpack = listpack;
             if store(x, dest, result) {
                 x.reply.int(n as i64);
             }
@@ -555,12 +573,32 @@ fn union_diff(x: &mut Exec, keys: &[&[u8]], dest: Option<&[u8]>, diff: bool) {
     }
 }
 
-/// Parses a SCAN cursor as Redis's `strtoul` does (an optional sign, decimal digits; a
-/// negative number wraps; the empty string is 0). None: "invalid cursor".
-fn parse_cursor(b: &[u8]) -> Option<u64> {
-    if b.is_empty() {
-        return Some(0);
+/// The encoding (big, listpack) a new intset reaches when every member of `s` is added to
+/// it (Redis 7.2+'s conversions; removals afterwards never convert back).
+fn encoding_of_new(s: &Set, t: &Thresholds) -> (bool, bool) {
+    if s.iter().all(crate::coll::set::is_intset_member) {
+        (s.len() > t.set_max_intset_entries, false)
+    } else if s.len() <= t.set_max_listpack_entries
+        && s.iter().all(|m| m.len() <= t.set_max_listpack_value)
+    {
+        (false, true)
+    } else {
+        (true, false)
     }
+}
+
+/// Parses a SCAN cursor as Redis 8's `string2ull` does: a canonical integer must not be
+/// negative; anything else goes to `strtoull` (leading white space, an optional sign, a
+/// negative number wraps, no trailing bytes, no overflow, not empty). None: "invalid
+/// cursor".
+fn parse_cursor(b: &[u8]) -> Option<u64> {
+    if let Some(v) = parse_i64(b) {
+        return u64::try_from(v).ok();
+    }
+    let start = b
+        .iter()
+        .position(|c| !matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c))?;
+    let b = &b[start..];
     let (neg, digits) = match b[0] {
         b'-' => (true, &b[1..]),
         b'+' => (false, &b[1..]),
@@ -637,14 +675,17 @@ mod tests {
     use super::parse_cursor;
 
     #[test]
-    fn cursors_parse_as_strtoul_does() {
+    fn cursors_parse_as_redis_8_does() {
         assert_eq!(parse_cursor(b"0"), Some(0));
-        assert_eq!(parse_cursor(b""), Some(0));
+        assert_eq!(parse_cursor(b""), None);
         assert_eq!(parse_cursor(b"+7"), Some(7));
-        assert_eq!(parse_cursor(b"-1"), Some(u64::MAX));
+        assert_eq!(parse_cursor(b" 1"), Some(1));
+        assert_eq!(parse_cursor(b"-1"), None);
+        assert_eq!(parse_cursor(b"-0"), Some(0));
+        assert_eq!(parse_cursor(b" -1"), Some(u64::MAX));
         assert_eq!(parse_cursor(b"18446744073709551615"), Some(u64::MAX));
         assert_eq!(parse_cursor(b"18446744073709551616"), None);
-        for bad in [&b" 1"[..], b"1 ", b"x", b"-", b"+", b"1.5", b"0x10"] {
+        for bad in [&b"1 "[..], b"x", b"-", b"+", b"1.5", b"0x10"] {
             assert_eq!(parse_cursor(bad), None, "{bad:?}");
         }
     }

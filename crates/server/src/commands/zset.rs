@@ -342,11 +342,26 @@ fn zadd_generic(x: &mut Exec, a: &[&[u8]], mut incr: bool) {
         }
     }
     if !changes.is_empty() {
+        let t = x.thresholds();
+        let elements = scores.len();
         let mut z = match take_zset(x, key) {
-            Ok(z) => z.unwrap_or_default(),
+            // Redis 7.2+'s zsetTypeMaybeConvert: more pairs than a listpack holds make a
+            // skiplist first.
+            Ok(Some(mut z)) => {
+                if elements > t.zset_max_listpack_entries {
+                    z.big = true;
+                }
+                z
+            }
+            // zsetTypeCreate(pairs, first member's length).
+            Ok(None) => {
+                let mut z = Zset::default();
+                z.big = elements > t.zset_max_listpack_entries
+                    || a[i + 1].len() > t.zset_max_listpack_value;
+                z
+            }
             Err(()) => return,
         };
-        let t = x.thresholds();
         let mut listpack = !z.big;
         for (m, s) in changes {
             zset_add(&mut z, &mut listpack, m, s, &t);
@@ -424,26 +439,49 @@ pub fn zmscore(x: &mut Exec, a: &[&[u8]]) {
     }
 }
 
-/// ZRANK key member
+/// ZRANK key member [WITHSCORE]
 pub fn zrank(x: &mut Exec, a: &[&[u8]]) {
     zrank_generic(x, a, false);
 }
 
-/// ZREVRANK key member
+/// ZREVRANK key member [WITHSCORE]
 pub fn zrevrank(x: &mut Exec, a: &[&[u8]]) {
     zrank_generic(x, a, true);
 }
 
 fn zrank_generic(x: &mut Exec, a: &[&[u8]], rev: bool) {
+    if a.len() > 4 {
+        let name = if rev { "zrevrank" } else { "zrank" };
+        return x.reply.error(&format!(
+            "ERR wrong number of arguments for '{name}' command"
+        ));
+    }
+    let withscore = match a.get(3) {
+        None => false,
+        Some(o) if is(o, "withscore") => true,
+        Some(_) => return x.reply.error(errors::SYNTAX),
+    };
     let z = match zset_ref(x.ks, x.reply, x.db, a[1], x.now_ms) {
         Ok(Some(z)) => z,
+        Ok(None) if withscore => return x.reply.null_array(),
         Ok(None) => return x.reply.null(),
         Err(()) => return,
     };
-    match z.rank(a[2]) {
-        Some(r) if rev => x.reply.int((z.len() - 1 - r) as i64),
-        Some(r) => x.reply.int(r as i64),
-        None => x.reply.null(),
+    let Some(r) = z.rank(a[2]) else {
+        return if withscore {
+            x.reply.null_array()
+        } else {
+            x.reply.null()
+        };
+    };
+    let rank = if rev { z.len() - 1 - r } else { r };
+    if withscore {
+        let score = z.score(a[2]).unwrap_or(0.0);
+        x.reply.array(2);
+        x.reply.int(rank as i64);
+        x.reply.double(score);
+    } else {
+        x.reply.int(rank as i64);
     }
 }
 

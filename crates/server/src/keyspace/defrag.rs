@@ -42,8 +42,9 @@ impl Keyspace {
         let Some((raw_db, key)) = split_record_key(record_key) else {
             return Ok(Relocation::Obsolete);
         };
-        // A group record (see `groups`) is checked against the group table.
-        let (db, group) = super::groups::split_db(raw_db);
+        // A group record (see `groups`) is checked against the group table; the record
+        // names the physical database (see `crate::dbmap`).
+        let (db, group) = super::groups::split_db(self.logical_db(raw_db));
         if db >= self.dbs.len() {
             return Ok(Relocation::Obsolete);
         }
@@ -120,7 +121,7 @@ impl Keyspace {
             let Some((raw_db, key)) = split_record_key(record_key) else {
                 continue;
             };
-            let (db, group) = super::groups::split_db(raw_db);
+            let (db, group) = super::groups::split_db(self.logical_db(raw_db));
             let Some(d) = self.dbs.get(db) else {
                 continue;
             };

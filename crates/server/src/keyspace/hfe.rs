@@ -76,6 +76,39 @@ impl HfeIndex {
         self.at.retain(|(d, _), _| *d != db);
     }
 
+    /// Databases `a` and `b` swapped (SWAPDB): their hashes follow them. A discovery walk
+    /// that has reached either of them walks again from the first.
+    pub fn swap_dbs(&mut self, a: usize, b: usize) {
+        let other = |d: usize| {
+            if d == a {
+                b
+            } else if d == b {
+                a
+            } else {
+                d
+            }
+        };
+        if self.at.keys().any(|(d, _)| *d == a || *d == b) {
+            self.due = std::mem::take(&mut self.due)
+                .into_iter()
+                .map(|(t, d, k)| (t, other(d), k))
+                .collect();
+            self.at = std::mem::take(&mut self.at)
+                .into_iter()
+                .map(|((d, k), t)| ((other(d), k), t))
+                .collect();
+        }
+        // A walk between the two swapped databases has seen one but not the other's keys:
+        // it walks again from the first of them (noting a hash twice is harmless).
+        let (lo, hi) = (a.min(b), a.max(b));
+        if let Some((d, pos)) = self.discover.as_mut() {
+            if (lo..=hi).contains(d) {
+                *d = lo;
+                *pos = 0;
+            }
+        }
+    }
+
     /// Number of hashes noted.
     pub fn len(&self) -> usize {
         self.at.len()

@@ -321,6 +321,11 @@ pub struct Keyspace {
     uncached: hashbrown::HashSet<cache::CacheKey, foldhash::fast::FixedState>,
     /// Hashes with field expiries, for their active expiry (see [`hfe`]).
     hfe: hfe::HfeIndex,
+    /// The physical database of each logical one (see `crate::dbmap`): `dbs[l]` holds the
+    /// keys whose records name database `phys[l]`.
+    phys: Vec<usize>,
+    /// The inverse of `phys`.
+    logi: Vec<usize>,
 }
 
 /// Most keys [`Keyspace::prefetch`] takes at once.
@@ -665,7 +670,11 @@ impl Keyspace {
             group_bytes: crate::coll::groups::DEFAULT_GROUP_BYTES,
             uncached: Default::default(),
             hfe: hfe::HfeIndex::discovering(),
+            phys: Vec::new(),
+            logi: Vec::new(),
         };
+        ks.phys = (0..ks.dbs.len()).collect();
+        ks.logi = ks.phys.clone();
         // Keys that expired while the server was down: a tombstone each, so an older
         // version can never come back once their records' blocks are reclaimed (the
         // groups of a grouped one go with it, see [`Keyspace::load_groups`]).
@@ -677,6 +686,87 @@ impl Keyspace {
         ks.load_groups();
         ks.writes = 0;
         ks
+    }
+
+    /// Places the databases as `map` says (`map[l]` = the physical database of logical
+    /// database `l`, see `crate::dbmap`); called once, on a keyspace fresh from recovery
+    /// (whose tables are in physical order).
+    pub fn apply_db_map(&mut self, map: &[usize]) {
+        assert_eq!(map.len(), self.dbs.len(), "database map size");
+        let mut by_phys: Vec<Option<Db>> = std::mem::take(&mut self.dbs)
+            .into_iter()
+            .map(Some)
+            .collect();
+        self.dbs = map
+            .iter()
+            .map(|&p| by_phys[p].take().expect("database map is a permutation"))
+            .collect();
+        self.phys = map.to_vec();
+        for (l, &p) in map.iter().enumerate() {
+            self.logi[p] = l;
+        }
+    }
+
+    /// The physical database (as record keys name it) of logical database `db`; a group
+    /// record's database keeps its [`groups::GROUP_DB_BIT`].
+    #[inline]
+    pub fn physical_db(&self, db: usize) -> usize {
+        let (d, group) = groups::split_db(db);
+        match self.phys.get(d) {
+            Some(&p) if group => p | groups::GROUP_DB_BIT,
+            Some(&p) => p,
+            None => db,
+        }
+    }
+
+    /// The logical database of physical database `db` (the inverse of
+    /// [`Keyspace::physical_db`]).
+    #[inline]
+    pub fn logical_db(&self, db: usize) -> usize {
+        let (d, group) = groups::split_db(db);
+        match self.logi.get(d) {
+            Some(&l) if group => l | groups::GROUP_DB_BIT,
+            Some(&l) => l,
+            None => db,
+        }
+    }
+
+    /// SWAPDB on this worker: databases `a` and `b` trade their keys. WATCHed keys of
+    /// either database that exist in either are touched, and keys that blocked commands
+    /// wait on in either database are marked ready when they now exist (as Redis does).
+    pub fn swap_dbs(&mut self, a: usize, b: usize) {
+        if a == b {
+            return;
+        }
+        self.dbs.swap(a, b);
+        self.hfe.swap_dbs(a, b);
+        self.phys.swap(a, b);
+        let (pa, pb) = (self.phys[a], self.phys[b]);
+        self.logi[pa] = a;
+        self.logi[pb] = b;
+        self.prepared = None;
+        if !self.cas.is_empty() {
+            let exists =
+                |ks: &Self, db: usize, k: &[u8]| ks.dbs[db].table.get(hash_key(k), k).is_some();
+            for ((db, key), flags) in &self.cas {
+                if (*db == a || *db == b) && (exists(self, a, key) || exists(self, b, key)) {
+                    for f in flags {
+                        f.store(true, std::sync::atomic::Ordering::SeqCst);
+                    }
+                }
+            }
+        }
+        let waited: Vec<(usize, Vec<u8>)> = self
+            .watched
+            .keys()
+            .filter(|(db, k)| {
+                (*db == a || *db == b) && self.dbs[*db].table.get(hash_key(k), k).is_some()
+            })
+            .cloned()
+            .collect();
+        for (db, k) in waited {
+            self.mark_ready(db, &k);
+        }
     }
 
     /// The worker's log.
@@ -770,7 +860,7 @@ impl Keyspace {
         if self.error.is_some() {
             return None;
         }
-        let rk = record_key(db, key);
+        let rk = record_key(self.physical_db(db), key);
         let meta = RecordMeta {
             kind: RecordKind::Value,
             value_type,
@@ -801,7 +891,7 @@ impl Keyspace {
         if self.error.is_some() && !quiet {
             return false;
         }
-        let rk = record_key(db, key);
+        let rk = record_key(self.physical_db(db), key);
         let meta = RecordMeta {
             kind: RecordKind::Tombstone,
             value_type: VALUE_TYPE_STRING,

@@ -799,6 +799,11 @@ pub static DOCS: &[Doc] = &[
                 pure("sync", "SYNC").since("6.2.0"),
             ]).optional(),
         ]),
+    doc("swapdb", "4.0.0", "O(N) where N is the count of clients watching or blocking on keys from both databases.")
+        .args(&[
+            integer("index1"),
+            integer("index2"),
+        ]),
     doc("flushall", "1.0.0", "O(N) where N is the total number of keys in all databases")
         .history(&[
             ("4.0.0", "Added the `ASYNC` flushing mode modifier."),
@@ -944,6 +949,7 @@ pub static DOCS: &[Doc] = &[
             ("3.2.0", "Added `master` type in for `TYPE` option."),
             ("5.0.0", "Replaced `slave` `TYPE` with `replica`. `slave` still supported for backward compatibility."),
             ("6.2.0", "`LADDR` option."),
+            ("7.4.0", "`MAXAGE` option."),
         ])
         .args(&[
             oneof("filter", &[
@@ -961,6 +967,7 @@ pub static DOCS: &[Doc] = &[
                     string("ip:port").token("ADDR").optional(),
                     string("ip:port").token("LADDR").since("6.2.0").optional(),
                     string("yes/no").token("SKIPME").optional(),
+                    integer("maxage").token("MAXAGE").since("7.4.0").optional(),
                 ]).multiple(),
             ]),
         ]),

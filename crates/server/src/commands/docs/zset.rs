@@ -60,14 +60,22 @@ pub(super) static DOCS: &[Doc] = &[
             string("member").multiple(),
         ]),
     doc("zrank", "2.0.0", "O(log(N))")
+        .history(&[
+            ("7.2.0", "Added the optional `WITHSCORE` argument."),
+        ])
         .args(&[
             key("key", 0),
             string("member"),
+            pure("withscore", "WITHSCORE").optional(),
         ]),
     doc("zrevrank", "2.0.0", "O(log(N))")
+        .history(&[
+            ("7.2.0", "Added the optional `WITHSCORE` argument."),
+        ])
         .args(&[
             key("key", 0),
             string("member"),
+            pure("withscore", "WITHSCORE").optional(),
         ]),
     doc("zrange", "1.2.0", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements returned.")
         .history(&[
