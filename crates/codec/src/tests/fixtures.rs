@@ -1,0 +1,1 @@
+//! Payloads written by real Redis servers.
