@@ -172,11 +172,12 @@ pub fn dump(v: &RdbValue) -> Vec<u8> {
     seal_payload(body, e.rdb_version)
 }
 
-/// The value of a DUMP payload (as RESTORE reads it; bytes after the value are ignored,
-/// as Redis does).
+/// The value of a DUMP payload, read as Redis's RESTORE reads it: from the start of the
+/// whole payload, footer included (a value cut short may take footer bytes, as in Redis),
+/// and ignoring whatever follows the value.
 pub fn restore(payload: &[u8]) -> Result<RdbValue, PayloadError> {
-    let (body, _) = open_payload(payload, RDB_VERSION)?;
-    let mut r = Reader::new(body);
+    open_payload(payload, RDB_VERSION)?;
+    let mut r = Reader::new(payload);
     let ty = r.byte().map_err(PayloadError::BadData)?;
     decode_value(ty, &mut r).map_err(PayloadError::BadData)
 }

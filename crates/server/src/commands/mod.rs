@@ -7,6 +7,7 @@
 pub mod bitops;
 pub mod connection;
 pub mod docs;
+pub mod dump;
 pub mod hash;
 pub mod keyspace;
 pub mod list;
@@ -711,6 +712,9 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("lastsave", 1, &["loading", "stale", "fast"], NOKEY, "server", "1.0.0", "Returns the Unix timestamp of the last successful save to disk.", &["@admin", "@fast", "@dangerous"], Handler::Conn(sv::lastsave)),
     spec("shutdown", -1, &["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"], NOKEY, "server", "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server.", A_ADMIN, Handler::Conn(sv::shutdown)),
     spec("debug", -2, ADMIN, NOKEY, "server", "1.0.0", "A container for debugging commands.", A_ADMIN, Handler::Conn(sv::debug)),
+    // dump (commands/dump.rs)
+    spec("dump", 2, &["readonly"], K1, "generic", "2.6.0", "Returns a serialized representation of the value stored at a key.", A_KS_R, keyed(dump::dump)),
+    spec("restore", -4, W, K1, "generic", "2.6.0", "Creates a key from the serialized representation of a value.", &["@keyspace", "@write", "@slow", "@dangerous"], keyed(dump::restore)),
 ];
 
 const PS_SUB: &[&str] = &["pubsub", "noscript", "loading", "stale"];
