@@ -651,3 +651,43 @@ fn codec_streams_and_field_ttls_restore_into_redis() {
         }
     }
 }
+
+/// DUMP and RESTORE inside MULTI / EXEC and scripts, with keys on both workers.
+#[test]
+fn in_transactions_and_scripts_across_workers() {
+    let s = start("2");
+    let mut r = s.raw();
+    let (k0, k1) = (key_on("k", 0), key_on("k", 1));
+    let (l0, l1) = (key_on("l", 0), key_on("l", 1));
+    r.cmd(&["SET", &k0, "string zero"]);
+    r.cmd(&["RPUSH", &l0, "a", "b", "c"]);
+    let ps = dump(&mut r, &k0);
+    let pl = dump(&mut r, &l0);
+    assert_eq!(r.cmd(&["MULTI"]), ok());
+    r.cmd(&["DUMP", &k0]);
+    r.cmd(&["DUMP", &l0]);
+    r.cmd_bytes(&[b"RESTORE", k1.as_bytes(), b"0", &ps]);
+    r.cmd_bytes(&[b"RESTORE", l1.as_bytes(), b"0", &pl]);
+    r.cmd(&["DUMP", &k1]);
+    r.cmd(&["DUMP", &l1]);
+    let got = r.cmd(&["EXEC"]).items();
+    assert_eq!(
+        got,
+        vec![
+            Value::Bulk(ps.clone()),
+            Value::Bulk(pl.clone()),
+            ok(),
+            ok(),
+            Value::Bulk(ps.clone()),
+            Value::Bulk(pl.clone())
+        ]
+    );
+    assert_eq!(contents(&mut r, &l1), contents(&mut r, &l0));
+    // A script that copies a key through DUMP and RESTORE (both keys declared).
+    let script = "local p = redis.call('DUMP', KEYS[1]); redis.call('RESTORE', KEYS[2], 0, p, 'REPLACE'); return redis.call('DUMP', KEYS[2])";
+    for (src, dst) in [(&l0, &l1), (&l1, &k0), (&k1, &l0)] {
+        let v = r.cmd(&["EVAL", script, "2", src, dst]);
+        assert_eq!(v, Value::Bulk(dump(&mut r, src)), "{src} -> {dst}");
+        assert_eq!(contents(&mut r, dst), contents(&mut r, src));
+    }
+}

@@ -56,7 +56,10 @@ fn node_entries(
         return Err(bad("damaged stream master entry"));
     }
     let mut live = 0;
-    for _ in 0..count + deleted {
+    let total = count
+        .checked_add(deleted)
+        .ok_or(bad("damaged stream listpack"))?;
+    for _ in 0..total {
         let flags = nx(&mut it)?.to_i64()?;
         let ms = nx(&mut it)?.to_i64()?;
         let seq = nx(&mut it)?.to_i64()?;
@@ -86,9 +89,9 @@ fn node_entries(
         }
         let lp_count = nx(&mut it)?.to_i64()?;
         let want = if flags & FLAG_SAMEFIELDS != 0 {
-            n + 3
+            n.saturating_add(3)
         } else {
-            2 * n + 4
+            n.saturating_mul(2).saturating_add(4)
         };
         if lp_count != want {
             return Err(bad("damaged stream entry count"));

@@ -10,7 +10,7 @@ use skerry_store::format::VALUE_TYPE_STRING;
 
 use super::{coll_error, is, parse_i64, Exec};
 use crate::coll::{hash, list, set, zset, Coll};
-use crate::keyspace::Expiry;
+use crate::keyspace::{Expiry, Got, Value};
 use crate::reply::errors::{NOT_INT, SYNTAX};
 
 /// The neutral form of a collection.
@@ -66,10 +66,13 @@ pub fn dump(x: &mut Exec, a: &[&[u8]]) {
         return;
     };
     let value = if meta.value_type == VALUE_TYPE_STRING {
-        match x.ks.with_value(x.db, a[1], x.now_ms, |v| v.to_vec()) {
-            Ok(Some(v)) => RdbValue::String(v),
+        match x.ks.get(x.db, a[1], x.now_ms) {
+            Some(Got {
+                value: Value::Str(v),
+                ..
+            }) => RdbValue::String(v),
             // Not readable: the kept error is the reply.
-            Ok(None) | Err(_) => return,
+            _ => return,
         }
     } else {
         match x.ks.coll(x.db, a[1], meta.value_type, x.now_ms) {
