@@ -15,6 +15,8 @@
 //! No I/O; every length in the input is checked against the bytes present, so damaged
 //! input is an error, never a panic or an unbounded allocation.
 
+#![deny(missing_docs)]
+
 mod crc64;
 mod decode;
 mod encode;
@@ -43,7 +45,7 @@ pub mod rdb_type {
     pub const LIST: u8 = 1;
     /// A set as a hashtable.
     pub const SET: u8 = 2;
-    /// A sorted set with scores as text (before Redis 4.0... RDB 8).
+    /// A sorted set with scores as text (Redis before 4.0).
     pub const ZSET: u8 = 3;
     /// A hash as a hashtable.
     pub const HASH: u8 = 4;
