@@ -8,6 +8,7 @@
 
 use crate::reply::Reply;
 
+mod dump;
 mod hash;
 mod list;
 mod scripting;
@@ -265,6 +266,7 @@ pub fn all_docs() -> impl Iterator<Item = &'static Doc> {
         .chain(set::DOCS)
         .chain(zset::DOCS)
         .chain(scripting::DOCS)
+        .chain(dump::DOCS)
 }
 
 /// The arguments of `name` (lower case; `parent|sub` for subcommands); None when it takes
