@@ -691,3 +691,52 @@ fn in_transactions_and_scripts_across_workers() {
         assert_eq!(contents(&mut r, dst), contents(&mut r, src));
     }
 }
+
+/// RESTORE REPLACE between every kind of stored value (short string, big chunked string,
+/// compact collection, grouped collection), then a kill -9 and restart: every key holds
+/// exactly its last restored value, with its TTL. Skerry-only (the restart).
+#[test]
+fn replace_between_layouts_survives_kill_9() {
+    skip_if_redis!();
+    let mut s = Server::start(&[
+        "--threads",
+        "2",
+        "--collection-group-bytes",
+        "512",
+        "--appendfsync",
+        "always",
+    ]);
+    let mut r = s.raw();
+    let mut rng = Rng::new(11);
+    r.cmd_bytes(&[b"SET", b"src:short", b"short"]);
+    r.cmd_bytes(&[b"SET", b"src:big", &rng.bytes(3 << 20)]);
+    r.cmd(&["HSET", "src:hash", "f", "v"]);
+    let mut args = vec!["SADD".to_string(), "src:grouped".into()];
+    args.extend((0..3000).map(|i| format!("member-{i}")));
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    r.cmd(&refs);
+    let kinds = ["src:short", "src:big", "src:hash", "src:grouped"];
+    let payloads: Vec<Vec<u8>> = kinds.iter().map(|k| dump(&mut r, k)).collect();
+    let mut want = Vec::new();
+    for (i, _) in kinds.iter().enumerate() {
+        for (j, _) in kinds.iter().enumerate() {
+            let key = format!("k{i}{j}");
+            assert_eq!(restore(&mut r, &key, "0", &payloads[i], &[]), ok());
+            assert_eq!(
+                restore(&mut r, &key, "1000000", &payloads[j], &["REPLACE"]),
+                ok(),
+                "{key}"
+            );
+            let c = contents(&mut r, kinds[j]);
+            assert_eq!(contents(&mut r, &key), c, "{key}");
+            want.push((key, c));
+        }
+    }
+    s.restart();
+    let mut r = s.raw();
+    for (key, c) in &want {
+        assert_eq!(&contents(&mut r, key), c, "{key} after restart");
+        let pttl = r.cmd(&["PTTL", key]).int();
+        assert!(pttl > 900_000, "{key}: {pttl}");
+    }
+}
