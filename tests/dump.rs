@@ -425,6 +425,9 @@ impl Redis {
                 "--bind",
                 "127.0.0.1",
             ])
+            // RESTORE checks every payload deeply (listpack entries, duplicates, stream
+            // entries), so Skerry's payloads must be valid in every detail.
+            .args(["--sanitize-dump-payload", "yes"])
             .arg("--dir")
             .arg(dir.path())
             .stdout(Stdio::null())
@@ -480,6 +483,8 @@ fn exchange(bin: &str, threads: &str) {
         );
         assert_eq!(contents(&mut rr, &back), want, "{key} to {bin}");
     }
+    // Redis checked Skerry's payloads deeply.
+    assert!(info_u64(&mut rr, "stats", "dump_payload_sanitizations").unwrap() > 10);
     // With a TTL, both ways.
     let p = dump(&mut rr, &keys[0]);
     assert_eq!(restore(&mut sr, "ttl", "60000", &p, &[]), ok());
