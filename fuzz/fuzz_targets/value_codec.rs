@@ -9,6 +9,20 @@
 //! input, so that listpack, intset, quicklist-node, LZF and stream-node boundaries are
 //! crossed), which must survive encode → decode unchanged (up to member order of sets,
 //! sorted sets and hashes, which the encodings may sort).
+//!
+//! Build and run (no cargo-fuzz on the machine it was written on; the flags are
+//! cargo-fuzz's):
+//!
+//!     cd fuzz && RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
+//!       -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
+//!       -Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing -Cdebug-assertions -Coverflow-checks" \
+//!       cargo +nightly build --release --bin value_codec --target x86_64-unknown-linux-gnu
+//!     ./target/x86_64-unknown-linux-gnu/release/value_codec CORPUS -max_total_time=600 -malloc_limit_mb=512
+//!
+//! Runs (2026-12, one core shared with other builds): 600 s, 301,846 executions, cov 2365, no
+//! crash; then seeded with the payloads of `crates/codec/src/tests/fixtures.rs` (mode byte 0
+//! before each), `-max_len=8192`, 600 s, 578,096 executions, cov 2597, no crash, no
+//! allocation over 512 MB.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
