@@ -167,10 +167,12 @@ fn deny_blocking_reply(idx: usize, reply: &mut Reply) {
 }
 
 /// True when keyed command `idx` may append several records (a write with several key
-/// arguments, or MOVE): its records then form one unit for recovery.
+/// arguments, MOVE, or RESTORE, which removes the old value before writing the new one):
+/// its records then form one unit for recovery.
 pub(crate) fn may_write_several(idx: usize, argv: &[&[u8]]) -> bool {
     let spec = &COMMANDS[idx];
-    spec.has_flag("write") && (spec.name == "move" || spec.key_positions(argv).len() > 1)
+    spec.has_flag("write")
+        && (spec.name == "move" || spec.name == "restore" || spec.key_positions(argv).len() > 1)
 }
 
 /// Answers keyed command `idx` with `ERR msg` without running it (its values could not be

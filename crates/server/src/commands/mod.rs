@@ -8,6 +8,7 @@ pub mod bitops;
 pub mod connection;
 pub mod docs;
 pub mod geo;
+pub mod dump;
 pub mod hash;
 pub mod hll;
 pub mod keyspace;
@@ -756,6 +757,9 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("bitfield_ro", -2, RF, K1, "bitmap", "6.0.0", "Performs arbitrary read-only bitfield integer operations on strings.", A_BIT_RF, keyed(b::bitfield_ro)),
     // redis 7.2 core (commands/keyspace.rs, commands/server.rs)
     spec("swapdb", 3, &["write", "fast"], NOKEY, "server", "4.0.0", "Swaps two Redis databases.", &["@keyspace", "@write", "@fast", "@dangerous"], Handler::Async(AsyncCmd::Swapdb)),
+    // dump (commands/dump.rs)
+    spec("dump", 2, &["readonly"], K1, "generic", "2.6.0", "Returns a serialized representation of the value stored at a key.", A_KS_R, keyed(dump::dump)),
+    spec("restore", -4, W, K1, "generic", "2.6.0", "Creates a key from the serialized representation of a value.", &["@keyspace", "@write", "@slow", "@dangerous"], keyed(dump::restore)),
 ];
 
 const PS_SUB: &[&str] = &["pubsub", "noscript", "loading", "stale"];

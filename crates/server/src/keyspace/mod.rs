@@ -2027,6 +2027,27 @@ impl Keyspace {
         self.store_coll(db, key, coll, Expiry::Keep, now_ms)
     }
 
+    /// Stores `coll` (not empty) under `key` with `expiry`, laid out as a command would
+    /// build it (grouped when big), replacing whatever the key held (RESTORE). False when
+    /// the write was refused (the error is kept for the reply).
+    pub fn put_coll_with_expiry(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        mut coll: Coll,
+        expiry: Expiry,
+        thresholds: &Thresholds,
+        now_ms: i64,
+    ) -> bool {
+        coll.note_encoding(thresholds);
+        if let Some(l) = self.lent_for_mut(db, key) {
+            l.set(db, key, Some(lent::LentData::Coll(coll)), expiry);
+            return true;
+        }
+        self.group_bytes = thresholds.group_bytes;
+        self.store_coll(db, key, coll, expiry, now_ms)
+    }
+
     /// OBJECT ENCODING's answer for a live key (its value must be resident).
     pub fn encoding(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&'static str> {
         if let Some(l) = self.lent_for(db, key) {

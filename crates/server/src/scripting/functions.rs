@@ -31,168 +31,44 @@ const FLAG_ORDER: [&str; 5] = [
 /// the RDB opcode `FUNCTION2` and its code as an RDB string, then the RDB version (2 bytes,
 /// little-endian) and the CRC64 (Jones, little-endian) of everything before it. Redis
 /// writes long codes LZF-compressed; Skerry reads those and writes plain strings, which
-/// Redis reads too.
+/// Redis reads too. The RDB primitives, LZF and CRC64 are `skerry-codec`'s.
 mod payload {
+    use skerry_codec as codec;
+
     /// RDB opcode of a function library (Redis 7.0+).
     const OPCODE_FUNCTION2: u8 = 245;
     /// The RDB version written (Redis 7.0's: its RESTORE refuses newer ones).
-    const RDB_VERSION_WRITTEN: u16 = 10;
-    /// The newest RDB version read (Redis 8.0's).
-    const RDB_VERSION_READ: u16 = 12;
-
-    static CRC64: crc::Crc<u64> = crc::Crc::<u64>::new(&crc::CRC_64_REDIS);
+    const RDB_VERSION_WRITTEN: u16 = codec::RDB_VERSION_7_0;
 
     /// The payload of `codes`.
     pub fn encode(codes: &[&[u8]]) -> Vec<u8> {
         let mut out = Vec::new();
         for c in codes {
             out.push(OPCODE_FUNCTION2);
-            len(&mut out, c.len() as u64);
+            codec::write_len(&mut out, c.len() as u64);
             out.extend_from_slice(c);
         }
-        out.extend_from_slice(&RDB_VERSION_WRITTEN.to_le_bytes());
-        let crc = CRC64.checksum(&out);
-        out.extend_from_slice(&crc.to_le_bytes());
-        out
-    }
-
-    fn len(out: &mut Vec<u8>, n: u64) {
-        if n < 1 << 6 {
-            out.push(n as u8);
-        } else if n < 1 << 14 {
-            out.push(0x40 | (n >> 8) as u8);
-            out.push(n as u8);
-        } else if n <= u64::from(u32::MAX) {
-            out.push(0x80);
-            out.extend_from_slice(&(n as u32).to_be_bytes());
-        } else {
-            out.push(0x81);
-            out.extend_from_slice(&n.to_be_bytes());
-        }
+        codec::seal_payload(out, RDB_VERSION_WRITTEN)
     }
 
     /// The library codes of `data`, or the error to reply with.
     pub fn decode(data: &[u8]) -> Result<Vec<Vec<u8>>, String> {
-        const WRONG: &str = "ERR DUMP payload version or checksum are wrong";
-        if data.len() < 10 {
-            return Err(WRONG.into());
-        }
-        let (body, footer) = data.split_at(data.len() - 10);
-        let version = u16::from_le_bytes([footer[0], footer[1]]);
-        if version > RDB_VERSION_READ {
-            return Err(WRONG.into());
-        }
-        let crc = CRC64.checksum(&data[..data.len() - 8]);
-        if crc.to_le_bytes() != footer[2..] {
-            return Err(WRONG.into());
-        }
-        let mut r = Reader { data: body, at: 0 };
+        let (body, _) = codec::open_payload(data, codec::RDB_VERSION)
+            .map_err(|_| "ERR DUMP payload version or checksum are wrong".to_string())?;
+        let mut r = codec::Reader::new(body);
         let mut out = Vec::new();
-        while r.at < body.len() {
+        while r.remaining() > 0 {
             match r.byte() {
-                Some(OPCODE_FUNCTION2) => {}
-                Some(_) => return Err("ERR given type is not a function".into()),
-                None => return Err("ERR can not read data type".into()),
+                Ok(OPCODE_FUNCTION2) => {}
+                Ok(_) => return Err("ERR given type is not a function".into()),
+                Err(_) => return Err("ERR can not read data type".into()),
             }
             match r.string() {
-                Some(code) => out.push(code),
-                None => return Err("ERR failed loading the given functions payload".into()),
+                Ok(code) => out.push(code),
+                Err(_) => return Err("ERR failed loading the given functions payload".into()),
             }
         }
         Ok(out)
-    }
-
-    struct Reader<'a> {
-        data: &'a [u8],
-        at: usize,
-    }
-
-    impl Reader<'_> {
-        fn byte(&mut self) -> Option<u8> {
-            let b = *self.data.get(self.at)?;
-            self.at += 1;
-            Some(b)
-        }
-
-        fn take(&mut self, n: usize) -> Option<&[u8]> {
-            let end = self.at.checked_add(n)?;
-            let s = self.data.get(self.at..end)?;
-            self.at = end;
-            Some(s)
-        }
-
-        /// An RDB length, or the encoding of a special string (Err).
-        fn len(&mut self) -> Option<Result<u64, u8>> {
-            let b = self.byte()?;
-            Some(match b >> 6 {
-                0 => Ok(u64::from(b & 0x3f)),
-                1 => Ok((u64::from(b & 0x3f) << 8) | u64::from(self.byte()?)),
-                2 if b == 0x80 => Ok(u64::from(u32::from_be_bytes(
-                    self.take(4)?.try_into().ok()?,
-                ))),
-                2 if b == 0x81 => Ok(u64::from_be_bytes(self.take(8)?.try_into().ok()?)),
-                2 => return None,
-                _ => Err(b & 0x3f),
-            })
-        }
-
-        /// An RDB string: plain, an integer, or LZF-compressed.
-        fn string(&mut self) -> Option<Vec<u8>> {
-            match self.len()? {
-                Ok(n) => Some(self.take(usize::try_from(n).ok()?)?.to_vec()),
-                Err(0) => Some((self.byte()? as i8).to_string().into_bytes()),
-                Err(1) => {
-                    let v = i16::from_le_bytes(self.take(2)?.try_into().ok()?);
-                    Some(v.to_string().into_bytes())
-                }
-                Err(2) => {
-                    let v = i32::from_le_bytes(self.take(4)?.try_into().ok()?);
-                    Some(v.to_string().into_bytes())
-                }
-                Err(3) => {
-                    let clen = usize::try_from(self.len()?.ok()?).ok()?;
-                    let ulen = usize::try_from(self.len()?.ok()?).ok()?;
-                    let compressed = self.take(clen)?;
-                    lzf_decompress(compressed, ulen)
-                }
-                Err(_) => None,
-            }
-        }
-    }
-
-    /// LZF decompression (the format of Redis's compressed RDB strings) of `input` into
-    /// exactly `out_len` bytes; None when the input does not describe that.
-    fn lzf_decompress(input: &[u8], out_len: usize) -> Option<Vec<u8>> {
-        let mut out: Vec<u8> = Vec::with_capacity(out_len);
-        let mut i = 0;
-        while i < input.len() {
-            let ctrl = usize::from(input[i]);
-            i += 1;
-            if ctrl < 32 {
-                // A run of ctrl + 1 literal bytes.
-                let run = ctrl + 1;
-                out.extend_from_slice(input.get(i..i + run)?);
-                i += run;
-            } else {
-                // A back reference: length and distance.
-                let mut n = ctrl >> 5;
-                if n == 7 {
-                    n += usize::from(*input.get(i)?);
-                    i += 1;
-                }
-                let back = ((ctrl & 0x1f) << 8) + usize::from(*input.get(i)?) + 1;
-                i += 1;
-                let from = out.len().checked_sub(back)?;
-                for k in 0..n + 2 {
-                    let b = out[from + k];
-                    out.push(b);
-                }
-            }
-            if out.len() > out_len {
-                return None;
-            }
-        }
-        (out.len() == out_len).then_some(out)
     }
 }
 

@@ -9,6 +9,7 @@
 use crate::reply::Reply;
 
 mod geo;
+mod dump;
 mod hash;
 mod hll;
 mod list;
@@ -269,6 +270,7 @@ pub fn all_docs() -> impl Iterator<Item = &'static Doc> {
         .chain(scripting::DOCS)
         .chain(geo::DOCS)
         .chain(hll::DOCS)
+        .chain(dump::DOCS)
 }
 
 /// The arguments of `name` (lower case; `parent|sub` for subcommands); None when it takes
