@@ -1538,6 +1538,10 @@ impl Keyspace {
                 if grouped {
                     ks.drop_groups(db, key, false);
                 }
+                // A blocked XREADGROUP is served (with its error) when its key goes.
+                if !ks.watched.is_empty() {
+                    ks.mark_ready(db, key);
+                }
             }
             logged
         })
