@@ -12,6 +12,7 @@ mod hash;
 mod list;
 mod scripting;
 mod set;
+mod stream;
 mod zset;
 
 /// The type of a command argument.
@@ -265,6 +266,7 @@ pub fn all_docs() -> impl Iterator<Item = &'static Doc> {
         .chain(set::DOCS)
         .chain(zset::DOCS)
         .chain(scripting::DOCS)
+        .chain(stream::DOCS)
 }
 
 /// The arguments of `name` (lower case; `parent|sub` for subcommands); None when it takes
@@ -1096,7 +1098,7 @@ mod tests {
     /// (documented through their subcommands; DEFRAG parses its own) and QUIT (it ignores its arguments).
     const NO_ARGUMENTS: &[&str] = &[
         "client", "object", "memory", "config", "command", "debug", "defrag", "function", "quit",
-        "pubsub", "script",
+        "pubsub", "script", "xgroup", "xinfo",
     ];
 
     fn check_args(cmd: &str, args: &[Arg]) {
