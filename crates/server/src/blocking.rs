@@ -229,7 +229,13 @@ pub fn register(s: &mut Shard, w: Waiter) {
         s.keyspace.watch(w.db, k);
         r.by_key.entry((w.db, k.clone())).or_default().push_back(id);
     }
+    let stream = w.wants == crate::coll::VALUE_TYPE_STREAM;
     r.waiters.insert(id, w);
+    if stream {
+        // A stream that exists may still have nothing for the command (unlike a list or
+        // a sorted set): looking again would wake a multi-worker wake-up at once, for ever.
+        return;
+    }
     // A key may have been written between the command's attempt and now (not possible on
     // one thread today, but cheap to cover): look again.
     for k in s.blocking.waiters[&id].keys.clone() {

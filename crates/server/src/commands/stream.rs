@@ -111,7 +111,13 @@ fn loose_id(r: &mut Reply, a: &[u8], missing_seq: u64) -> Option<StreamId> {
 /// An interval bound: `(id` excludes (Redis's `streamParseIntervalIDOrReply`).
 fn interval_id(r: &mut Reply, a: &[u8], missing_seq: u64) -> Option<(StreamId, bool)> {
     if a.len() > 1 && a[0] == b'(' {
-        strict_id(r, &a[1..]).map(|id| (id, true))
+        match parse_id(&a[1..], missing_seq, true, false) {
+            Some((id, _)) => Some((id, true)),
+            None => {
+                r.error(INVALID_ID);
+                None
+            }
+        }
     } else {
         loose_id(r, a, missing_seq).map(|id| (id, false))
     }
@@ -720,7 +726,6 @@ pub fn xreadgroup(x: &mut Exec, a: &[&[u8]]) {
     }
     let now = x.now_ms;
     let mut parts: Vec<KeyPart> = Vec::new();
-    let mut done: Vec<&[u8]> = Vec::new();
     for (n, k) in p.keys.iter().enumerate() {
         let Ok(Some(mut s)) = take(x, k) else {
             return;
@@ -730,9 +735,7 @@ pub fn xreadgroup(x: &mut Exec, a: &[&[u8]]) {
         let mut g = s.groups.remove(gname).expect("checked");
         let history = gt != StreamId::MAX;
         let serve = history || (!s.is_empty() && s.last_valid_id() > g.last_id);
-        if !g.consumers.contains_key(cname) {
-            g.create_consumer(cname, now);
-        }
+        let created = g.create_consumer(cname, now);
         g.consumers.get_mut(cname).expect("created").seen_time = now;
         let mut out: Vec<(StreamId, Option<Fields>)> = Vec::new();
         if serve {
@@ -767,10 +770,12 @@ pub fn xreadgroup(x: &mut Exec, a: &[&[u8]]) {
             }
         }
         s.groups.insert(gname.to_vec(), g);
-        if !put(x, k, s) {
+        // Nothing served to a known consumer: only its seen-time moved, which is not
+        // written (a blocked XREADGROUP runs again on every write of its key, and a write
+        // of its own would wake it again).
+        if (serve || created) && !put(x, k, s) {
             return;
         }
-        done.push(k);
         if serve {
             parts.push((k, out));
         }
