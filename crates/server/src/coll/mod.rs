@@ -363,6 +363,11 @@ pub struct Thresholds {
     /// `collection-group-bytes` (Skerry's): the target size of a group record of a big
     /// collection (see [`groups`]).
     pub group_bytes: usize,
+    /// `stream-node-max-entries`: entries per node of Redis's stream layout, which decides
+    /// what `~` trimming removes (see [`stream`]).
+    pub stream_node_max_entries: usize,
+    /// `stream-node-max-bytes`: bytes per node of Redis's stream layout.
+    pub stream_node_max_bytes: usize,
 }
 
 impl Default for Thresholds {
@@ -374,6 +379,8 @@ impl Default for Thresholds {
             zset_max_listpack_entries: 128,
             zset_max_listpack_value: 64,
             group_bytes: groups::DEFAULT_GROUP_BYTES,
+            stream_node_max_entries: 100,
+            stream_node_max_bytes: 4096,
         }
     }
 }
@@ -381,7 +388,7 @@ impl Default for Thresholds {
 /// The thresholds as atomics, mirrored from the configuration (`Config::hot`).
 #[derive(Debug)]
 pub struct HotThresholds {
-    v: [AtomicI64; 6],
+    v: [AtomicI64; 8],
 }
 
 impl Default for HotThresholds {
@@ -395,6 +402,8 @@ impl Default for HotThresholds {
                 AtomicI64::new(d.zset_max_listpack_entries as i64),
                 AtomicI64::new(d.zset_max_listpack_value as i64),
                 AtomicI64::new(d.group_bytes as i64),
+                AtomicI64::new(d.stream_node_max_entries as i64),
+                AtomicI64::new(d.stream_node_max_bytes as i64),
             ],
         }
     }
@@ -411,6 +420,8 @@ impl HotThresholds {
             zset_max_listpack_entries: g(3),
             zset_max_listpack_value: g(4),
             group_bytes: g(5),
+            stream_node_max_entries: g(6),
+            stream_node_max_bytes: g(7),
         }
     }
 
@@ -423,6 +434,8 @@ impl HotThresholds {
             t.zset_max_listpack_entries,
             t.zset_max_listpack_value,
             t.group_bytes,
+            t.stream_node_max_entries,
+            t.stream_node_max_bytes,
         ];
         for (a, v) in self.v.iter().zip(vals) {
             a.store(v as i64, Ordering::Relaxed);

@@ -160,11 +160,6 @@ impl Group {
     }
 }
 
-/// Redis's default `stream-node-max-entries`.
-pub const NODE_MAX_ENTRIES: u32 = 100;
-/// Redis's default `stream-node-max-bytes`.
-pub const NODE_MAX_BYTES: u64 = 4096;
-
 /// A model of one of Redis's listpack nodes (see the module documentation).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Node {
@@ -313,14 +308,22 @@ impl Stream {
         self.nodes.len()
     }
 
-    /// Appends entry `id` (greater than `last_id`, checked by the caller).
-    pub fn append(&mut self, id: StreamId, fields: Fields) {
+    /// Appends entry `id` (greater than `last_id`, checked by the caller), in nodes of
+    /// `max_entries` entries (0: no limit) and `max_bytes` bytes (0: Redis's 1 GiB cap), as
+    /// `stream-node-max-entries` and `stream-node-max-bytes` say.
+    pub fn append(&mut self, id: StreamId, fields: Fields, max_entries: u64, max_bytes: u64) {
         let totelelen: u64 = fields.iter().map(|f| f.len() as u64).sum();
         let numfields = fields.len() / 2;
+        let max_bytes = if max_bytes == 0 || max_bytes > (1 << 30) {
+            1 << 30
+        } else {
+            max_bytes
+        };
         let tail = self.nodes.iter_mut().next_back();
         let mut placed = false;
         if let Some((master, node)) = tail {
-            let full = node.bytes + totelelen >= NODE_MAX_BYTES || node.total >= NODE_MAX_ENTRIES;
+            let full = node.bytes + totelelen >= max_bytes
+                || (max_entries > 0 && node.total as u64 >= max_entries);
             if !full {
                 let same = node.master_fields.len() == numfields
                     && node
@@ -785,7 +788,7 @@ mod tests {
     fn round_trips_with_groups() {
         let mut s = Stream::default();
         for i in 1..=250 {
-            s.append(StreamId::new(i, 0), f(&i.to_string()));
+            s.append(StreamId::new(i, 0), f(&i.to_string()), 100, 4096);
         }
         s.delete(StreamId::new(5, 0));
         let mut g = Group {
@@ -819,7 +822,7 @@ mod tests {
     fn approximate_trim_removes_whole_nodes_only() {
         let mut s = Stream::default();
         for i in 1..=250 {
-            s.append(StreamId::new(i, 0), f("x"));
+            s.append(StreamId::new(i, 0), f("x"), 100, 4096);
         }
         assert_eq!(s.node_count(), 3);
         assert_eq!(s.trim(Trim::MaxLen(120), true, 0), 100);

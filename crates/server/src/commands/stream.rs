@@ -189,8 +189,9 @@ struct TrimArgs {
     idpos: usize,
 }
 
-/// Redis's `streamParseAddOrTrimArgsOrReply`.
-fn parse_trim(r: &mut Reply, a: &[&[u8]], xadd: bool) -> Option<TrimArgs> {
+/// Redis's `streamParseAddOrTrimArgsOrReply`; `node_max_entries` is
+/// `stream-node-max-entries` (the default LIMIT of `~` is 100 nodes).
+fn parse_trim(r: &mut Reply, a: &[&[u8]], xadd: bool, node_max_entries: u64) -> Option<TrimArgs> {
     let mut t = TrimArgs::default();
     let mut limit_given = false;
     let mut i = 2;
@@ -264,7 +265,11 @@ fn parse_trim(r: &mut Reply, a: &[&[u8]], xadd: bool) -> Option<TrimArgs> {
             return None;
         }
     } else if t.approx {
-        t.limit = 100 * crate::coll::stream::NODE_MAX_ENTRIES as u64;
+        t.limit = node_max_entries.saturating_mul(100);
+        if t.limit == 0 {
+            t.limit = 10000;
+        }
+        t.limit = t.limit.min(1_000_000);
     } else {
         t.limit = 0;
     }
@@ -273,7 +278,8 @@ fn parse_trim(r: &mut Reply, a: &[&[u8]], xadd: bool) -> Option<TrimArgs> {
 
 /// XADD key [NOMKSTREAM] [MAXLEN|MINID [=|~] threshold [LIMIT count]] *|id field value ...
 pub fn xadd(x: &mut Exec, a: &[&[u8]]) {
-    let Some(t) = parse_trim(x.reply, a, true) else {
+    let th = x.thresholds();
+    let Some(t) = parse_trim(x.reply, a, true, th.stream_node_max_entries as u64) else {
         return;
     };
     let field_pos = t.idpos + 1;
@@ -328,7 +334,12 @@ pub fn xadd(x: &mut Exec, a: &[&[u8]]) {
         );
     };
     let fields: Fields = a[field_pos..].iter().map(|f| f.to_vec()).collect();
-    s.append(id, fields);
+    s.append(
+        id,
+        fields,
+        th.stream_node_max_entries as u64,
+        th.stream_node_max_bytes as u64,
+    );
     if let Some(how) = t.how {
         s.trim(how, t.approx, t.limit);
     }
@@ -432,7 +443,8 @@ pub fn xdel(x: &mut Exec, a: &[&[u8]]) {
 
 /// XTRIM key MAXLEN|MINID [=|~] threshold [LIMIT count]
 pub fn xtrim(x: &mut Exec, a: &[&[u8]]) {
-    let Some(t) = parse_trim(x.reply, a, false) else {
+    let th = x.thresholds();
+    let Some(t) = parse_trim(x.reply, a, false, th.stream_node_max_entries as u64) else {
         return;
     };
     let how = t.how.expect("checked");
@@ -770,10 +782,10 @@ pub fn xreadgroup(x: &mut Exec, a: &[&[u8]]) {
             }
         }
         s.groups.insert(gname.to_vec(), g);
-        // Nothing served to a known consumer: only its seen-time moved, which is not
-        // written (a blocked XREADGROUP runs again on every write of its key, and a write
-        // of its own would wake it again).
-        if (serve || created) && !put(x, k, s) {
+        // Nothing served to a known consumer of a call that is about to block: only its
+        // seen-time moved, which is not written (a blocked XREADGROUP runs again on every
+        // write of its key, and a write of its own would wake it again).
+        if (serve || created || p.block_ms.is_none()) && !put(x, k, s) {
             return;
         }
         if serve {
@@ -1311,7 +1323,7 @@ pub fn xclaim(x: &mut Exec, a: &[&[u8]]) {
                 Pending {
                     consumer: Vec::new(),
                     delivery_time: now,
-                    delivery_count: 0,
+                    delivery_count: 1,
                 },
             );
             fresh = true;

@@ -1677,6 +1677,10 @@ impl Keyspace {
                 self.forget_decoded(&e);
                 self.log.release(e.loc().unpack());
             }
+            // A blocked XREADGROUP is served (with its error) when its key goes.
+            if !self.watched.is_empty() {
+                self.mark_ready(db, &k);
+            }
         }
         let d = &mut self.dbs[db];
         d.expire_cursor = 0;
