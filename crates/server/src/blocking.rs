@@ -102,6 +102,10 @@ pub struct Waiter {
     keys: Vec<Vec<u8>>,
     /// The value type whose appearance under a key can serve it.
     wants: u8,
+    /// Served on any change of its keys, even a deletion or another type (XREADGROUP, whose
+    /// group goes with its stream: it then answers the error, as Redis's
+    /// `unblock_on_nokey`).
+    any_change: bool,
     proto: Proto,
     tx: flume::Sender<Vec<u8>>,
     state: Arc<WaitState>,
@@ -132,11 +136,12 @@ impl Waiter {
             data.extend_from_slice(a);
             ends.push(data.len() as u32);
         }
-        let wants = if COMMANDS[idx].group == "sorted-set" {
-            crate::coll::VALUE_TYPE_ZSET
-        } else {
-            crate::coll::VALUE_TYPE_LIST
+        let wants = match COMMANDS[idx].group {
+            "sorted-set" => crate::coll::VALUE_TYPE_ZSET,
+            "stream" => crate::coll::VALUE_TYPE_STREAM,
+            _ => crate::coll::VALUE_TYPE_LIST,
         };
+        let any_change = COMMANDS[idx].name == "xreadgroup";
         Waiter {
             db,
             idx,
@@ -144,6 +149,7 @@ impl Waiter {
             ends,
             keys,
             wants,
+            any_change,
             proto,
             tx,
             state,
@@ -223,7 +229,13 @@ pub fn register(s: &mut Shard, w: Waiter) {
         s.keyspace.watch(w.db, k);
         r.by_key.entry((w.db, k.clone())).or_default().push_back(id);
     }
+    let stream = w.wants == crate::coll::VALUE_TYPE_STREAM;
     r.waiters.insert(id, w);
+    if stream {
+        // A stream that exists may still have nothing for the command (unlike a list or
+        // a sorted set): looking again would wake a multi-worker wake-up at once, for ever.
+        return;
+    }
     // A key may have been written between the command's attempt and now (not possible on
     // one thread today, but cheap to cover): look again.
     for k in s.blocking.waiters[&id].keys.clone() {
@@ -279,19 +291,28 @@ pub fn serve_ready(s: &mut Shard) {
 }
 
 fn serve_key(s: &mut Shard, db: usize, key: &[u8]) {
+    // Waiters passed over (stream waiters that still found nothing keep their place while
+    // the ones behind them are tried: each waits for IDs of its own).
+    let mut skip = 0;
     loop {
         let now_ms = crate::worker::unix_ms();
         let Some(&id) = s
             .blocking
             .by_key
             .get(&(db, key.to_vec()))
-            .and_then(|q| q.front())
+            .and_then(|q| q.get(skip))
         else {
             return;
         };
         let w = &s.blocking.waiters[&id];
+        let stream = w.wants == crate::coll::VALUE_TYPE_STREAM;
         match s.keyspace.meta(db, key, now_ms) {
             Some(m) if m.value_type == w.wants => {}
+            _ if w.any_change => {}
+            _ if stream => {
+                skip += 1;
+                continue;
+            }
             // Gone, or another type: the waiters keep waiting (Redis 7.0).
             _ => return,
         }
@@ -357,6 +378,10 @@ fn serve_key(s: &mut Shard, db: usize, key: &[u8]) {
         if again.is_some() {
             // Nothing for it after all: it keeps its place.
             w.state.0.store(WAITING, Ordering::SeqCst);
+            if stream {
+                skip += 1;
+                continue;
+            }
             return;
         }
         w.state.0.store(DONE, Ordering::SeqCst);
@@ -421,6 +446,21 @@ fn send_reply(s: &mut Shard, tx: flume::Sender<Vec<u8>>, buf: Vec<u8>) {
 /// its time-out reply; None when the argument does not parse (the handler then replies
 /// with the error at once).
 pub fn timeout_of(name: &str, argv: &[&[u8]]) -> Option<(u64, TimeoutReply)> {
+    if name == "xread" || name == "xreadgroup" {
+        // BLOCK milliseconds, before STREAMS; no BLOCK: it never waits.
+        let mut i = 1;
+        while i + 1 < argv.len() {
+            if argv[i].eq_ignore_ascii_case(b"streams") {
+                break;
+            }
+            if argv[i].eq_ignore_ascii_case(b"block") {
+                let ms = crate::commands::parse_i64(argv[i + 1]).filter(|v| *v >= 0)?;
+                return Some((ms as u64, TimeoutReply::NullArray));
+            }
+            i += 1;
+        }
+        return None;
+    }
     let (arg, on_timeout) = match name {
         "blmpop" | "bzmpop" => (argv.get(1)?, TimeoutReply::NullArray),
         // Redis 7.0 answers a null array to every list and zset time-out, BLMOVE too.

@@ -454,6 +454,24 @@ pub static PARAMS: &[Param] = &[
         true,
     ),
     p(
+        "stream-node-max-entries",
+        Kind::Int {
+            min: 0,
+            max: I64MAX,
+        },
+        "100",
+        true,
+    ),
+    p(
+        "stream-node-max-bytes",
+        Kind::Memory {
+            min: 0,
+            max: I64MAX,
+        },
+        "4096",
+        true,
+    ),
+    p(
         "zset-max-listpack-entries",
         Kind::Int {
             min: 0,
@@ -981,6 +999,8 @@ impl Config {
             zset_max_listpack_entries: num("zset-max-listpack-entries") as usize,
             zset_max_listpack_value: num("zset-max-listpack-value") as usize,
             group_bytes: num("collection-group-bytes") as usize,
+            stream_node_max_entries: num("stream-node-max-entries") as usize,
+            stream_node_max_bytes: num("stream-node-max-bytes") as usize,
         });
         if let Ok(limits) = parse_output_limits(&get("client-output-buffer-limit")) {
             if let Some((_, hard, soft, secs)) = limits.iter().find(|l| l.0 == "normal") {

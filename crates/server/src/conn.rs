@@ -551,6 +551,7 @@ impl Conn {
                                 | "bitmap"
                                 | "geo"
                                 | "hyperloglog"
+                                | "stream"
                         ) =>
                         {
                             let mark = self.reply.buf.len();
@@ -719,14 +720,24 @@ impl Conn {
             .flatten();
         let started = Instant::now();
         let mut counted = false;
+        // The arguments to run again with, when the command asked for others (XREAD's `$`).
+        let mut again: Option<Vec<Vec<u8>>> = None;
         let out = loop {
             let txn = crate::worker::Txn::begin(&self.shared, self.worker, owners.clone()).await;
-            let (out, wrote, wait) = self.cross_in_txn(&txn, idx, argv, false).await;
-            let Some(wait_keys) = wait else {
+            let run: Vec<&[u8]> = match &again {
+                Some(v) => v.iter().map(|a| &a[..]).collect(),
+                None => argv.to_vec(),
+            };
+            let (out, wrote, wait) = self.cross_in_txn(&txn, idx, &run, false).await;
+            let Some(block) = wait else {
                 drop(txn);
                 self.sync_multi_worker_writes(wrote).await;
                 break out;
             };
+            let wait_keys = block.keys;
+            if block.argv.is_some() {
+                again = block.argv;
+            }
             // A blocking command that found nothing: a wake-up on each owner of its keys,
             // registered while they are all still held, then wait for one.
             let (tx, rx) = flume::unbounded::<Vec<u8>>();
@@ -866,7 +877,7 @@ impl Conn {
         idx: usize,
         argv: &[&[u8]],
         in_multi: bool,
-    ) -> (Vec<u8>, bool, Option<Vec<Vec<u8>>>) {
+    ) -> (Vec<u8>, bool, Option<crate::commands::BlockRequest>) {
         let spec = &COMMANDS[idx];
         let (db, now) = (self.db, self.now_ms);
         let workers = self.shared.workers;
@@ -932,7 +943,7 @@ impl Conn {
                 deny_blocking_reply(idx, &mut r);
                 return (r.buf, false, None);
             }
-            return (Vec::new(), false, Some(block.keys));
+            return (Vec::new(), false, Some(block));
         }
         let mut changes = changes;
         // Writes first, deletions last: a write refused on one worker (a full device)

@@ -281,10 +281,14 @@ fn run_batch(s: &mut Shard, mut b: Batch) {
                 if let Some(req) = asks_to_wait {
                     match (b.wait.take(), b.tx) {
                         (Some((state, fd)), ReplyTo::One(tx)) => {
+                            let again: Option<Vec<&[u8]>> = req
+                                .argv
+                                .as_ref()
+                                .map(|v| v.iter().map(|a| &a[..]).collect());
                             let w = crate::blocking::Waiter::new(
                                 db,
                                 idx,
-                                &argv,
+                                again.as_deref().unwrap_or(&argv),
                                 req.keys,
                                 b.reply.proto,
                                 tx,

@@ -15,6 +15,7 @@ pub mod groups;
 pub mod hash;
 pub mod list;
 pub mod set;
+pub mod stream;
 pub mod zset;
 
 #[cfg(test)]
@@ -34,6 +35,8 @@ pub const VALUE_TYPE_LIST: u8 = 2;
 pub const VALUE_TYPE_SET: u8 = 3;
 /// Record value type of a sorted set.
 pub const VALUE_TYPE_ZSET: u8 = 4;
+/// Record value type of a stream (always stored compact, one record; see [`stream`]).
+pub const VALUE_TYPE_STREAM: u8 = 5;
 
 /// Flag bit in a collection record's first byte: the collection has outgrown Redis's
 /// compact encoding (listpack / intset) once, so OBJECT ENCODING keeps naming the big one
@@ -60,6 +63,8 @@ pub enum Coll {
     Set(set::Set),
     /// A sorted set.
     Zset(zset::Zset),
+    /// A stream.
+    Stream(stream::Stream),
 }
 
 impl Coll {
@@ -70,6 +75,7 @@ impl Coll {
             Coll::List(_) => VALUE_TYPE_LIST,
             Coll::Set(_) => VALUE_TYPE_SET,
             Coll::Zset(_) => VALUE_TYPE_ZSET,
+            Coll::Stream(_) => VALUE_TYPE_STREAM,
         }
     }
 
@@ -80,6 +86,7 @@ impl Coll {
             VALUE_TYPE_LIST => Coll::List(Default::default()),
             VALUE_TYPE_SET => Coll::Set(Default::default()),
             VALUE_TYPE_ZSET => Coll::Zset(Default::default()),
+            VALUE_TYPE_STREAM => Coll::Stream(Default::default()),
             _ => return None,
         })
     }
@@ -91,12 +98,14 @@ impl Coll {
             Coll::List(l) => l.len(),
             Coll::Set(s) => s.len(),
             Coll::Zset(z) => z.len(),
+            Coll::Stream(s) => s.len(),
         }
     }
 
-    /// True when the collection has no members (such a key does not exist in Redis).
+    /// True when the collection has no members (such a key does not exist in Redis). A
+    /// stream is never empty in this sense: a stream without entries still exists.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        !matches!(self, Coll::Stream(_)) && self.len() == 0
     }
 
     /// Approximate bytes of RAM the decoded collection takes (for the cache's budget).
@@ -106,6 +115,7 @@ impl Coll {
             Coll::List(l) => l.ram_bytes(),
             Coll::Set(s) => s.ram_bytes(),
             Coll::Zset(z) => z.ram_bytes(),
+            Coll::Stream(s) => s.ram_bytes(),
         }
     }
 
@@ -116,6 +126,7 @@ impl Coll {
             Coll::List(l) => l.encode(out),
             Coll::Set(s) => s.encode(out),
             Coll::Zset(z) => z.encode(out),
+            Coll::Stream(s) => s.encode(out),
         }
     }
 
@@ -126,6 +137,7 @@ impl Coll {
             VALUE_TYPE_LIST => Coll::List(list::List::decode(bytes)?),
             VALUE_TYPE_SET => Coll::Set(set::Set::decode(bytes)?),
             VALUE_TYPE_ZSET => Coll::Zset(zset::Zset::decode(bytes)?),
+            VALUE_TYPE_STREAM => Coll::Stream(stream::Stream::decode(bytes)?),
             t => return Err(DecodeError(format!("value type {t} is not a collection"))),
         })
     }
@@ -154,6 +166,7 @@ impl Coll {
             Coll::List(l) => l.plan_layout(group_bytes),
             Coll::Set(s) => s.plan_layout(group_bytes),
             Coll::Zset(z) => z.plan_layout(group_bytes),
+            Coll::Stream(_) => {}
         }
     }
 
@@ -164,6 +177,7 @@ impl Coll {
             Coll::List(l) => l.is_grouped(),
             Coll::Set(s) => s.grouping().is_grouped(),
             Coll::Zset(z) => z.grouping().is_grouped(),
+            Coll::Stream(_) => false,
         }
     }
 
@@ -174,6 +188,7 @@ impl Coll {
             Coll::List(l) => l.group_ids(),
             Coll::Set(s) => s.grouping().group_ids(),
             Coll::Zset(z) => z.grouping().group_ids(),
+            Coll::Stream(_) => Vec::new(),
         }
     }
 
@@ -184,6 +199,7 @@ impl Coll {
             Coll::List(l) => l.take_changes(),
             Coll::Set(s) => s.take_changes(),
             Coll::Zset(z) => z.take_changes(),
+            Coll::Stream(_) => groups::Changes::default(),
         }
     }
 
@@ -194,6 +210,7 @@ impl Coll {
             Coll::List(l) => l.encode_group(g, out),
             Coll::Set(s) => s.encode_group(g, out),
             Coll::Zset(z) => z.encode_group(g, out),
+            Coll::Stream(_) => {}
         }
     }
 
@@ -216,6 +233,7 @@ impl Coll {
             Coll::List(_) => {}
             Coll::Set(s) => s.note_encoding(t),
             Coll::Zset(z) => z.note_encoding(t),
+            Coll::Stream(_) => {}
         }
     }
 
@@ -226,6 +244,7 @@ impl Coll {
             Coll::List(_) => "quicklist",
             Coll::Set(s) => s.encoding_name(),
             Coll::Zset(z) => z.encoding_name(),
+            Coll::Stream(_) => "stream",
         }
     }
 }
@@ -261,6 +280,13 @@ typed!(Hash, hash::Hash, as_hash, as_hash_mut, into_hash);
 typed!(List, list::List, as_list, as_list_mut, into_list);
 typed!(Set, set::Set, as_set, as_set_mut, into_set);
 typed!(Zset, zset::Zset, as_zset, as_zset_mut, into_zset);
+typed!(
+    Stream,
+    stream::Stream,
+    as_stream,
+    as_stream_mut,
+    into_stream
+);
 
 /// The 64-bit hash that orders a collection's members for HSCAN, SSCAN and ZSCAN (fixed
 /// seed, so a cursor stays valid while the server runs and across restarts).
@@ -315,6 +341,7 @@ pub fn type_name(value_type: u8) -> &'static str {
         VALUE_TYPE_LIST => "list",
         VALUE_TYPE_SET => "set",
         VALUE_TYPE_ZSET => "zset",
+        VALUE_TYPE_STREAM => "stream",
         _ => "unknown",
     }
 }
@@ -340,6 +367,11 @@ pub struct Thresholds {
     /// `collection-group-bytes` (Skerry's): the target size of a group record of a big
     /// collection (see [`groups`]).
     pub group_bytes: usize,
+    /// `stream-node-max-entries`: entries per node of Redis's stream layout, which decides
+    /// what `~` trimming removes (see [`stream`]).
+    pub stream_node_max_entries: usize,
+    /// `stream-node-max-bytes`: bytes per node of Redis's stream layout.
+    pub stream_node_max_bytes: usize,
 }
 
 impl Default for Thresholds {
@@ -353,6 +385,8 @@ impl Default for Thresholds {
             zset_max_listpack_entries: 128,
             zset_max_listpack_value: 64,
             group_bytes: groups::DEFAULT_GROUP_BYTES,
+            stream_node_max_entries: 100,
+            stream_node_max_bytes: 4096,
         }
     }
 }
@@ -360,7 +394,7 @@ impl Default for Thresholds {
 /// The thresholds as atomics, mirrored from the configuration (`Config::hot`).
 #[derive(Debug)]
 pub struct HotThresholds {
-    v: [AtomicI64; 8],
+    v: [AtomicI64; 10],
 }
 
 impl Default for HotThresholds {
@@ -376,6 +410,8 @@ impl Default for HotThresholds {
                 AtomicI64::new(d.group_bytes as i64),
                 AtomicI64::new(d.set_max_listpack_entries as i64),
                 AtomicI64::new(d.set_max_listpack_value as i64),
+                AtomicI64::new(d.stream_node_max_entries as i64),
+                AtomicI64::new(d.stream_node_max_bytes as i64),
             ],
         }
     }
@@ -394,6 +430,8 @@ impl HotThresholds {
             group_bytes: g(5),
             set_max_listpack_entries: g(6),
             set_max_listpack_value: g(7),
+            stream_node_max_entries: g(8),
+            stream_node_max_bytes: g(9),
         }
     }
 
@@ -408,6 +446,8 @@ impl HotThresholds {
             t.group_bytes,
             t.set_max_listpack_entries,
             t.set_max_listpack_value,
+            t.stream_node_max_entries,
+            t.stream_node_max_bytes,
         ];
         for (a, v) in self.v.iter().zip(vals) {
             a.store(v as i64, Ordering::Relaxed);

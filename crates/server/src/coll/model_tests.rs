@@ -180,6 +180,7 @@ fn norm(c: &Coll) -> Norm {
         Coll::List(l) => Norm::List(l.items().iter().cloned().collect()),
         Coll::Set(s) => Norm::Set(s.iter().map(|m| m.to_vec()).collect()),
         Coll::Zset(z) => Norm::Zset(z.iter().map(|(m, s)| (m.to_vec(), s.to_bits())).collect()),
+        Coll::Stream(_) => unreachable!("streams are not in this model"),
     }
 }
 

@@ -14,13 +14,14 @@ use crate::keyspace::{Expiry, Got, Value};
 use crate::reply::errors::{NOT_INT, SYNTAX};
 
 /// The neutral form of a collection.
-fn to_rdb(c: &Coll) -> RdbValue {
-    match c {
+fn to_rdb(c: &Coll) -> Option<RdbValue> {
+    Some(match c {
         Coll::Hash(h) => RdbValue::Hash(h.iter().map(|(f, v)| (f.to_vec(), v.to_vec())).collect()),
         Coll::List(l) => RdbValue::List(l.items().iter().cloned().collect()),
         Coll::Set(s) => RdbValue::Set(s.iter().map(<[u8]>::to_vec).collect()),
         Coll::Zset(z) => RdbValue::Zset(z.iter().map(|(m, s)| (m.to_vec(), s)).collect()),
-    }
+        Coll::Stream(_) => return None,
+    })
 }
 
 /// The Skerry value of a decoded payload: a string or a collection; None for a type
@@ -76,7 +77,10 @@ pub fn dump(x: &mut Exec, a: &[&[u8]]) {
         }
     } else {
         match x.ks.coll(x.db, a[1], meta.value_type, x.now_ms) {
-            Ok(Some(c)) => to_rdb(c),
+            Ok(Some(c)) => match to_rdb(c) {
+                Some(v) => v,
+                None => return x.reply.error("ERR DUMP of this type is not built yet"),
+            },
             Ok(None) => return x.reply.null(),
             Err(e) => return coll_error(x.reply, e),
         }

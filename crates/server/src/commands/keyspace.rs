@@ -602,7 +602,13 @@ pub async fn flushdb(c: &mut Conn, a: &[&[u8]]) {
         return;
     }
     let db = c.db;
-    c.on_all(move |s| s.keyspace.flush(db)).await;
+    c.on_all(move |s| {
+        let n = s.keyspace.flush(db);
+        // Blocked XREADGROUPs on the flushed keys answer their error now.
+        crate::blocking::serve_ready(s);
+        n
+    })
+    .await;
     c.reply.ok();
 }
 
@@ -615,6 +621,7 @@ pub async fn flushall(c: &mut Conn, a: &[&[u8]]) {
         for db in 0..s.keyspace.databases() {
             s.keyspace.flush(db);
         }
+        crate::blocking::serve_ready(s);
     })
     .await;
     c.reply.ok();

@@ -700,6 +700,7 @@ mod tests {
             keys: keys.iter().map(|k| k.as_bytes().to_vec()).collect(),
             timeout_ms,
             on_timeout: TimeoutReply::NullArray,
+            argv: None,
         })
     }
 

@@ -7,8 +7,8 @@
 pub mod bitops;
 pub mod connection;
 pub mod docs;
-pub mod geo;
 pub mod dump;
+pub mod geo;
 pub mod hash;
 pub mod hll;
 pub mod keyspace;
@@ -19,6 +19,7 @@ pub mod server;
 pub mod set;
 pub mod sort;
 pub mod storage;
+pub mod stream;
 pub mod string;
 pub mod transaction;
 pub mod zset;
@@ -288,6 +289,9 @@ pub struct BlockRequest {
     pub timeout_ms: u64,
     /// The reply when the time runs out.
     pub on_timeout: TimeoutReply,
+    /// The arguments to run the command again with, when not its own (XREAD's `$`
+    /// replaced by the ID it stood for, as Redis rewrites a blocked XREAD).
+    pub argv: Option<Vec<Vec<u8>>>,
 }
 
 /// A blocking command's reply when its time runs out.
@@ -306,7 +310,23 @@ impl Exec<'_> {
             keys: keys.iter().map(|k| k.to_vec()).collect(),
             timeout_ms,
             on_timeout,
+            argv: None,
         });
+    }
+
+    /// As [`Exec::block_on`], running `argv` when a key is written instead of the
+    /// command's own arguments.
+    pub fn block_on_again(
+        &mut self,
+        keys: &[&[u8]],
+        timeout_ms: u64,
+        on_timeout: TimeoutReply,
+        argv: Vec<Vec<u8>>,
+    ) {
+        self.block_on(keys, timeout_ms, on_timeout);
+        if let Some(b) = &mut self.block {
+            b.argv = Some(argv);
+        }
     }
 
     /// The collection encoding thresholds (for [`Keyspace::put_coll`]).
@@ -760,6 +780,34 @@ pub static COMMANDS: &[CommandSpec] = &[
     // dump (commands/dump.rs)
     spec("dump", 2, &["readonly"], K1, "generic", "2.6.0", "Returns a serialized representation of the value stored at a key.", A_KS_R, keyed(dump::dump)),
     spec("restore", -4, W, K1, "generic", "2.6.0", "Creates a key from the serialized representation of a value.", &["@keyspace", "@write", "@slow", "@dangerous"], keyed(dump::restore)),
+    // stream (commands/stream.rs)
+    spec("xadd", -5, WF, K1, "stream", "5.0.0", "Appends a new message to a stream. Creates the key if it doesn't exist.", &["@write", "@stream", "@fast"], keyed(stream::xadd)),
+    spec("xrange", -4, R, K1, "stream", "5.0.0", "Returns the messages from a stream within a range of IDs.", &["@read", "@stream", "@slow"], keyed(stream::xrange)),
+    spec("xrevrange", -4, R, K1, "stream", "5.0.0", "Returns the messages from a stream within a range of IDs in reverse order.", &["@read", "@stream", "@slow"], keyed(stream::xrevrange)),
+    spec("xlen", 2, RF, K1, "stream", "5.0.0", "Return the number of messages in a stream.", &["@read", "@stream", "@fast"], keyed(stream::xlen)),
+    spec("xdel", -3, WDELF, K1, "stream", "5.0.0", "Returns the number of messages after removing them from a stream.", &["@write", "@stream", "@fast"], keyed(stream::xdel)),
+    spec("xtrim", -4, WDEL, K1, "stream", "5.0.0", "Deletes messages from the beginning of a stream.", &["@write", "@stream", "@slow"], keyed(stream::xtrim)),
+    CommandSpec {
+        key_finder: Some(stream::keys_xread),
+        ..spec("xread", -4, &["readonly", "blocking", "movablekeys"], K1, "stream", "5.0.0", "Returns messages from multiple streams with IDs greater than the ones requested. Blocks until a message is available otherwise.", &["@read", "@stream", "@slow", "@blocking"], keyed(stream::xread))
+    },
+    CommandSpec {
+        key_finder: Some(stream::keys_xread),
+        ..spec("xreadgroup", -7, &["write", "blocking", "movablekeys"], K1, "stream", "5.0.0", "Returns new or historical messages from a stream for a consumer in a group. Blocks until a message is available otherwise.", &["@write", "@stream", "@slow", "@blocking"], keyed(stream::xreadgroup))
+    },
+    CommandSpec {
+        subcommands: XGROUP_SUBS,
+        ..spec("xgroup", -2, &[], (2, 2, 1), "stream", "5.0.0", "A container for consumer groups commands.", &["@slow"], keyed(stream::xgroup))
+    },
+    spec("xack", -4, WDELF, K1, "stream", "5.0.0", "Returns the number of messages that were successfully acknowledged by the consumer group member of a stream.", &["@write", "@stream", "@fast"], keyed(stream::xack)),
+    spec("xpending", -3, R, K1, "stream", "5.0.0", "Returns the information and entries from a stream consumer group's pending entries list.", &["@read", "@stream", "@slow"], keyed(stream::xpending)),
+    spec("xclaim", -6, WDELF, K1, "stream", "5.0.0", "Changes, or acquires, ownership of a message in a consumer group, as if the message was delivered a consumer group member.", &["@write", "@stream", "@fast"], keyed(stream::xclaim)),
+    spec("xautoclaim", -6, WDELF, K1, "stream", "6.2.0", "Changes, or acquires, ownership of messages in a consumer group, as if the messages were delivered to as consumer group member.", &["@write", "@stream", "@fast"], keyed(stream::xautoclaim)),
+    CommandSpec {
+        subcommands: XINFO_SUBS,
+        ..spec("xinfo", -2, &[], (2, 2, 1), "stream", "5.0.0", "A container for stream introspection commands.", &["@slow"], keyed(stream::xinfo))
+    },
+    spec("xsetid", -3, WF, K1, "stream", "5.0.0", "An internal command for replicating stream values.", &["@write", "@stream", "@fast"], keyed(stream::xsetid)),
 ];
 
 const PS_SUB: &[&str] = &["pubsub", "noscript", "loading", "stale"];
@@ -882,6 +930,74 @@ pub static CLIENT_SUBS: &[SubSpec] = &[
         arity: 2,
         flags: CONN,
         summary: "Returns helpful text about the different subcommands.",
+    },
+];
+
+/// XGROUP's subcommands.
+pub static XGROUP_SUBS: &[SubSpec] = &[
+    SubSpec {
+        name: "xgroup|create",
+        arity: -5,
+        flags: &["write", "denyoom"],
+        summary: "Creates a consumer group.",
+    },
+    SubSpec {
+        name: "xgroup|createconsumer",
+        arity: 5,
+        flags: &["write", "denyoom"],
+        summary: "Creates a consumer in a consumer group.",
+    },
+    SubSpec {
+        name: "xgroup|delconsumer",
+        arity: 5,
+        flags: &["write"],
+        summary: "Deletes a consumer from a consumer group.",
+    },
+    SubSpec {
+        name: "xgroup|destroy",
+        arity: 4,
+        flags: &["write"],
+        summary: "Destroys a consumer group.",
+    },
+    SubSpec {
+        name: "xgroup|help",
+        arity: 2,
+        flags: &["loading", "stale"],
+        summary: "Returns helpful text about the different subcommands.",
+    },
+    SubSpec {
+        name: "xgroup|setid",
+        arity: -5,
+        flags: &["write"],
+        summary: "Sets the last-delivered ID of a consumer group.",
+    },
+];
+
+/// XINFO's subcommands.
+pub static XINFO_SUBS: &[SubSpec] = &[
+    SubSpec {
+        name: "xinfo|consumers",
+        arity: 4,
+        flags: &["readonly"],
+        summary: "Returns a list of the consumers in a consumer group.",
+    },
+    SubSpec {
+        name: "xinfo|groups",
+        arity: 3,
+        flags: &["readonly"],
+        summary: "Returns a list of the consumer groups of a stream.",
+    },
+    SubSpec {
+        name: "xinfo|help",
+        arity: 2,
+        flags: &["loading", "stale"],
+        summary: "Returns helpful text about the different subcommands.",
+    },
+    SubSpec {
+        name: "xinfo|stream",
+        arity: -3,
+        flags: &["readonly"],
+        summary: "Returns information about a stream.",
     },
 ];
 

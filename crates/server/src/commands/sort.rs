@@ -233,7 +233,7 @@ fn load(coll: Option<&Coll>, o: &Opts) -> Loaded {
             v
         }
         Coll::Zset(z) => z.iter().map(|(m, _)| m.to_vec()).collect(),
-        Coll::Hash(_) => unreachable!("the caller checked the type"),
+        Coll::Hash(_) | Coll::Stream(_) => unreachable!("the caller checked the type"),
     };
     Loaded {
         elems,

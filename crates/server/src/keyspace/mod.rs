@@ -1636,6 +1636,10 @@ impl Keyspace {
                 if grouped {
                     ks.drop_groups(db, key, false);
                 }
+                // A blocked XREADGROUP is served (with its error) when its key goes.
+                if !ks.watched.is_empty() {
+                    ks.mark_ready(db, key);
+                }
             }
             logged
         })
@@ -1770,6 +1774,10 @@ impl Keyspace {
                 self.heap_key_bytes -= e.heap_bytes();
                 self.forget_decoded(&e);
                 self.log.release(e.loc().unpack());
+            }
+            // A blocked XREADGROUP is served (with its error) when its key goes.
+            if !self.watched.is_empty() {
+                self.mark_ready(db, &k);
             }
         }
         self.hfe.clear_db(db);

@@ -8,13 +8,14 @@
 
 use crate::reply::Reply;
 
-mod geo;
 mod dump;
+mod geo;
 mod hash;
 mod hll;
 mod list;
 mod scripting;
 mod set;
+mod stream;
 mod zset;
 
 /// The type of a command argument.
@@ -271,6 +272,7 @@ pub fn all_docs() -> impl Iterator<Item = &'static Doc> {
         .chain(geo::DOCS)
         .chain(hll::DOCS)
         .chain(dump::DOCS)
+        .chain(stream::DOCS)
 }
 
 /// The arguments of `name` (lower case; `parent|sub` for subcommands); None when it takes
@@ -1109,7 +1111,7 @@ mod tests {
     /// (documented through their subcommands; DEFRAG parses its own) and QUIT (it ignores its arguments).
     const NO_ARGUMENTS: &[&str] = &[
         "client", "object", "memory", "config", "command", "debug", "defrag", "function", "quit",
-        "pubsub", "script",
+        "pubsub", "script", "xgroup", "xinfo",
     ];
 
     fn check_args(cmd: &str, args: &[Arg]) {
