@@ -245,21 +245,36 @@ fn scores_parse_and_format_as_redis() {
     assert_eq!(encoding(&mut r, "{z}negzero"), "skiplist");
     assert_eq!(r.cmd(&["ZSCORE", "{z}negzero", "a"]), bulk("-0"));
     assert_eq!(r3.cmd(&["ZSCORE", "{z}negzero", "a"]), dbl("-0"));
-    // Within one ZADD, members added while the zset is still a listpack lose the sign;
-    // those added after it turned into a skiplist keep it.
+    // Members added while the zset is still a listpack lose the sign; those added after it
+    // turned into a skiplist keep it.
     assert_eq!(
         r.cmd(&["CONFIG", "SET", "zset-max-listpack-entries", "2"]),
         ok()
     );
-    assert_eq!(
-        r.cmd(&["ZADD", "mixed", "-0", "a", "1", "b", "-0", "c"]),
-        int(3)
-    );
+    assert_eq!(r.cmd(&["ZADD", "mixed", "-0", "a"]), int(1));
+    assert_eq!(r.cmd(&["ZADD", "mixed", "1", "b", "-0", "c"]), int(2));
     assert_eq!(encoding(&mut r, "mixed"), "skiplist");
     assert_eq!(
         r.cmd(&["ZMSCORE", "mixed", "a", "c"]),
         arr(vec![bulk("0"), bulk("-0")])
     );
+    // Redis 8.0 (7.2+) sizes a new zset from the ZADD: more pairs than the listpack limit
+    // make a skiplist from the start, so every -0 keeps its sign.
+    assert_eq!(
+        r.cmd(&["ZADD", "mixed2", "-0", "a", "1", "b", "-0", "c"]),
+        int(3)
+    );
+    assert_eq!(encoding(&mut r, "mixed2"), "skiplist");
+    assert_eq!(
+        r.cmd(&["ZMSCORE", "mixed2", "a", "c"]),
+        arr(vec![bulk("-0"), bulk("-0")])
+    );
+    // An existing listpack converts when a ZADD brings more pairs than the limit, even if
+    // none of them is new.
+    assert_eq!(r.cmd(&["ZADD", "lp", "1", "a"]), int(1));
+    assert_eq!(encoding(&mut r, "lp"), "listpack");
+    assert_eq!(r.cmd(&["ZADD", "lp", "1", "a", "1", "a", "1", "a"]), int(0));
+    assert_eq!(encoding(&mut r, "lp"), "skiplist");
     // A stored union small enough for a listpack loses it too.
     assert_eq!(r.cmd(&["ZUNIONSTORE", "{z}u", "1", "{z}negzero"]), int(1));
     assert_eq!(r.cmd(&["ZSCORE", "{z}u", "a"]), bulk("0"));

@@ -1911,7 +1911,7 @@ fn set_cmd() -> impl Strategy<Value = Vec<Vec<u8>>> {
 fn zmember() -> impl Strategy<Value = &'static str> {
     pick(&["a", "b", "c", "d", "1", ""])
 }
-/// Scores: integers and halves (exact in binary and printed alike by Rust and `%.17g`),
+/// Scores: integers and halves (exact in binary and printed alike by Rust and `d2string`),
 /// the infinities, a negative zero, and a non-number.
 fn score() -> impl Strategy<Value = &'static str> {
     prop_oneof![
