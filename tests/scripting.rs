@@ -2470,3 +2470,29 @@ fn a_script_below_the_threshold_makes_others_wait_not_busy() {
     assert_eq!(caller.read_value(), int(1));
     assert_eq!(other.cmd(&["GET", "lk"]), bulk("late"));
 }
+
+#[test]
+fn out_of_range_numbers_reply_as_x86_converts_them() {
+    let (_s, mut r) = start();
+    // Redis replies `(long long)` of the Lua number: on x86-64 anything outside the i64
+    // range (and NaN) becomes i64::MIN, in both directions.
+    for (lua, want) in [
+        ("return 1e300", ":-9223372036854775808\r\n"),
+        ("return -1e300", ":-9223372036854775808\r\n"),
+        ("return 2^63", ":-9223372036854775808\r\n"),
+        ("return 1/0", ":-9223372036854775808\r\n"),
+        ("return 9.2e18", ":9200000000000000000\r\n"),
+        ("return -2^63", ":-9223372036854775808\r\n"),
+        ("return -2.9", ":-2\r\n"),
+        (
+            "return {1e300, 7.9}",
+            "*2\r\n:-9223372036854775808\r\n:7\r\n",
+        ),
+    ] {
+        assert_eq!(
+            String::from_utf8_lossy(&eval_raw(&mut r, lua)),
+            want,
+            "{lua}"
+        );
+    }
+}

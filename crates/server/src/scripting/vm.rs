@@ -976,12 +976,14 @@ fn lua_to_resp(reply: &mut Reply, v: &Value, resp3: bool, depth: usize) -> Resul
     Ok(())
 }
 
-/// `(long long)` of a Lua number as C converts it (truncation; out of range saturates).
+/// `(long long)` of a Lua number as C converts it on x86-64 (`cvttsd2si`): truncation, and
+/// `i64::MIN` for NaN and anything outside the i64 range (both directions).
 fn float_to_i64(n: f64) -> i64 {
-    if n.is_nan() {
-        i64::MIN
-    } else {
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0; // 2^63
+    if (-LIMIT..LIMIT).contains(&n) {
         n as i64
+    } else {
+        i64::MIN
     }
 }
 
