@@ -908,9 +908,8 @@ fn random_op(rng: &mut StdRng) -> (Vec<String>, Option<String>) {
     }
 }
 
-/// A ZRANGE WITHSCORES reply (RESP2) with its scores read as doubles: stored sets are
-/// compared this way because Skerry's sorted set replies print scores as Redis 7.0 did
-/// (`%.17g`), an encoding question outside the GEO commands.
+/// A ZRANGE WITHSCORES reply (RESP2) with its scores read as doubles (the exact text of
+/// double replies is tested in tests/doubles.rs).
 fn members_and_scores(v: Value) -> Vec<(Vec<u8>, u64)> {
     let Value::Array(items) = v else {
         panic!("not an array: {v:?}")

@@ -688,6 +688,27 @@ fn redis_call_replies_convert_to_lua_values() {
         ),
         bulk("2.5")
     );
+    // Redis 8.0 (7.2+) passes non-integral numbers with the shortest digits that read back
+    // (fpconv's Grisu2; 7.0 used "%.17g": "0.10000000000000001"), integers within 2^62 as
+    // integers.
+    for (lua, want) in [
+        ("0.1", "0.1"),
+        ("1e8", "100000000"),
+        ("1e20", "1e+20"),
+        ("-1/3", "-0.3333333333333333"),
+        ("1.5e-7", "1.5e-7"),
+        ("-0.0", "0"),
+        ("1/0", "inf"),
+    ] {
+        assert_eq!(
+            eval0(
+                &mut r,
+                &format!("redis.call('set', 'num', {lua}); return redis.call('get', 'num')")
+            ),
+            bulk(want),
+            "{lua}"
+        );
+    }
     // SORT inside a script without BY sorts numerically as outside.
     r.cmd(&["SADD", "myset", "1", "2", "3", "4", "10"]);
     assert_eq!(
@@ -1016,25 +1037,14 @@ fn setresp_3_converts_resp3_replies_into_lua() {
     );
 }
 
-/// Parses a double reply's text (RESP3 `,` or a RESP2 bulk) as f64.
-fn double_of(v: &Value) -> f64 {
-    match v {
-        Value::Double(d) => d.parse().unwrap(),
-        Value::Bulk(b) => String::from_utf8_lossy(b).parse().unwrap(),
-        other => panic!("expected a double, got {other:?}"),
-    }
-}
-
 #[test]
 fn resp2_callers_get_resp3_tables_downgraded() {
     let (_s, mut r) = start();
     r.cmd(&["HSET", "h", "f", "v"]);
     r.cmd(&["ZADD", "z", "1.5", "a"]);
-    // {double=...} is a bulk string. Redis 7.0 prints 3.3 as "3.2999999999999998"; 7.2+
-    // (and 8.0) print the shortest form "3.3": compare the numbers.
-    let v = eval0(&mut r, "return {double=3.3}");
-    assert!(matches!(v, Value::Bulk(_)), "{v:?}");
-    assert_eq!(double_of(&v), 3.3);
+    // {double=...} is a bulk string. Redis 8.0 (7.2+) prints 3.3 as "3.3" (7.0:
+    // "3.2999999999999998").
+    assert_eq!(eval_raw(&mut r, "return {double=3.3}"), b"$3\r\n3.3\r\n");
     assert_eq!(eval_raw(&mut r, "return {double=1.5}"), b"$3\r\n1.5\r\n");
     // {map=...} is a flat array, {set=...} an array of the members.
     assert_eq!(
@@ -1083,10 +1093,8 @@ fn resp3_callers_get_resp3_types_from_scripts() {
     let mut r = resp3(&s);
     r.cmd(&["HSET", "h", "f", "v"]);
     r.cmd(&["ZADD", "z", "1.5", "a"]);
-    // Double: Redis 7.0 sends ",3.2999999999999998", 7.2+ ",3.3": compare the numbers.
-    let v = eval0(&mut r, "return {double=3.3}");
-    assert!(matches!(v, Value::Double(_)), "{v:?}");
-    assert_eq!(double_of(&v), 3.3);
+    // Double: Redis 8.0 (7.2+) sends ",3.3" (7.0: ",3.2999999999999998").
+    assert_eq!(eval_raw(&mut r, "return {double=3.3}"), b",3.3\r\n");
     assert_eq!(eval_raw(&mut r, "return {double=1.5}"), b",1.5\r\n");
     assert_eq!(eval_raw(&mut r, "return {double=1}"), b",1\r\n");
     assert_eq!(
@@ -2461,4 +2469,30 @@ fn a_script_below_the_threshold_makes_others_wait_not_busy() {
     assert!(t0.elapsed() < Duration::from_secs(3));
     assert_eq!(caller.read_value(), int(1));
     assert_eq!(other.cmd(&["GET", "lk"]), bulk("late"));
+}
+
+#[test]
+fn out_of_range_numbers_reply_as_x86_converts_them() {
+    let (_s, mut r) = start();
+    // Redis replies `(long long)` of the Lua number: on x86-64 anything outside the i64
+    // range (and NaN) becomes i64::MIN, in both directions.
+    for (lua, want) in [
+        ("return 1e300", ":-9223372036854775808\r\n"),
+        ("return -1e300", ":-9223372036854775808\r\n"),
+        ("return 2^63", ":-9223372036854775808\r\n"),
+        ("return 1/0", ":-9223372036854775808\r\n"),
+        ("return 9.2e18", ":9200000000000000000\r\n"),
+        ("return -2^63", ":-9223372036854775808\r\n"),
+        ("return -2.9", ":-2\r\n"),
+        (
+            "return {1e300, 7.9}",
+            "*2\r\n:-9223372036854775808\r\n:7\r\n",
+        ),
+    ] {
+        assert_eq!(
+            String::from_utf8_lossy(&eval_raw(&mut r, lua)),
+            want,
+            "{lua}"
+        );
+    }
 }

@@ -1,7 +1,7 @@
 //! Reply decoding (client side, for tests and tools).
 
 use crate::encode::{array_len, bulk_header, integer};
-use crate::float::g17;
+use crate::float::format_double;
 use memchr::memchr;
 
 /// Maximum nesting depth accepted by [`decode_value`].
@@ -322,7 +322,7 @@ pub fn encode_value(out: &mut Vec<u8>, v: &Value) {
         }
         Value::Double(d) => {
             out.push(b',');
-            out.extend_from_slice(g17(*d).as_bytes());
+            format_double(*d, out);
             out.extend_from_slice(b"\r\n");
         }
         Value::Boolean(b) => out.extend_from_slice(if *b { b"#t\r\n" } else { b"#f\r\n" }),

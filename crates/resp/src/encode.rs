@@ -1,5 +1,7 @@
 //! Reply encoders (server side) and the command encoder (client side).
 
+use crate::float::format_double;
+
 /// Protocol version negotiated by the client (`HELLO 2` / `HELLO 3`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 pub enum Proto {
@@ -134,18 +136,35 @@ pub fn attribute_len(out: &mut Vec<u8>, n: usize) {
     header(out, b'|', n as u64);
 }
 
-/// Appends a double like Redis 7.0 `addReplyDouble`: RESP3 `,<repr>\r\n`,
-/// RESP2 a bulk string of `<repr>`, where `<repr>` is Redis 7.2+'s `d2string` (see
-/// [`crate::format_double_redis`]: shortest round-trip digits); infinities are `inf` /
-/// `-inf`, NaN is `nan`.
+/// Appends a double like Redis 8.0 `addReplyDouble`: RESP3 `,<repr>\r\n`,
+/// RESP2 a bulk string of `<repr>`, where `<repr>` is Redis's `d2string` (see
+/// [`crate::format_double`]: `0.1` → `0.1`, `3.0` → `3`, `1e20` → `1e+20`);
+/// infinities are `inf` / `-inf`, NaN is `nan`.
 pub fn double(out: &mut Vec<u8>, d: f64, p: Proto) {
-    let mut repr = Vec::with_capacity(32);
-    crate::float::format_double_redis(d, &mut repr);
     match p {
-        Proto::Resp2 => bulk(out, &repr),
+        Proto::Resp2 => {
+            // The text is at most 25 bytes: format it in place, then put the
+            // `$len\r\n` header in front of it.
+            let start = out.len();
+            format_double(d, out);
+            let n = out.len() - start;
+            let mut h = [b'$', b'0', b'0', b'\r', b'\n'];
+            let header: &[u8] = if n < 10 {
+                h[1] = b'0' + n as u8;
+                h[2] = b'\r';
+                h[3] = b'\n';
+                &h[..4]
+            } else {
+                h[1] = b'0' + (n / 10) as u8;
+                h[2] = b'0' + (n % 10) as u8;
+                &h[..]
+            };
+            out.splice(start..start, header.iter().copied());
+            out.extend_from_slice(CRLF);
+        }
         Proto::Resp3 => {
             out.push(b',');
-            out.extend_from_slice(&repr);
+            format_double(d, out);
             out.extend_from_slice(CRLF);
         }
     }
@@ -255,6 +274,17 @@ mod tests {
         assert_eq!(enc(|o| double(o, 1.5, Resp3)), b",1.5\r\n");
         assert_eq!(enc(|o| double(o, 1.5, Resp2)), b"$3\r\n1.5\r\n");
         assert_eq!(enc(|o| double(o, 0.1, Resp3)), b",0.1\r\n");
+        assert_eq!(enc(|o| double(o, 0.1, Resp2)), b"$3\r\n0.1\r\n");
+        assert_eq!(enc(|o| double(o, -0.0, Resp2)), b"$2\r\n-0\r\n");
+        assert_eq!(enc(|o| double(o, 1e17, Resp3)), b",100000000000000000\r\n");
+        assert_eq!(
+            enc(|o| double(o, 1.0 / 3.0, Resp2)),
+            b"$18\r\n0.3333333333333333\r\n"
+        );
+        assert_eq!(
+            enc(|o| double(o, -1.2345678901234567e-300, Resp2)),
+            b"$24\r\n-1.2345678901234568e-300\r\n"
+        );
         assert_eq!(enc(|o| double(o, f64::INFINITY, Resp3)), b",inf\r\n");
         assert_eq!(enc(|o| double(o, f64::NEG_INFINITY, Resp3)), b",-inf\r\n");
         assert_eq!(enc(|o| double(o, f64::INFINITY, Resp2)), b"$3\r\ninf\r\n");

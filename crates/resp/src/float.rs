@@ -1,4 +1,5 @@
-//! C `printf`-compatible float formatting, as used by Redis replies.
+//! Float formatting as Redis replies it: Redis 8.0's `d2string` (integers, else fpconv's
+//! Grisu2 shortest digits) and the C `printf` based formats Redis still uses in places.
 
 use std::fmt::Write as _;
 
@@ -148,8 +149,65 @@ impl StackBufG17 {
     }
 }
 
+/// Redis's `double2ll`: `Some(n)` when `d` is an integer within ±2^62 (the range Redis
+/// checks, `LLONG_MAX/2` converted to a double) and so prints exactly as one. `-0.0`
+/// gives `Some(0)`; NaN and infinities give `None`.
+pub fn double_to_i64_exact(d: f64) -> Option<i64> {
+    const LIMIT: f64 = (1u64 << 62) as f64;
+    if !(-LIMIT..=LIMIT).contains(&d) {
+        return None;
+    }
+    let n = d as i64;
+    (n as f64 == d).then_some(n)
+}
+
+/// Appends `d` as fpconv's `fpconv_dtoa` (Grisu2) writes it, as Redis 8.0 does for Lua
+/// numbers passed to `redis.call` that are not integers: a `-` when the sign bit is set,
+/// then `0`, `inf`, `nan`, or the Grisu2 digits (shortest, or nearly, that read back as
+/// `d`) in plain notation when the decimal exponent is small, else `d.ddde±X`.
+///
+/// Examples: `0.1` → `0.1`, `1e8` → `1e+8`, `1234567.0` → `1234567`, `1e-7` → `1e-7`,
+/// `0.000001` → `0.000001`, `-0.0` → `-0`, `1.0 / 3.0` → `0.3333333333333333`.
+pub fn format_double_shortest(d: f64, out: &mut Vec<u8>) {
+    if d.is_sign_negative() {
+        out.push(b'-');
+    }
+    if d == 0.0 {
+        out.push(b'0');
+    } else if d.is_nan() {
+        out.extend_from_slice(b"nan");
+    } else if d.is_infinite() {
+        out.extend_from_slice(b"inf");
+    } else {
+        let (digits, k) = crate::grisu::grisu2(d);
+        crate::grisu::emit_digits(digits.as_bytes(), k, d.is_sign_negative(), out);
+    }
+}
+
+/// Appends `d` as Redis 8.0's `d2string` writes it, the text of every double reply
+/// (`addReplyDouble`: ZSCORE, ZRANGE ... WITHSCORES, ...): `nan`, `inf` / `-inf`, `0` /
+/// `-0`, the integer when [`double_to_i64_exact`] says `d` is one, else
+/// [`format_double_shortest`].
+///
+/// Examples: `0.1` → `0.1`, `3.0` → `3`, `1e17` → `100000000000000000`, `1e20` →
+/// `1e+20`, `-0.0` → `-0`, `1e-5` → `0.00001`.
+pub fn format_double(d: f64, out: &mut Vec<u8>) {
+    if d.is_nan() {
+        out.extend_from_slice(b"nan");
+    } else if d.is_infinite() {
+        out.extend_from_slice(if d < 0.0 { b"-inf" } else { b"inf" });
+    } else if d == 0.0 {
+        out.extend_from_slice(if d.is_sign_negative() { b"-0" } else { b"0" });
+    } else if let Some(n) = double_to_i64_exact(d) {
+        out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+    } else {
+        format_double_shortest(d, out);
+    }
+}
+
 /// Appends `d` formatted like C `printf("%.17g", d)` (glibc), as Redis 7.0's
-/// `addReplyDouble` does: 17 significant digits, fixed notation when the
+/// `addReplyDouble` did and Redis 8.0 still does for the scores ZSCAN returns from a
+/// skiplist-encoded zset (`ld2string(.., LD_STR_AUTO)`, `%.17Lg` of a double): 17 significant digits, fixed notation when the
 /// decimal exponent is in -4..17 and exponent notation otherwise, trailing
 /// zeros (and a trailing point) removed, exponent with at least two digits.
 /// Infinities are `inf` / `-inf` and NaN is `nan` (never `-nan`).
@@ -257,6 +315,111 @@ mod tests {
         }
     }
 
+    fn d2s(d: f64) -> String {
+        let mut v = b"x".to_vec();
+        format_double(d, &mut v);
+        String::from_utf8(v[1..].to_vec()).unwrap()
+    }
+
+    fn dtoa(d: f64) -> String {
+        let mut v = b"x".to_vec();
+        format_double_shortest(d, &mut v);
+        String::from_utf8(v[1..].to_vec()).unwrap()
+    }
+
+    #[test]
+    fn d2string_examples() {
+        // Expected values from Redis 8.0.2 (ZADD k <score> m, then ZSCORE k m).
+        let cases: &[(f64, &str)] = &[
+            (0.0, "0"),
+            (-0.0, "-0"),
+            (1.0, "1"),
+            (-3.0, "-3"),
+            (0.1, "0.1"),
+            (1.5, "1.5"),
+            (1.1 + 2.2, "3.3000000000000003"),
+            (1.0 / 3.0, "0.3333333333333333"),
+            (2.0 / 3.0, "0.6666666666666666"),
+            (1e-4, "0.0001"),
+            (1e-5, "0.00001"),
+            (1e-6, "0.000001"),
+            (1e-7, "1e-7"),
+            (1.5e-7, "1.5e-7"),
+            (123.456, "123.456"),
+            (1e17, "100000000000000000"),
+            (9007199254740993.0, "9007199254740992"),
+            (4611686018427387904.0, "4611686018427387904"),
+            (-4611686018427387904.0, "-4611686018427387904"),
+            (4611686018427388928.0, "4611686018427389000"),
+            (9223372036854775808.0, "9223372036854776000"),
+            (1e20, "1e+20"),
+            (1e21, "1e+21"),
+            (1e22, "1e+22"),
+            (1e100, "1e+100"),
+            (1e300, "1e+300"),
+            (f64::MAX, "1.7976931348623157e+308"),
+            (f64::MIN_POSITIVE, "2.2250738585072014e-308"),
+            (5e-324, "5e-324"),
+            (-1.25e-7, "-1.25e-7"),
+            (13.361389338970184, "13.361389338970184"),
+            (-122.27652043104172, "-122.27652043104172"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+            (f64::NAN, "nan"),
+            (-f64::NAN, "nan"),
+        ];
+        for &(d, want) in cases {
+            assert_eq!(d2s(d), want, "{d:e}");
+        }
+    }
+
+    #[test]
+    fn fpconv_examples() {
+        // fpconv_dtoa prints integers too, in exponent form once they are long enough.
+        let cases: &[(f64, &str)] = &[
+            (0.0, "0"),
+            (-0.0, "-0"),
+            (3.0, "3"),
+            (1234567.0, "1234567"),
+            (1e7, "10000000"),
+            (1e8, "1e+8"),
+            (123456789.0, "123456789"),
+            (0.1, "0.1"),
+            (-0.5, "-0.5"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+            (f64::NAN, "nan"),
+            (-f64::NAN, "-nan"),
+        ];
+        for &(d, want) in cases {
+            assert_eq!(dtoa(d), want, "{d:e}");
+        }
+    }
+
+    #[test]
+    fn double2ll_bounds() {
+        let limit = (1u64 << 62) as f64;
+        assert_eq!(double_to_i64_exact(limit), Some(1 << 62));
+        assert_eq!(double_to_i64_exact(-limit), Some(-(1 << 62)));
+        assert_eq!(double_to_i64_exact(limit * 1.0000000000000002), None);
+        assert_eq!(double_to_i64_exact(-0.0), Some(0));
+        assert_eq!(double_to_i64_exact(0.5), None);
+        assert_eq!(double_to_i64_exact(f64::NAN), None);
+        assert_eq!(double_to_i64_exact(f64::INFINITY), None);
+    }
+
+    #[test]
+    fn shortest_roundtrips() {
+        let mut x = 0.123456789f64;
+        for _ in 0..20000 {
+            x = (x * 7.77 + 0.31).fract() * 360.0 - 180.0;
+            for d in [x, x * 1e-300, x * 1e300, x * 1e-310, x * 1e15] {
+                assert_eq!(dtoa(d).parse::<f64>().unwrap().to_bits(), d.to_bits());
+                assert_eq!(d2s(d).parse::<f64>().unwrap().to_bits(), d.to_bits());
+            }
+        }
+    }
+
     #[test]
     fn human_examples() {
         // Expected values produced by glibc printf("%.17f") on the same f64.
@@ -285,90 +448,13 @@ mod tests {
     }
 }
 
-/// Appends `d` as Redis 7.2+ replies a double (`d2string`): an integral value within
-/// ±`LLONG_MAX / 2` as an integer, else the shortest digits that read back to `d`, placed
-/// as `fpconv_dtoa` places them (plain up to 7 zeros past the digits, a decimal point when
-/// the value has at most 6 zeros after it or a small exponent, scientific notation with
-/// an unpadded exponent otherwise); `inf`, `-inf`, `nan`, `-0`.
-pub fn format_double_redis(d: f64, out: &mut Vec<u8>) {
-    if d.is_nan() {
-        out.extend_from_slice(b"nan");
-        return;
-    }
-    if d.is_infinite() {
-        out.extend_from_slice(if d < 0.0 { b"-inf" } else { b"inf" });
-        return;
-    }
-    if d == 0.0 {
-        out.extend_from_slice(if d.is_sign_negative() { b"-0" } else { b"0" });
-        return;
-    }
-    let half = (i64::MAX / 2) as f64;
-    if (-half..=half).contains(&d) && (d as i64) as f64 == d {
-        out.extend_from_slice((d as i64).to_string().as_bytes());
-        return;
-    }
-    let neg = d < 0.0;
-    if neg {
-        out.push(b'-');
-    }
-    // Shortest round-trip digits and the exponent of the first one.
-    let sci = format!("{:e}", d.abs());
-    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let first_exp: i32 = exp.parse().unwrap_or(0);
-    let digits: Vec<u8> = mant.bytes().filter(u8::is_ascii_digit).collect();
-    let nd = digits.len() as i32;
-    let k = first_exp - (nd - 1);
-    let mut e = (k + nd - 1).abs();
-    if k >= 0 && e < nd + 7 {
-        out.extend_from_slice(&digits);
-        out.extend(std::iter::repeat_n(b'0', k as usize));
-        return;
-    }
-    if k < 0 && (k > -7 || e < 4) {
-        let offset = nd - k.abs();
-        if offset <= 0 {
-            out.extend_from_slice(b"0.");
-            out.extend(std::iter::repeat_n(b'0', (-offset) as usize));
-            out.extend_from_slice(&digits);
-        } else {
-            out.extend_from_slice(&digits[..offset as usize]);
-            out.push(b'.');
-            out.extend_from_slice(&digits[offset as usize..]);
-        }
-        return;
-    }
-    let nd = nd.min(18 - i32::from(neg));
-    out.push(digits[0]);
-    if nd > 1 {
-        out.push(b'.');
-        out.extend_from_slice(&digits[1..nd as usize]);
-    }
-    out.push(b'e');
-    out.push(if k + nd - 1 < 0 { b'-' } else { b'+' });
-    let mut cent = 0;
-    if e > 99 {
-        cent = e / 100;
-        out.push(b'0' + cent as u8);
-        e -= cent * 100;
-    }
-    if e > 9 {
-        let dec = e / 10;
-        out.push(b'0' + dec as u8);
-        e -= dec * 10;
-    } else if cent != 0 {
-        out.push(b'0');
-    }
-    out.push(b'0' + (e % 10) as u8);
-}
-
 #[cfg(test)]
 mod redis8_tests {
-    use super::format_double_redis;
+    use super::format_double;
 
     fn f(d: f64) -> String {
         let mut out = Vec::new();
-        format_double_redis(d, &mut out);
+        format_double(d, &mut out);
         String::from_utf8(out).unwrap()
     }
 

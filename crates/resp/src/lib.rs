@@ -8,8 +8,9 @@
 //!   RESP2 or RESP3 replies to a `Vec<u8>`.
 //! * [`decode_value`] and [`encode_command`] are the client side, used by tests
 //!   and tools.
-//! * [`format_double_g17`] and [`format_long_double_human`] reproduce the C
-//!   `printf` based number formatting Redis uses in replies.
+//! * [`format_double`] (Redis 8.0's `d2string`), [`format_double_shortest`]
+//!   (fpconv's Grisu2), [`format_double_g17`] and [`format_long_double_human`]
+//!   reproduce the number formatting Redis uses in replies.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -17,6 +18,7 @@
 mod decode;
 mod encode;
 mod float;
+mod grisu;
 mod parser;
 
 pub use decode::{decode_value, encode_value, DecodeError, Value};
@@ -25,7 +27,10 @@ pub use encode::{
     encode_command, error, integer, map_len, null, null_array, push_len, set_len, simple, verbatim,
     Proto,
 };
-pub use float::{format_double_g17, format_double_redis, format_long_double_human};
+pub use float::{
+    double_to_i64_exact, format_double, format_double_g17, format_double_shortest,
+    format_long_double_human,
+};
 pub use parser::{Parsed, RequestParser};
 
 use std::fmt;

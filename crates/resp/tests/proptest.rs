@@ -241,6 +241,45 @@ proptest! {
     }
 
     #[test]
+    fn d2string_roundtrips(d in prop_oneof![
+        any::<f64>(),
+        (any::<i64>(), -30i32..30).prop_map(|(m, e)| m as f64 * 10f64.powi(e)),
+        any::<u64>().prop_map(|b| f64::from_bits(b & 0x000f_ffff_ffff_ffff)),
+        (-(1i64 << 62)..=(1i64 << 62)).prop_map(|n| n as f64),
+    ]) {
+        let mut out = Vec::new();
+        format_double(d, &mut out);
+        let s = std::str::from_utf8(&out).unwrap();
+        // fpconv writes up to 24 characters, plus the sign (e.g. -106873386028644920000000).
+        prop_assert!(out.len() <= 25, "{}", s);
+        if d.is_nan() {
+            prop_assert_eq!(s, "nan");
+        } else {
+            let back: f64 = s.parse().unwrap();
+            prop_assert_eq!(back.to_bits(), d.to_bits(), "{}", s);
+        }
+        if let Some(n) = double_to_i64_exact(d) {
+            if d != 0.0 {
+                prop_assert_eq!(s, n.to_string());
+            }
+        }
+        let mut short = Vec::new();
+        format_double_shortest(d, &mut short);
+        let t = std::str::from_utf8(&short).unwrap();
+        prop_assert!(short.len() <= 25, "{}", t);
+        if d.is_nan() {
+            prop_assert!(t == "nan" || t == "-nan", "{}", t);
+        } else {
+            let back: f64 = t.parse().unwrap();
+            prop_assert_eq!(back.to_bits(), d.to_bits(), "{}", t);
+            // At most 17 significant digits, never more than needed to round-trip + 1.
+            let digits = t.split('e').next().unwrap().bytes().filter(u8::is_ascii_digit)
+                .skip_while(|&c| c == b'0').count();
+            prop_assert!(digits <= 17 || !t.contains('.'), "{}", t);
+        }
+    }
+
+    #[test]
     fn reply_encoders_decode(n in any::<i64>(), b in prop::collection::vec(any::<u8>(), 0..50),
                              d in any::<f64>(), flag in any::<bool>())
     {

@@ -18,7 +18,7 @@
 //! have a defined order. Set replies (SMEMBERS, SINTER, SUNION, SDIFF) are compared as sorted
 //! multisets ([`canon`]), as Redis's order depends on the encoding and the hash table.
 //! Scores are integers and halves (exact in binary, printed alike by Rust and Redis's
-//! `%.17g`), the infinities and a negative zero.
+//! `d2string`), the infinities and a negative zero.
 //!
 //! Environment: `MODEL_CASES` (cases per random test, default 128); `MODEL_REDIS_PORT`
 //! runs the random tests against a scratch `redis-server` on that port instead of Skerry
@@ -1633,7 +1633,7 @@ fn parse_score(b: &[u8]) -> Option<f64> {
     (!v.is_nan()).then_some(v)
 }
 
-/// A score as Redis 7.0 replies it in RESP2 (`%.17g`; the generated scores are small
+/// A score as Redis 8.0 replies it in RESP2 (`d2string`; the generated scores are small
 /// multiples of 0.5, which Rust prints the same way).
 fn score_bulk(s: f64) -> Vec<u8> {
     if s.is_infinite() {
@@ -1912,7 +1912,7 @@ fn set_cmd() -> impl Strategy<Value = Vec<Vec<u8>>> {
 fn zmember() -> impl Strategy<Value = &'static str> {
     pick(&["a", "b", "c", "d", "1", ""])
 }
-/// Scores: integers and halves (exact in binary and printed alike by Rust and `%.17g`),
+/// Scores: integers and halves (exact in binary and printed alike by Rust and `d2string`),
 /// the infinities, a negative zero, and a non-number.
 fn score() -> impl Strategy<Value = &'static str> {
     prop_oneof![

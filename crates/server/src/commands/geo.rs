@@ -12,7 +12,6 @@ use super::{is, parse_i64, Exec};
 use crate::coll::zset::{ScoreRange, Zset};
 use crate::geohash::{self as gh, Search, Shape};
 use crate::reply::{errors, Reply};
-use skerry_resp::Proto;
 use std::cmp::Ordering;
 
 const UNIT_ERR: &str = "ERR unsupported unit provided. please use M, KM, FT, MI";
@@ -99,15 +98,7 @@ fn member_pos(z: &Zset, member: &[u8]) -> Option<(f64, f64)> {
 
 /// A double as Redis 8.0 replies it (RESP2: bulk string; RESP3: `,` double).
 fn reply_double(r: &mut Reply, d: f64) {
-    let t = gh::double_text(d);
-    match r.proto {
-        Proto::Resp2 => r.bulk(&t),
-        Proto::Resp3 => {
-            r.buf.push(b',');
-            r.buf.extend_from_slice(&t);
-            r.buf.extend_from_slice(b"\r\n");
-        }
-    }
+    r.double(d);
 }
 
 /// C's `(long long)d` on x86-64 (WITHHASH of a score).

@@ -4,7 +4,8 @@
 //! Argument checks, their order and the error texts follow Redis 7.0.15: a command
 //! validates every argument before it changes anything, scores are parsed with C `strtod`
 //! (as Redis does, so `inf`, `-inf`, hex floats and the range limits behave the same) and
-//! replied as `%.17g` doubles (RESP3 `,` doubles; WITHSCORES as `[member, score]` pairs).
+//! replied as Redis 8.0 `d2string` doubles (RESP3 `,` doubles; WITHSCORES as `[member, score]`
+//! pairs; ZSCAN of a skiplist still uses `%.17g`).
 
 use super::{coll_error, is, parse_block_timeout, parse_i64, Exec, TimeoutReply};
 use crate::coll::zset::{LexItem, LexRange, ScoreRange, Zset};
@@ -293,6 +294,7 @@ fn zadd_generic(x: &mut Exec, a: &[&[u8]], mut incr: bool) {
     // First work out what changes, on the zset as it is (a no-op writes nothing and keeps
     // the decoded zset cached), then apply the changes in order.
     let key = a[1];
+    let t = x.thresholds();
     let Ok(z) = peek_zset(x, key) else {
         return;
     };
@@ -341,27 +343,22 @@ fn zadd_generic(x: &mut Exec, a: &[&[u8]], mut incr: bool) {
             }
         }
     }
-    if !changes.is_empty() {
-        let t = x.thresholds();
-        let elements = scores.len();
+    // Redis 8.0 picks the encoding from the request's size first (`zsetTypeCreate` /
+    // `zsetTypeMaybeConvert`): more pairs than zset-max-listpack-entries make a new zset a
+    // skiplist from the start (so a -0 score stays -0) and convert an existing listpack even
+    // when nothing else changes.
+    // A new zset also starts as a skiplist when its first member is longer than
+    // zset-max-listpack-value (`zsetTypeCreate(elements, first member's length)`).
+    let presize = elements > t.zset_max_listpack_entries && z.is_none_or(|z| !z.big);
+    let long_first = z.is_none() && a[i + 1].len() > t.zset_max_listpack_value;
+    if !changes.is_empty() || (presize && z.is_some()) {
         let mut z = match take_zset(x, key) {
-            // Redis 7.2+'s zsetTypeMaybeConvert: more pairs than a listpack holds make a
-            // skiplist first.
-            Ok(Some(mut z)) => {
-                if elements > t.zset_max_listpack_entries {
-                    z.big = true;
-                }
-                z
-            }
-            // zsetTypeCreate(pairs, first member's length).
-            Ok(None) => {
-                let mut z = Zset::default();
-                z.big = elements > t.zset_max_listpack_entries
-                    || a[i + 1].len() > t.zset_max_listpack_value;
-                z
-            }
+            Ok(z) => z.unwrap_or_default(),
             Err(()) => return,
         };
+        if presize || long_first {
+            z.big = true;
+        }
         let mut listpack = !z.big;
         for (m, s) in changes {
             zset_add(&mut z, &mut listpack, m, s, &t);
@@ -1546,7 +1543,13 @@ pub fn zscan(x: &mut Exec, a: &[&[u8]]) {
     for (m, s) in items {
         r.bulk(m);
         buf.clear();
-        skerry_resp::format_double_g17(s, &mut buf);
+        // Redis 8.0 returns a listpack's scores as stored there (`d2string` text) but
+        // formats a skiplist's with `ld2string(.., LD_STR_AUTO)`, i.e. `%.17Lg`.
+        if z.big {
+            skerry_resp::format_double_g17(s, &mut buf);
+        } else {
+            skerry_resp::format_double(s, &mut buf);
+        }
         r.bulk(&buf);
     }
 }

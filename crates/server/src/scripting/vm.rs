@@ -306,11 +306,15 @@ impl Vm {
                 }
                 let mut argv = Vec::with_capacity(args.len());
                 for a in args {
-                    // Numbers with `%.17g`, as Redis 7 passes them.
-                    let number = |n: f64| {
-                        let mut out = Vec::new();
-                        skerry_resp::format_double_g17(n, &mut out);
-                        out
+                    // Numbers as Redis 8.0 passes them: integers (`double2ll`) as such,
+                    // else fpconv's Grisu2 digits.
+                    let number = |n: f64| match skerry_resp::double_to_i64_exact(n) {
+                        Some(i) => i.to_string().into_bytes(),
+                        None => {
+                            let mut out = Vec::new();
+                            skerry_resp::format_double_shortest(n, &mut out);
+                            out
+                        }
                     };
                     let s = match a {
                         Value::String(s) => Some(s.as_bytes().to_vec()),
@@ -905,16 +909,14 @@ fn lua_to_resp(reply: &mut Reply, v: &Value, resp3: bool, depth: usize) -> Resul
                 reply.simple(&sanitize(&text));
                 return Ok(());
             }
-            match t.raw_get::<Value>("double") {
-                Ok(Value::Number(d)) => {
+            if let Ok(Value::Number(_) | Value::Integer(_)) = t.raw_get::<Value>("double") {
+                // Read as f64 straight from the Lua stack: mlua's `Value` (Lua 5.1) turns a
+                // number within f64::EPSILON of an integer into `Integer`, so 1e-20 would
+                // print as 0.
+                if let Ok(d) = t.raw_get::<f64>("double") {
                     reply.double(d);
                     return Ok(());
                 }
-                Ok(Value::Integer(d)) => {
-                    reply.double(d as f64);
-                    return Ok(());
-                }
-                _ => {}
             }
             if let Ok(Value::String(s)) = t.raw_get::<Value>("big_number") {
                 let digits: Vec<u8> = s
@@ -974,12 +976,14 @@ fn lua_to_resp(reply: &mut Reply, v: &Value, resp3: bool, depth: usize) -> Resul
     Ok(())
 }
 
-/// `(long long)` of a Lua number as C converts it (truncation; out of range saturates).
+/// `(long long)` of a Lua number as C converts it on x86-64 (`cvttsd2si`): truncation, and
+/// `i64::MIN` for NaN and anything outside the i64 range (both directions).
 fn float_to_i64(n: f64) -> i64 {
-    if n.is_nan() {
-        i64::MIN
-    } else {
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0; // 2^63
+    if (-LIMIT..LIMIT).contains(&n) {
         n as i64
+    } else {
+        i64::MIN
     }
 }
 
