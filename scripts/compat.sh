@@ -318,7 +318,11 @@ sources_uri() {
 # /etc/apt/sources.list.d/skerry-<codename>-src.sources, on the mirrors the machine's own
 # Debian entries use (deb.debian.org when there are none), and run apt-get update.
 ensure_deb_src() {
-    if apt-cache showsrc redis 2>/dev/null | grep -q "^Version: .*:${REDIS_UPSTREAM_VERSION}-"; then
+    # Not `apt-cache ... | grep -q`: grep exits at the first match, apt-cache gets SIGPIPE and
+    # pipefail fails the test.
+    local showsrc
+    showsrc=$(apt-cache showsrc redis 2>/dev/null || true)
+    if grep -q "^Version: .*:${REDIS_UPSTREAM_VERSION}-" <<<"$showsrc"; then
         return 0
     fi
     local file=/etc/apt/sources.list.d/skerry-$DEB_CODENAME-src.sources host main sec
