@@ -20,7 +20,11 @@ part() {
     [[ -n $PART_NAME ]] && echo "== $PART_NAME"
     return 0
 }
+REDIS_PID=""
 report_times() {
+    # A failure before the background redis-server build was waited for: stop it (its own
+    # process group, see below).
+    if [[ -n $REDIS_PID ]]; then kill -- -"$REDIS_PID" 2>/dev/null || true; fi
     part
     echo "== time per part"
     printf '%s\n' "${PARTS[@]}"
@@ -43,17 +47,34 @@ fi
 # Debian's redis-server package starts a service on 6379; the tests never use that port.
 
 # The reference redis-server 8.0.2: Debian trixie's source package, fetched and built once
-# into .compat/ (only redis-server; about 1-3 min), also the source of the Tcl suite below.
-# tests/common's redis_server_bin() reads SKERRY_REDIS_SERVER: the differential tests in
-# `cargo test` and the second end-to-end pass below run this binary.
-part "reference redis-server 8.0.2 (scripts/compat.sh --print-redis-bin)"
-SKERRY_REDIS_SERVER=$(scripts/compat.sh --print-redis-bin)
-export SKERRY_REDIS_SERVER
-"$SKERRY_REDIS_SERVER" --version
+# into .compat/ (only redis-server; 50-60 CPU-seconds), also the source of the Tcl suite
+# below. It runs in the background (in its own process group, setsid) while fmt and clippy
+# run, and is waited for before the tests. tests/common's redis_server_bin() reads
+# SKERRY_REDIS_SERVER: the differential tests in `cargo test` and the second end-to-end
+# pass below run this binary.
+redis_out=$(mktemp)
+redis_log=$(mktemp)
+echo "== reference redis-server 8.0.2: scripts/compat.sh --print-redis-bin, in the background"
+setsid scripts/compat.sh --print-redis-bin >"$redis_out" 2>"$redis_log" &
+REDIS_PID=$!
 part "cargo fmt --check"
 cargo fmt --all -- --check
 part "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+part "waiting for the reference redis-server 8.0.2 (fetch + build, in the background since the start)"
+rc=0
+wait "$REDIS_PID" || rc=$?
+REDIS_PID=""
+grep '^\[compat\]' "$redis_log" || true
+if [[ $rc != 0 ]]; then
+    cat "$redis_log"
+    echo "scripts/compat.sh --print-redis-bin failed (exit status $rc)"
+    exit 1
+fi
+SKERRY_REDIS_SERVER=$(cat "$redis_out")
+rm -f "$redis_out" "$redis_log"
+export SKERRY_REDIS_SERVER
+"$SKERRY_REDIS_SERVER" --version
 part "cargo test (unit + end-to-end)"
 cargo test --workspace --locked
 # The end-to-end tests (the root package's tests/, which start a server through
