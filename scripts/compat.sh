@@ -66,6 +66,7 @@ FETCH_ONLY=0
 PRINT_REDIS_BIN=0
 SRC_GIVEN=0
 NO_SKIPS=0
+SHARD=""
 LENIENT=0
 SRC=""
 SERVER_ARGS=()
@@ -102,10 +103,14 @@ Options:
                           there, results go to .compat/results/ci.md
   --write-baseline        write tests/compat/baseline.txt (+ baseline-tests.txt) from this run
   --lenient               run a copy of the suite where runtest's per-block setup ignores a
-                          failing FUNCTION FLUSH (a server without FUNCTION aborts every unit
-                          otherwise). Results are marked LENIENT; not allowed with --ci or
-                          --write-baseline.
+                          failing FUNCTION FLUSH, SCRIPT FLUSH or CONFIG RESETSTAT (which
+                          abort the block otherwise). Results are marked LENIENT; not
+                          allowed with --ci or --write-baseline.
   --no-skips              also run the tests listed in the script's SKIP_TESTS
+  --shard K/N             run only shard K of N of the units (longest first onto the least
+                          loaded shard, by the seconds in tests/compat/results/latest.tsv), so
+                          that N runs can go side by side (scripts/test.sh runs 1/2 and 2/2);
+                          results default to <name>-shardK.md
   --src DIR               use an existing redis source tree instead of fetching one
   --fetch-only            only fetch the redis test suite into .compat/ and exit
   --print-redis-bin       fetch the source and build redis-server ${REDIS_UPSTREAM_VERSION} if needed,
@@ -238,6 +243,7 @@ while [[ $# -gt 0 ]]; do
         --print-redis-bin) PRINT_REDIS_BIN=1; shift ;;
         --lenient) LENIENT=1; shift ;;
         --no-skips) NO_SKIPS=1; shift ;;
+        --shard) SHARD=${2:?}; shift 2 ;;
         -v | --verbose) VERBOSE=1; shift ;;
         -h | --help) usage; exit 0 ;;
         --) shift; UNITS+=("$@"); break ;;
@@ -252,9 +258,14 @@ for v in "$UNIT_TIMEOUT" "$TEST_TIMEOUT"; do [[ $v =~ ^[0-9]+$ ]] || die "timeou
 if [[ $LENIENT == 1 && ($CI == 1 || $WRITE_BASELINE == 1 || -n $BASELINE) ]]; then
     die "--lenient results cannot be used with --ci, --baseline or --write-baseline"
 fi
+if [[ -n $SHARD ]]; then
+    [[ $SHARD =~ ^([0-9]+)/([0-9]+)$ && ${BASH_REMATCH[1]} -ge 1 && ${BASH_REMATCH[1]} -le ${BASH_REMATCH[2]} ]] ||
+        die "--shard must be K/N with 1 <= K <= N"
+    [[ $WRITE_BASELINE == 0 ]] || die "--shard cannot write a baseline (it runs only part of the units)"
+fi
 if [[ $CI == 1 ]]; then
     BASELINE=${BASELINE:-$BASELINE_DEFAULT}
-    RESULTS=${RESULTS:-$CACHE/results/ci.md}
+    RESULTS=${RESULTS:-$CACHE/results/ci${SHARD:+-shard${SHARD%/*}}.md}
 fi
 if [[ -n $BASELINE ]]; then
     [[ -f $BASELINE || $WRITE_BASELINE == 1 ]] || die "baseline file not found: $BASELINE"
@@ -281,6 +292,26 @@ if [[ ${#UNITS[@]} -eq 0 ]]; then
     fi
 fi
 for i in "${!UNITS[@]}"; do UNITS[i]=$(normalize_unit "${UNITS[i]}"); done
+if [[ -n $SHARD ]]; then
+    # Longest unit first onto the least loaded shard (seconds of the last committed skerry
+    # run, 10 for a unit it lacks); each shard keeps the units' order.
+    mapfile -t UNITS < <(printf '%s\n' "${UNITS[@]}" | awk -v k="${SHARD%/*}" -v n="${SHARD#*/}" -v tsv="$RESULTS_DIR/latest.tsv" '
+        BEGIN { while ((getline line < tsv) > 0) { split(line, f, "\t"); if (f[6] ~ /^[0-9]+$/) secs[f[1]] = f[6] + 1 } }
+        { u[++m] = $0; c[m] = ($0 in secs) ? secs[$0] : 10; ord[m] = m }
+        END {
+            for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (c[ord[j]] > c[ord[i]]) { t = ord[i]; ord[i] = ord[j]; ord[j] = t }
+            for (i = 1; i <= m; i++) {
+                b = 1; for (s = 2; s <= n; s++) if (load[s] < load[b]) b = s
+                sh[ord[i]] = b; load[b] += c[ord[i]]
+            }
+            for (i = 1; i <= m; i++) if (sh[i] == k) print u[i]
+        }')
+    if [[ ${#UNITS[@]} -eq 0 ]]; then
+        log "shard $SHARD has no units"
+        exit 0
+    fi
+    log "shard $SHARD: ${UNITS[*]}"
+fi
 
 # ---------------------------------------------------------------- fetching the test suite
 src_ready() { [[ -x $1/runtest && -f $1/tests/test_helper.tcl && -f $1/.skerry-compat-complete ]]; }
@@ -631,6 +662,7 @@ fi
 if [[ -z $RESULTS ]]; then
     if [[ $SERVER == skerry ]]; then RESULTS=$RESULTS_DIR/latest.md; else RESULTS=$RESULTS_DIR/redis.md; fi
     [[ $LENIENT == 1 ]] && RESULTS=${RESULTS%.md}-lenient.md
+    [[ -n $SHARD ]] && RESULTS=${RESULTS%.md}-shard${SHARD%/*}.md
 fi
 RESULTS_TSV=${RESULTS%.md}.tsv
 RESULTS_TESTS=${RESULTS%.md}-tests.tsv
@@ -641,7 +673,7 @@ TAGS+=$EXTRA_TAGS
 TAGS=$(echo "$TAGS" | xargs)
 
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
-LOGDIR=$CACHE/logs/$SERVER-$STAMP
+LOGDIR=$CACHE/logs/$SERVER-$STAMP${SHARD:+-shard${SHARD%/*}}
 mkdir -p "$LOGDIR"
 ln -sfn "$(basename "$LOGDIR")" "$CACHE/logs/latest-$SERVER"
 log "server: $SERVER_DESC"
