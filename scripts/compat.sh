@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016  # literal $ and backticks in single quotes are intended
-# scripts/compat.sh - run units of Redis 7.0.15's own Tcl test suite against
-# Skerry (or against Debian's redis-server, for reference) and record how many
-# tests pass.
+# scripts/compat.sh - run units of Redis 8.0.2's own Tcl test suite against
+# Skerry (or against a reference redis-server 8.0.2) and record how many tests
+# pass.
 #
-# The test suite comes from Debian bookworm's `redis` source package
-# (5:7.0.15-1~deb12uN), fetched once with `apt-get source` into .compat/.
+# The test suite comes from Debian trixie's `redis` source package
+# (5:8.0.2-3+deb13uN), fetched once into .compat/ with `apt-get source`, or, when
+# the mirror lacks the revision its index lists, straight from the pool with
+# dpkg-source -x. The reference redis-server is built from that same source
+# (only the redis-server binary) and cached next to it.
 # Each unit runs against a FRESH server started on a free port with a fresh
 # temporary --dir, in runtest's external-server mode (--host/--port), which
 # skips the tests tagged external:skip; tests that need DEBUG, replication,
@@ -19,17 +22,27 @@ PROG=scripts/compat.sh
 
 # ---------------------------------------------------------------- defaults
 CACHE=${COMPAT_CACHE:-$ROOT/.compat}
-REDIS_UPSTREAM_VERSION=${COMPAT_REDIS_VERSION:-7.0.15}
+REDIS_UPSTREAM_VERSION=${COMPAT_REDIS_VERSION:-8.0.2}
+# Where Debian has it: the codename whose source package holds this upstream version, and
+# the Debian revision without its last number (tried from N = 9 down when apt-get fails).
+case $REDIS_UPSTREAM_VERSION in
+    8.0.2) DEB_CODENAME=trixie; DEB_REV_PREFIX=8.0.2-3+deb13u ;;
+    7.0.15) DEB_CODENAME=bookworm; DEB_REV_PREFIX=7.0.15-1~deb12u ;;
+    *) printf '[compat] ERROR: COMPAT_REDIS_VERSION must be 8.0.2 or 7.0.15\n' >&2; exit 2 ;;
+esac
+DEB_MIRROR=${COMPAT_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+DEB_SECURITY_MIRROR=${COMPAT_DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
 DEFAULT_UNITS=(unit/protocol unit/type/string unit/type/incr unit/keyspace unit/expire unit/scan unit/sort
-    unit/type/hash unit/type/list unit/type/list-2 unit/type/list-3 unit/type/set unit/type/zset unit/bitops
-    unit/pubsub unit/multi unit/scripting unit/functions)
+    unit/type/hash unit/type/hash-field-expire unit/type/list unit/type/list-2 unit/type/list-3
+    unit/type/set unit/type/zset unit/type/stream unit/type/stream-cgroups unit/geo unit/hyperloglog
+    unit/bitops unit/bitfield unit/dump unit/pubsub unit/multi unit/scripting unit/functions
+    unit/other unit/info-command unit/introspection-2)
 # Tags excluded in external mode. external:skip, large-memory (and, with
-# --singledb, singledb:skip) are skipped by runtest itself. The needs:* tags
-# below are the ones used by 7.0.15's tests/unit + tests/integration
-# (needs:other-server only exists in later versions; harmless here).
+# --singledb, singledb:skip) are skipped by runtest itself; cluster:skip only
+# matters in cluster mode, logreqres:skip only with --log-req-res. The needs:*
+# tags below are all those 8.0.2's tests/unit + tests/integration use.
 DENY_TAGS=(needs:debug needs:repl needs:config-maxmemory needs:config-resetstat
-    needs:save needs:reset needs:pfdebug needs:latency needs:local-process
-    needs:other-server)
+    needs:save needs:reset needs:pfdebug needs:latency needs:local-process)
 BASELINE_DEFAULT=$ROOT/tests/compat/baseline.txt
 RESULTS_DIR=$ROOT/tests/compat/results
 
@@ -50,6 +63,10 @@ WRITE_BASELINE=0
 BUILD=1
 VERBOSE=0
 FETCH_ONLY=0
+PRINT_REDIS_BIN=0
+SRC_GIVEN=0
+NO_SKIPS=0
+SHARD=""
 LENIENT=0
 SRC=""
 SERVER_ARGS=()
@@ -64,9 +81,11 @@ against a fresh server per unit and reports passed/failed/skipped tests.
 UNIT is e.g. unit/type/string (also accepted: type/string, tests/unit/type/string.tcl).
 
 Options:
-  --server skerry|redis   server to test (default: skerry). 'redis' runs Debian's
-                          redis-server with --save "" --appendonly no (reference).
-  --bin PATH              server binary (default: target/release/skerry, or redis-server)
+  --server skerry|redis   server to test (default: skerry). 'redis' runs the reference
+                          redis-server ${REDIS_UPSTREAM_VERSION} built from the fetched source
+                          (see --print-redis-bin) with --save "" --appendonly no.
+  --bin PATH              server binary (default: target/release/skerry, or the built
+                          redis-server)
   --threads N             skerry --threads (default: $THREADS)
   --server-arg ARG        extra argument for the server (repeatable)
   --no-build              do not run 'cargo build --release' first
@@ -84,11 +103,18 @@ Options:
                           there, results go to .compat/results/ci.md
   --write-baseline        write tests/compat/baseline.txt (+ baseline-tests.txt) from this run
   --lenient               run a copy of the suite where runtest's per-block setup ignores a
-                          failing FUNCTION FLUSH (a server without FUNCTION aborts every unit
-                          otherwise). Results are marked LENIENT; not allowed with --ci or
-                          --write-baseline.
+                          failing FUNCTION FLUSH, SCRIPT FLUSH or CONFIG RESETSTAT (which
+                          abort the block otherwise). Results are marked LENIENT; not
+                          allowed with --ci or --write-baseline.
+  --no-skips              also run the tests listed in the script's SKIP_TESTS
+  --shard K/N             run only shard K of N of the units (longest first onto the least
+                          loaded shard, by the seconds in tests/compat/results/latest.tsv), so
+                          that N runs can go side by side (scripts/test.sh runs 1/2 and 2/2);
+                          results default to <name>-shardK.md
   --src DIR               use an existing redis source tree instead of fetching one
   --fetch-only            only fetch the redis test suite into .compat/ and exit
+  --print-redis-bin       fetch the source and build redis-server ${REDIS_UPSTREAM_VERSION} if needed,
+                          print the binary's path on stdout and exit
   -v, --verbose           stream runtest output
   -h, --help              this help
 
@@ -96,8 +122,10 @@ Retries: with a baseline, a unit that falls below it runs again (up to COMPAT_AT
 in all) only when every baseline test it lost is in the script's RACY_TESTS list, each
 named with its reason; any other regression fails at once.
 
-Environment: COMPAT_CACHE (default .compat), COMPAT_REDIS_VERSION (default 7.0.15),
-COMPAT_ATTEMPTS (default 3: runs of a unit that lost only RACY_TESTS; the last counts).
+Environment: COMPAT_CACHE (default .compat), COMPAT_REDIS_VERSION (default 8.0.2; 7.0.15
+fetches bookworm's suite), COMPAT_ATTEMPTS (default 3: runs of a unit that lost only
+RACY_TESTS; the last counts), COMPAT_BUILD_JOBS (make -j for redis-server; default nproc),
+COMPAT_DEBIAN_MIRROR / COMPAT_DEBIAN_SECURITY_MIRROR (pools for the fallback download).
 Raw logs (runtest output, server logs) are kept in .compat/logs/<server>-<time>/.
 Exit status: 0 ok; 1 baseline regression; 2 usage/setup error.
 EOF
@@ -108,9 +136,22 @@ EOF
 # its baseline runs again only when every baseline test it lost is one of these (or the unit
 # stopped on runtest's no-progress time-out inside one of these); any other regression fails
 # at once. One line per test: unit<TAB>test name<TAB>reason.
+# Empty for 8.0.2's suite: the one test listed for 7.0.15 (unit/type/list "BRPOPLPUSH with
+# multiple blocked clients", whose second client could overtake the first on another worker)
+# now waits until the first client is blocked before the second one sends its command.
 RACY_TESTS=$(
     cat <<'EOF'
-unit/type/list	BRPOPLPUSH with multiple blocked clients	sends BRPOPLPUSH on two connections and at once an LPUSH on a third, and expects the first to be blocked first; on different workers the second can arrive first, take the element, and the first then waits for ever (runtest's no-progress time-out): about one run in four in CI
+EOF
+)
+
+# Tests not run at all (runtest --skiptest, exact names), each with its reason: a test that
+# brings the server down or stalls runtest would cost CI its no-progress time-out (120 s)
+# and every test after it in the unit. Listed only for a known Skerry bug, to be removed with
+# the fix; the results list them under "Skipped by scripts/compat.sh". --no-skips runs them.
+# One line per test: unit<TAB>test name<TAB>reason.
+SKIP_TESTS=$(
+    cat <<'EOF'
+unit/scripting	Verify Lua performs GC correctly after script loading	50,000 SCRIPT LOADs (then 50,000 FUNCTION LOADs) crash Skerry: after about 8,000 cached scripts mlua panics 'cannot create a Lua reference, out of auxiliary stack space (used 7999 slots)' and the process aborts; runtest then waits 120 s and the rest of the unit (about 140 tests) never runs (2026-12-06)
 EOF
 )
 
@@ -154,6 +195,15 @@ resp_ping() {
     ) 2>/dev/null
 }
 
+# alive PID: the process exists and is not a zombie (our own children stay zombies, and
+# kill -0 succeeds on them, until they are waited for).
+alive() {
+    local st
+    kill -0 "$1" 2>/dev/null || return 1
+    st=$(awk '{ sub(/^.*\) /, ""); print $1 }' "/proc/$1/stat" 2>/dev/null) || return 1
+    [[ $st != Z && $st != X ]]
+}
+
 port_in_use() { ( exec 3<>"/dev/tcp/127.0.0.1/$1" ) 2>/dev/null; }
 
 # free_port: a port in 17000-20999 nobody listens on (runtest uses 21079-21111
@@ -190,7 +240,10 @@ while [[ $# -gt 0 ]]; do
         --write-baseline) WRITE_BASELINE=1; shift ;;
         --src) SRC=${2:?}; shift 2 ;;
         --fetch-only) FETCH_ONLY=1; shift ;;
+        --print-redis-bin) PRINT_REDIS_BIN=1; shift ;;
         --lenient) LENIENT=1; shift ;;
+        --no-skips) NO_SKIPS=1; shift ;;
+        --shard) SHARD=${2:?}; shift 2 ;;
         -v | --verbose) VERBOSE=1; shift ;;
         -h | --help) usage; exit 0 ;;
         --) shift; UNITS+=("$@"); break ;;
@@ -205,9 +258,14 @@ for v in "$UNIT_TIMEOUT" "$TEST_TIMEOUT"; do [[ $v =~ ^[0-9]+$ ]] || die "timeou
 if [[ $LENIENT == 1 && ($CI == 1 || $WRITE_BASELINE == 1 || -n $BASELINE) ]]; then
     die "--lenient results cannot be used with --ci, --baseline or --write-baseline"
 fi
+if [[ -n $SHARD ]]; then
+    [[ $SHARD =~ ^([0-9]+)/([0-9]+)$ && ${BASH_REMATCH[1]} -ge 1 && ${BASH_REMATCH[1]} -le ${BASH_REMATCH[2]} ]] ||
+        die "--shard must be K/N with 1 <= K <= N"
+    [[ $WRITE_BASELINE == 0 ]] || die "--shard cannot write a baseline (it runs only part of the units)"
+fi
 if [[ $CI == 1 ]]; then
     BASELINE=${BASELINE:-$BASELINE_DEFAULT}
-    RESULTS=${RESULTS:-$CACHE/results/ci.md}
+    RESULTS=${RESULTS:-$CACHE/results/ci${SHARD:+-shard${SHARD%/*}}.md}
 fi
 if [[ -n $BASELINE ]]; then
     [[ -f $BASELINE || $WRITE_BASELINE == 1 ]] || die "baseline file not found: $BASELINE"
@@ -234,92 +292,191 @@ if [[ ${#UNITS[@]} -eq 0 ]]; then
     fi
 fi
 for i in "${!UNITS[@]}"; do UNITS[i]=$(normalize_unit "${UNITS[i]}"); done
+if [[ -n $SHARD ]]; then
+    # Longest unit first onto the least loaded shard (seconds of the last committed skerry
+    # run, 10 for a unit it lacks); each shard keeps the units' order.
+    mapfile -t UNITS < <(printf '%s\n' "${UNITS[@]}" | awk -v k="${SHARD%/*}" -v n="${SHARD#*/}" -v tsv="$RESULTS_DIR/latest.tsv" '
+        BEGIN { while ((getline line < tsv) > 0) { split(line, f, "\t"); if (f[6] ~ /^[0-9]+$/) secs[f[1]] = f[6] + 1 } }
+        { u[++m] = $0; c[m] = ($0 in secs) ? secs[$0] : 10; ord[m] = m }
+        END {
+            for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (c[ord[j]] > c[ord[i]]) { t = ord[i]; ord[i] = ord[j]; ord[j] = t }
+            for (i = 1; i <= m; i++) {
+                b = 1; for (s = 2; s <= n; s++) if (load[s] < load[b]) b = s
+                sh[ord[i]] = b; load[b] += c[ord[i]]
+            }
+            for (i = 1; i <= m; i++) if (sh[i] == k) print u[i]
+        }')
+    if [[ ${#UNITS[@]} -eq 0 ]]; then
+        log "shard $SHARD has no units"
+        exit 0
+    fi
+    log "shard $SHARD: ${UNITS[*]}"
+fi
 
 # ---------------------------------------------------------------- fetching the test suite
 src_ready() { [[ -x $1/runtest && -f $1/tests/test_helper.tcl && -f $1/.skerry-compat-complete ]]; }
 
-# Add a deb-src entry mirroring the existing Debian `deb` entry for this codename.
-ensure_deb_src() {
-    if apt-cache showsrc redis 2>/dev/null | grep -q "^Version: .*${REDIS_UPSTREAM_VERSION}"; then
-        return 0
-    fi
-    [[ $EUID -eq 0 ]] || die "no deb-src entry for redis; add one (deb-src http://deb.debian.org/debian bookworm main) or run as root"
-    local codename uri="" signed="" f line
-    # shellcheck disable=SC1091
-    codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
-    codename=${codename:-bookworm}
-    # deb822 (*.sources): first stanza with Types containing `deb` and Suites containing the codename.
+# sources_uri CODENAME_SUITE: the URI of the first `deb` entry (deb822 *.sources or one-line
+# *.list) whose suites include CODENAME_SUITE, e.g. bookworm or bookworm-security.
+sources_uri() {
+    local suite=$1 f
     shopt -s nullglob
     for f in /etc/apt/sources.list.d/*.sources; do
-        line=$(awk -v cn="$codename" '
+        awk -v cn="$suite" '
             function flush() {
                 if (types ~ /(^| )deb( |$)/ && (" " suites " ") ~ (" " cn " ") && uris != "" && !done) {
-                    split(uris, u, " "); print u[1] "\t" signed; done = 1
+                    split(uris, u, " "); print u[1]; done = 1
                 }
-                types = suites = uris = signed = ""
+                types = suites = uris = ""
             }
             /^[ \t]*#/ { next }
             /^[ \t]*$/ { flush(); next }
-            tolower($1) == "types:"     { $1 = ""; types = $0 }
-            tolower($1) == "suites:"    { $1 = ""; suites = $0 }
-            tolower($1) == "uris:"      { $1 = ""; uris = $0 }
-            tolower($1) == "signed-by:" { $1 = ""; signed = $0 }
-            END { flush() }' "$f" | head -n1)
-        if [[ -n $line ]]; then
-            uri=${line%%$'\t'*}; signed=${line#*$'\t'}
-            uri=$(echo "$uri" | xargs); signed=$(echo "$signed" | xargs)
-            break
-        fi
+            tolower($1) == "types:"  { $1 = ""; types = $0 }
+            tolower($1) == "suites:" { $1 = ""; suites = $0 }
+            tolower($1) == "uris:"   { $1 = ""; uris = $0 }
+            END { flush() }' "$f"
     done
-    if [[ -n $uri ]]; then
-        log "adding deb-src ($uri $codename main) in /etc/apt/sources.list.d/skerry-deb-src.sources"
-        {
-            echo "Types: deb-src"
-            echo "URIs: $uri"
-            echo "Suites: $codename"
-            echo "Components: main"
-            # Only a keyring path can be copied (not an inline key block).
-            [[ $signed == /* ]] && echo "Signed-By: $signed"
-        } >/etc/apt/sources.list.d/skerry-deb-src.sources
-    else
-        # One-line format: `deb [opts] URI codename components`.
-        line=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
-            awk -v cn="$codename" '$1 == "deb" { i = 2; if ($2 ~ /^\[/) { while ($i !~ /\]$/) i++; i++ }
-                if ($(i+1) == cn) { $1 = "deb-src"; print; exit } }')
-        if [[ -z $line ]]; then
-            line="deb-src http://deb.debian.org/debian $codename main"
-        fi
-        log "adding '$line' in /etc/apt/sources.list.d/skerry-deb-src.list"
-        echo "$line" >/etc/apt/sources.list.d/skerry-deb-src.list
-    fi
+    for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+        [[ -f $f ]] || continue
+        awk -v cn="$suite" '$1 == "deb" { i = 2; if ($2 ~ /^\[/) { while ($i !~ /\]$/) i++; i++ }
+            if ($(i+1) == cn) print $i }' "$f"
+    done
     shopt -u nullglob
+}
+
+# Make `apt-cache showsrc redis` list the wanted version: when it does not, add deb-src
+# entries for DEB_CODENAME (and -updates, -security) in
+# /etc/apt/sources.list.d/skerry-<codename>-src.sources, on the mirrors the machine's own
+# Debian entries use (deb.debian.org when there are none), and run apt-get update.
+ensure_deb_src() {
+    # Not `apt-cache ... | grep -q`: grep exits at the first match, apt-cache gets SIGPIPE and
+    # pipefail fails the test.
+    local showsrc
+    showsrc=$(apt-cache showsrc redis 2>/dev/null || true)
+    if grep -q "^Version: .*:${REDIS_UPSTREAM_VERSION}-" <<<"$showsrc"; then
+        return 0
+    fi
+    local file=/etc/apt/sources.list.d/skerry-$DEB_CODENAME-src.sources host main sec
+    [[ $EUID -eq 0 ]] || die "apt has no source package redis ${REDIS_UPSTREAM_VERSION}; add deb-src entries for Debian $DEB_CODENAME (see $PROG) or run as root"
+    # shellcheck disable=SC1091
+    host=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+    main=$( [[ -n $host ]] && sources_uri "$host" | head -n 1)
+    sec=$( [[ -n $host ]] && sources_uri "$host-security" | head -n 1)
+    [[ $main == http*://* && $main != *security* ]] || main=http://deb.debian.org/debian
+    [[ $sec == http*://* ]] || sec=http://deb.debian.org/debian-security
+    log "adding deb-src entries for Debian $DEB_CODENAME in $file ($main, $sec)"
+    # No Signed-By: apt then checks against /etc/apt/trusted.gpg.d, where Debian's
+    # debian-archive-keyring package puts the keys of the current and next releases.
+    cat >"$file" <<EOT
+Types: deb-src
+URIs: $main
+Suites: $DEB_CODENAME $DEB_CODENAME-updates
+Components: main
+
+Types: deb-src
+URIs: $sec
+Suites: $DEB_CODENAME-security
+Components: main
+EOT
     APT_UPDATED=0
     apt_update_once
 }
 
+# pool_fetch DIR: when `apt-get source` fails (the index can list a revision whose files the
+# mirror does not have yet: 8.0.2-3+deb13u3 404s in pool/main on this project's mirror),
+# download the newest DEB_REV_PREFIX<N> (N from 9 down to 1) whose .dsc exists in the main
+# or security pool, with the files the .dsc names, and unpack it with dpkg-source -x (which
+# checks their checksums and applies Debian's patches).
+pool_fetch() {
+    local dir=$1 n ver dsc pool found="" f
+    need_cmd curl curl
+    for ((n = 9; n >= 1; n--)); do
+        ver=${DEB_REV_PREFIX}$n
+        dsc=redis_$ver.dsc
+        for pool in "$DEB_MIRROR/pool/main/r/redis" "$DEB_SECURITY_MIRROR/pool/updates/main/r/redis"; do
+            if curl -fsSL --retry 2 -o "$dir/$dsc" "$pool/$dsc" 2>/dev/null; then
+                found=$pool
+                break 2
+            fi
+        done
+    done
+    [[ -n $found ]] || die "no redis_${DEB_REV_PREFIX}N.dsc (N = 9..1) in $DEB_MIRROR or $DEB_SECURITY_MIRROR pools"
+    log "downloading redis $ver from $found"
+    while read -r f; do
+        curl -fsSL --retry 2 -o "$dir/$f" "$found/$f" || die "download failed: $found/$f"
+    done < <(awk '/^Checksums-Sha256:/ { s = 1; next } s && /^ / { print $3; next } { s = 0 }' "$dir/$dsc")
+    (cd "$dir" && dpkg-source -q -x "$dsc" "redis-$REDIS_UPSTREAM_VERSION" >&2) || die "dpkg-source -x $dsc failed"
+    FETCHED_VER="5:$ver"
+}
+
+# Fetch the test suite (the whole redis source package) into $CACHE/src/redis-<version>.
 fetch_source() {
     if [[ -n $SRC ]]; then
+        SRC_GIVEN=1
         SRC=$(cd "$SRC" && pwd)
         [[ -x $SRC/runtest && -f $SRC/tests/test_helper.tcl ]] || die "--src $SRC is not a redis source tree"
         return 0
     fi
-    local dir=$CACHE/src/redis-$REDIS_UPSTREAM_VERSION
+    local dir=$CACHE/src/redis-$REDIS_UPSTREAM_VERSION tmp
     if src_ready "$dir"; then
         SRC=$dir
         return 0
     fi
     need_cmd dpkg-source dpkg-dev
     ensure_deb_src
-    local ver
-    ver=$(apt-cache showsrc redis | awk '/^Version:/ {print $2}' | grep -F ":${REDIS_UPSTREAM_VERSION}-" | sort -V | tail -n1 || true)
-    [[ -n $ver ]] || die "apt-cache showsrc redis has no ${REDIS_UPSTREAM_VERSION} version (is this Debian bookworm?)"
-    log "fetching Debian source package redis=$ver into $CACHE/src"
     rm -rf "$dir"
     mkdir -p "$CACHE/src"
-    (cd "$CACHE/src" && apt-get source -q "redis=$ver" >&2) || die "apt-get source redis=$ver failed"
-    [[ -x $dir/runtest ]] || die "expected $dir/runtest after apt-get source"
-    echo "$ver" >"$dir/.skerry-compat-complete"
+    tmp=$(mktemp -d "$CACHE/src/.fetch.XXXXXX")
+    TMPDIRS+=("$tmp")
+    FETCHED_VER=""
+    log "fetching Debian source package redis/$DEB_CODENAME ($REDIS_UPSTREAM_VERSION) into $CACHE/src"
+    if (cd "$tmp" && apt-get source -q "redis/$DEB_CODENAME" >&2) && [[ -x $tmp/redis-$REDIS_UPSTREAM_VERSION/runtest ]]; then
+        FETCHED_VER=$(dpkg-parsechangelog -l "$tmp/redis-$REDIS_UPSTREAM_VERSION/debian/changelog" -S Version 2>/dev/null || echo "redis/$DEB_CODENAME")
+    else
+        log "apt-get source redis/$DEB_CODENAME failed; looking for the newest revision in the pool"
+        rm -rf "$tmp" && mkdir -p "$tmp"
+        pool_fetch "$tmp"
+    fi
+    [[ -x $tmp/redis-$REDIS_UPSTREAM_VERSION/runtest ]] || die "expected redis-$REDIS_UPSTREAM_VERSION/runtest in the source package"
+    mv "$tmp/redis-$REDIS_UPSTREAM_VERSION" "$dir"
+    echo "$FETCHED_VER" >"$dir/.skerry-compat-complete"
+    log "redis source: $dir ($FETCHED_VER)"
     SRC=$dir
+}
+
+# The reference redis-server, built from the fetched source (only the redis-server binary;
+# 50-60 CPU-seconds). Cached: rebuilt when the marker file is missing or names other
+# make arguments. SKIP_VEC_SETS=yes leaves out the vector-set module that 8.0 links into
+# redis-server by default (VADD, VSIM, ... in COMMAND): Skerry's target is Redis 8.0's
+# core without modules. OPTIMIZATION=-O2 replaces the default -O3 -flto, which costs a
+# third more CPU for speed the tests do not need.
+REDIS_MAKE_ARGS=(BUILD_TLS=no USE_SYSTEMD=no MALLOC=libc SKIP_VEC_SETS=yes OPTIMIZATION=-O2)
+# Sets REDIS_BIN. With --src, a redis-server already built in that tree is used as it is.
+REDIS_BIN=""
+build_redis() {
+    local dir=$SRC bin marker jobs blog t0
+    bin=$dir/src/redis-server
+    marker=$dir/.skerry-compat-built
+    REDIS_BIN=$bin
+    [[ -x $bin && $SRC_GIVEN == 1 ]] && return 0
+    if [[ -x $bin && -f $marker && $(head -n 1 "$marker") == "make ${REDIS_MAKE_ARGS[*]}" ]]; then return 0; fi
+    need_cmd make make
+    need_cmd cc gcc
+    jobs=${COMPAT_BUILD_JOBS:-$(nproc 2>/dev/null || echo 2)}
+    mkdir -p "$CACHE/logs"
+    blog=$CACHE/logs/redis-build.log
+    log "building redis-server $REDIS_UPSTREAM_VERSION (make -j$jobs ${REDIS_MAKE_ARGS[*]} redis-server; log: $blog)"
+    t0=$SECONDS
+    # From clean: src/.make-settings keeps the previous build's OPT, which would win over ours.
+    make -C "$dir/src" distclean >/dev/null 2>&1 || true
+    # GIT_CEILING_DIRECTORIES: mkreleasehdr.sh must not take the enclosing repository's commit as redis's.
+    if ! GIT_CEILING_DIRECTORIES=$(dirname "$dir") make -C "$dir/src" -j"$jobs" "${REDIS_MAKE_ARGS[@]}" redis-server >"$blog" 2>&1; then
+        tail -n 20 "$blog" | sed 's/^/    /' >&2
+        die "building redis-server failed (log: $blog)"
+    fi
+    [[ -x $bin ]] || die "no $bin after make"
+    { echo "make ${REDIS_MAKE_ARGS[*]}"; "$bin" --version; } >"$marker"
+    log "built $bin in $((SECONDS - t0))s: $(tail -n 1 "$marker")"
 }
 
 # ---------------------------------------------------------------- server control
@@ -340,7 +497,7 @@ start_server() { # PORT DIR LOGFILE
     t0=$SECONDS
     START_RC=""
     while ! resp_ping "$port"; do
-        if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+        if ! alive "$SERVER_PID"; then
             START_RC=0
             wait "$SERVER_PID" 2>/dev/null || START_RC=$?
             SERVER_PID=""
@@ -360,15 +517,15 @@ start_server() { # PORT DIR LOGFILE
 stop_server() {
     local pid=$SERVER_PID i how=stopped
     [[ -n $pid ]] || { echo none; return 0; }
-    if ! kill -0 "$pid" 2>/dev/null; then
+    if ! alive "$pid"; then
         how=died
     else
         kill -TERM "$pid" 2>/dev/null || true
         for ((i = 0; i < 100; i++)); do
-            kill -0 "$pid" 2>/dev/null || break
+            alive "$pid" || break
             sleep 0.1
         done
-        if kill -0 "$pid" 2>/dev/null; then
+        if alive "$pid"; then
             kill -KILL "$pid" 2>/dev/null || true
             how=killed
         fi
@@ -444,12 +601,20 @@ parse_log() {
         }'
 }
 
+# skip_tests_of UNIT: the names of UNIT's SKIP_TESTS, one a line.
+skip_tests_of() { awk -F'\t' -v u="$1" '$1 == u { print $2 }' <<<"$SKIP_TESTS"; }
+
 meta_get() { awk -F'\t' -v k="$2" '$1 == k { sub(/^[^\t]*\t/, ""); print; exit }' "$1"; }
 
 # ---------------------------------------------------------------- main
 need_cmd timeout coreutils
-need_tclsh
 fetch_source
+if [[ $PRINT_REDIS_BIN == 1 ]]; then
+    build_redis
+    printf '%s\n' "$REDIS_BIN"
+    exit 0
+fi
+need_tclsh
 log "redis test suite: $SRC ($(cat "$SRC/.skerry-compat-complete" 2>/dev/null || echo 'user-provided'))"
 [[ $FETCH_ONLY == 1 ]] && exit 0
 SUITE_DESC="Debian source package redis $(cat "$SRC/.skerry-compat-complete" 2>/dev/null || echo "(user-provided: $SRC)")"
@@ -459,11 +624,11 @@ if [[ $LENIENT == 1 ]]; then
     lsrc=$(mktemp -d "${TMPDIR:-/tmp}/skerry-compat-src.XXXXXX")
     TMPDIRS+=("$lsrc")
     cp -a "$SRC/runtest" "$SRC/tests" "$lsrc/"
-    sed -i 's/^\( *\)r function flush$/\1catch {r function flush}/' "$lsrc/tests/support/server.tcl"
+    sed -i -E 's/^( *)r (function flush|script flush|config resetstat)$/\1catch {r \2}/' "$lsrc/tests/support/server.tcl"
     grep -q 'catch {r function flush}' "$lsrc/tests/support/server.tcl" || die "--lenient: could not patch tests/support/server.tcl"
     SRC=$lsrc
-    SUITE_DESC+=" — LENIENT: runtest's 'r function flush' wrapped in catch"
-    log "LENIENT mode: FUNCTION FLUSH errors in runtest's setup are ignored"
+    SUITE_DESC+=" — LENIENT: runtest's 'r function flush', 'r script flush' and 'r config resetstat' wrapped in catch"
+    log "LENIENT mode: FUNCTION FLUSH / SCRIPT FLUSH / CONFIG RESETSTAT errors in runtest's setup are ignored"
 fi
 
 for u in "${UNITS[@]}"; do
@@ -486,8 +651,8 @@ if [[ $SERVER == skerry ]]; then
     SERVER_DESC="skerry $(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo '?')$(cd "$ROOT" && git diff --quiet HEAD -- 2>/dev/null || echo '+dirty') --threads $THREADS"
 else
     if [[ -z $BIN ]]; then
-        need_cmd redis-server redis-server
-        BIN=$(command -v redis-server)
+        build_redis
+        BIN=$REDIS_BIN
     fi
     [[ -x $BIN ]] || die "redis-server binary not found: $BIN"
     SERVER_DESC="$("$BIN" --version | awk '{print $1, $2, $3}')"
@@ -497,6 +662,7 @@ fi
 if [[ -z $RESULTS ]]; then
     if [[ $SERVER == skerry ]]; then RESULTS=$RESULTS_DIR/latest.md; else RESULTS=$RESULTS_DIR/redis.md; fi
     [[ $LENIENT == 1 ]] && RESULTS=${RESULTS%.md}-lenient.md
+    [[ -n $SHARD ]] && RESULTS=${RESULTS%.md}-shard${SHARD%/*}.md
 fi
 RESULTS_TSV=${RESULTS%.md}.tsv
 RESULTS_TESTS=${RESULTS%.md}-tests.tsv
@@ -507,7 +673,7 @@ TAGS+=$EXTRA_TAGS
 TAGS=$(echo "$TAGS" | xargs)
 
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
-LOGDIR=$CACHE/logs/$SERVER-$STAMP
+LOGDIR=$CACHE/logs/$SERVER-$STAMP${SHARD:+-shard${SHARD%/*}}
 mkdir -p "$LOGDIR"
 ln -sfn "$(basename "$LOGDIR")" "$CACHE/logs/latest-$SERVER"
 log "server: $SERVER_DESC"
@@ -589,6 +755,9 @@ for unit in "${UNITS[@]}"; do
     rt_args=(--host 127.0.0.1 --port "$port" --single "$unit" --tags "$TAGS" --timeout "$TEST_TIMEOUT"
         --baseport $((22000 + (RANDOM % 140) * 64)))
     [[ $DURABLE == 1 ]] && rt_args+=(--durable)
+    if [[ $NO_SKIPS == 0 ]]; then
+        while IFS= read -r t; do [[ -n $t ]] && rt_args+=(--skiptest "$t"); done < <(skip_tests_of "$unit")
+    fi
     [[ $SINGLEDB == 1 ]] && rt_args+=(--singledb)
     t0=$(now_s)
     # Background + wait so that Ctrl-C reaches us (timeout runs in its own process group).
@@ -676,11 +845,11 @@ for unit in "${UNITS[@]}"; do
     tot_p=$((tot_p + PASS[$unit])); tot_f=$((tot_f + FAIL[$unit])); tot_s=$((tot_s + SKIP[$unit]))
 done
 {
-    printf '%-24s %-11s %7s %7s %8s %6s %7s\n' unit status passed failed skipped secs "redis"
+    printf '%-28s %-11s %7s %7s %8s %6s %7s\n' unit status passed failed skipped secs "redis"
     for unit in "${UNITS[@]}"; do
-        printf '%-24s %-11s %7s %7s %8s %6s %7s\n' "$unit" "${ST[$unit]}" "${PASS[$unit]}" "${FAIL[$unit]}" "${SKIP[$unit]}" "${SECS[$unit]}" "${REF[$unit]:--}"
+        printf '%-28s %-11s %7s %7s %8s %6s %7s\n' "$unit" "${ST[$unit]}" "${PASS[$unit]}" "${FAIL[$unit]}" "${SKIP[$unit]}" "${SECS[$unit]}" "${REF[$unit]:--}"
     done
-    printf '%-24s %-11s %7s %7s %8s\n' TOTAL "" "$tot_p" "$tot_f" "$tot_s"
+    printf '%-28s %-11s %7s %7s %8s\n' TOTAL "" "$tot_p" "$tot_f" "$tot_s"
 } | tee "$LOGDIR/summary.txt"
 
 mkdir -p "$(dirname "$RESULTS")"
@@ -712,6 +881,17 @@ mkdir -p "$(dirname "$RESULTS")"
     echo
     echo "\"skipped\" counts tests excluded by tags (external:skip, needs:*) or skip lists; a whole"
     echo "excluded block counts as one. Per-test results: \`$(basename "$RESULTS_TESTS")\`."
+    if [[ $NO_SKIPS == 0 ]]; then
+        skipped_here=$(awk -F'\t' -v ran="$(printf '%s\n' "${UNITS[@]}")" '
+            BEGIN { n = split(ran, r, "\n"); for (i = 1; i <= n; i++) R[r[i]] = 1 }
+            ($1 in R) { print "- " $1 ": \"" $2 "\" — " $3 }' <<<"$SKIP_TESTS")
+        if [[ -n $skipped_here ]]; then
+            echo
+            echo "Skipped by scripts/compat.sh (SKIP_TESTS; run them with \`--no-skips\`):"
+            echo
+            echo "$skipped_here"
+        fi
+    fi
     for unit in "${UNITS[@]}"; do
         [[ ${FAIL[$unit]} -gt 0 || -n ${NOTE[$unit]} ]] || continue
         echo
@@ -734,7 +914,12 @@ if [[ $WRITE_BASELINE == 1 ]]; then
         echo "# Skerry compat baseline: unit<TAB>min_passed (see $PROG --ci)."
         echo "# Written by '$PROG --write-baseline' on $(date -u +%Y-%m-%d) from: $SERVER_DESC"
         echo "# CI fails when a unit passes fewer tests, or a test in $(basename "$btests") stops passing."
-        for unit in "${UNITS[@]}"; do printf '%s\t%s\n' "$unit" "${PASS[$unit]}"; done
+        none=""
+        for unit in "${UNITS[@]}"; do
+            if [[ ${PASS[$unit]} -gt 0 ]]; then printf '%s\t%s\n' "$unit" "${PASS[$unit]}"; else none+=" $unit"; fi
+        done
+        # A unit that passes nothing guards nothing: --ci does not run it.
+        if [[ -n $none ]]; then echo "# Not listed (passed no test):$none"; fi
     } >"$bfile"
     {
         echo "# Tests that must pass: unit<TAB>test name (a name listed N times must pass N times)."
