@@ -175,8 +175,10 @@ fn stream_from_rdb(r: codec::Stream, t: &Thresholds) -> Option<stream::Stream> {
 
 /// The hash of fields with expiries, without the fields expired at `now_ms` (None when
 /// none is left): field expiry on, Redis's `listpackex` while within the listpack limits,
-/// else `hashtable` (as Redis's RESTORE makes it).
-fn hash_with_ttl(fields: Vec<codec::HashField>, t: &Thresholds, now_ms: i64) -> Option<Coll> {
+/// else `hashtable` (as Redis's RESTORE makes it). A `listpackex` keeps its fields in
+/// Redis's order: the payload's, stably sorted by expiry, fields without one last (a
+/// `listpackex` payload is in that order already; a `hashtable` one is inserted so).
+fn hash_with_ttl(mut fields: Vec<codec::HashField>, t: &Thresholds, now_ms: i64) -> Option<Coll> {
     let mut h = hash::Hash::default();
     h.enable_ttl();
     if fields.len() > t.hash_max_listpack_entries
@@ -187,6 +189,9 @@ fn hash_with_ttl(fields: Vec<codec::HashField>, t: &Thresholds, now_ms: i64) -> 
         // Known big up front: no listpackex order to keep.
         h.big = true;
     }
+    if !h.big {
+        fields.sort_by_key(|f| (f.expire_at_ms.is_none(), f.expire_at_ms));
+    }
     for f in fields {
         let exp = f.expire_at_ms.map(|t| t as i64);
         if exp.is_some_and(|t| t < now_ms) {
@@ -194,7 +199,7 @@ fn hash_with_ttl(fields: Vec<codec::HashField>, t: &Thresholds, now_ms: i64) -> 
         }
         h.insert(&f.field, &f.value);
         if exp.is_some() {
-            h.set_expiry(&f.field, exp);
+            h.set_expiry_in_place(&f.field, exp);
         }
     }
     (!h.is_empty()).then_some(Coll::Hash(h))
@@ -208,8 +213,9 @@ enum Restored {
     Nothing,
 }
 
-/// None: a payload that decodes but is inconsistent.
-fn from_rdb(v: RdbValue, t: &Thresholds, now_ms: i64) -> Option<Restored> {
+/// None: a payload that decodes but is inconsistent. `listpack_ex`: the payload was a
+/// hash in Redis's `listpackex` encoding (field expiry on, maybe no field with a TTL).
+fn from_rdb(v: RdbValue, t: &Thresholds, now_ms: i64, listpack_ex: bool) -> Option<Restored> {
     Some(match v {
         RdbValue::String(s) => Restored::Str(s),
         RdbValue::List(items) => Restored::Coll(Coll::List(list::List::from_items(items.into()))),
@@ -226,6 +232,17 @@ fn from_rdb(v: RdbValue, t: &Thresholds, now_ms: i64) -> Option<Restored> {
                 z.insert(&m, score);
             }
             Restored::Coll(Coll::Zset(z))
+        }
+        RdbValue::Hash(fields) if listpack_ex => {
+            let fields = fields
+                .into_iter()
+                .map(|(field, value)| codec::HashField {
+                    field,
+                    value,
+                    expire_at_ms: None,
+                })
+                .collect();
+            Restored::Coll(hash_with_ttl(fields, t, now_ms)?)
         }
         RdbValue::Hash(fields) => {
             let mut h = hash::Hash::default();
@@ -328,7 +345,11 @@ pub fn restore(x: &mut Exec, a: &[&[u8]]) {
         }
     };
     let t = x.thresholds();
-    let Some(value) = from_rdb(value, &t, x.now_ms) else {
+    let listpack_ex = matches!(
+        a[3].first(),
+        Some(&(codec::rdb_type::HASH_LISTPACK_EX | codec::rdb_type::HASH_LISTPACK_EX_PRE_GA))
+    );
+    let Some(value) = from_rdb(value, &t, x.now_ms, listpack_ex) else {
         return x.reply.error("ERR Bad data format");
     };
     let expiry = match ttl {
