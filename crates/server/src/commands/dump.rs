@@ -1,6 +1,20 @@
 //! DUMP and RESTORE (Redis's `cluster.c`): a key's value as Redis's DUMP payload (the RDB
 //! value encoding, the RDB version and a CRC64; see the `skerry-codec` crate), and a key
-//! made from one. Payloads are exchangeable with Redis 7.0 and later both ways.
+//! made from one. Payloads are exchangeable with Redis 7.0 and later both ways (hashes
+//! with field TTLs with Redis 7.4 and later).
+//!
+//! Streams carry everything: entries, last ID, max deleted ID, entries added, groups with
+//! their last ID, entries-read, PELs (delivery time and count) and consumers (seen and
+//! active times, pending IDs). A restored stream's node model (XINFO's `radix-tree-keys`,
+//! what `~` trims) is rebuilt as XADDs of its entries would build it under the current
+//! `stream-node-max-*`; Redis keeps the nodes of the payload, so the two differ only for a
+//! stream whose nodes hold deleted entries or were built under other limits.
+//!
+//! A hash with field expiry on dumps as Redis 8.0 does: a small one (`listpackex`) as
+//! `RDB_TYPE_HASH_LISTPACK_EX` in its field order, a big one as `RDB_TYPE_HASH_METADATA`;
+//! fields already expired are left out. RESTORE leaves out the fields expired by then
+//! (Redis keeps them until its expiry deletes them), creates no key when none is left, and
+//! the hash goes into the active-expiry index as any stored hash does.
 //!
 //! Skerry keeps no access time or frequency per key: RESTORE checks IDLETIME and FREQ as
 //! Redis does and then has nothing to set.
@@ -13,8 +27,9 @@ use crate::coll::{hash, list, set, stream, zset, Coll, Thresholds};
 use crate::keyspace::{Expiry, Got, Value};
 use crate::reply::errors::{NOT_INT, SYNTAX};
 
-/// The DUMP payload of a collection at `now_ms`.
-fn dump_coll(c: &Coll, now_ms: i64) -> Vec<u8> {
+/// The DUMP payload of a collection at `now_ms`; None for a hash whose fields have all
+/// expired (not deleted yet): no key to dump.
+fn dump_coll(c: &Coll, now_ms: i64) -> Option<Vec<u8>> {
     let value = match c {
         Coll::Hash(h) if h.ttl_enabled() => {
             // Expired fields are not dumped (Redis's DUMP skips them too).
@@ -27,9 +42,12 @@ fn dump_coll(c: &Coll, now_ms: i64) -> Vec<u8> {
                     expire_at_ms: exp.map(|t| t as u64),
                 })
                 .collect();
+            if fields.is_empty() {
+                return None;
+            }
             if !h.big {
                 // Redis's `listpackex`: restored as `listpackex` again.
-                return codec::dump_hash_listpack_ex(&fields);
+                return Some(codec::dump_hash_listpack_ex(&fields));
             }
             RdbValue::HashWithTtl(fields)
         }
@@ -39,7 +57,7 @@ fn dump_coll(c: &Coll, now_ms: i64) -> Vec<u8> {
         Coll::Zset(z) => RdbValue::Zset(z.iter().map(|(m, s)| (m.to_vec(), s)).collect()),
         Coll::Stream(s) => RdbValue::Stream(Box::new(stream_to_rdb(s))),
     };
-    codec::dump(&value)
+    Some(codec::dump(&value))
 }
 
 fn rdb_id(id: stream::StreamId) -> codec::StreamId {
@@ -277,7 +295,10 @@ pub fn dump(x: &mut Exec, a: &[&[u8]]) {
     } else {
         let now = x.now_ms;
         match x.ks.coll(x.db, a[1], meta.value_type, now) {
-            Ok(Some(c)) => dump_coll(c, now),
+            Ok(Some(c)) => match dump_coll(c, now) {
+                Some(p) => p,
+                None => return x.reply.null(),
+            },
             Ok(None) => return x.reply.null(),
             Err(e) => return coll_error(x.reply, e),
         }
