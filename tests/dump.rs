@@ -890,6 +890,57 @@ fn streams_and_ttl_hashes_exchange(threads: &str) {
         assert_eq!(restore(&mut rr, &copy, "0", &p, &[]), ok());
         assert_eq!(hash_view(&mut rr, &copy), want, "{key} from Skerry");
     }
+    // A hashtable with field TTLs shrunk to a few fields: its payload
+    // (RDB_TYPE_HASH_METADATA) restores as a listpackex, fields placed one by one in
+    // expiry order (ties: the later field first), in Skerry as in Redis.
+    for (r, name) in [(&mut rr, "hh"), (&mut sr, "hh")] {
+        // Past hash-max-listpack-entries (512).
+        for i in 0..600 {
+            r.cmd(&["HSET", name, &format!("f{i}"), &i.to_string()]);
+        }
+        for i in 10..600 {
+            r.cmd(&["HDEL", name, &format!("f{i}")]);
+        }
+        let far = 4_000_000_000_000i64;
+        for (i, t) in [
+            (3, far + 5),
+            (7, far + 5),
+            (1, far + 2),
+            (9, far + 5),
+            (0, far + 9),
+        ] {
+            r.cmd(&[
+                "HPEXPIREAT",
+                name,
+                &t.to_string(),
+                "FIELDS",
+                "1",
+                &format!("f{i}"),
+            ]);
+        }
+        assert_eq!(r.cmd(&["OBJECT", "ENCODING", name]), bulk("hashtable"));
+    }
+    let p = dump(&mut rr, "hh");
+    assert_eq!(p[0], 24, "RDB_TYPE_HASH_METADATA");
+    assert_eq!(restore(&mut rr, "hh:r", "0", &p, &[]), ok());
+    assert_eq!(restore(&mut sr, "hh:r", "0", &p, &[]), ok());
+    let want = hash_view(&mut rr, "hh:r");
+    assert_eq!(want.0, bulk("listpackex"));
+    assert_eq!(
+        hash_view(&mut sr, "hh:r"),
+        want,
+        "hashtable payload from Redis"
+    );
+    let p = dump(&mut sr, "hh");
+    assert_eq!(restore(&mut rr, "hh:s", "0", &p, &[]), ok());
+    assert_eq!(restore(&mut sr, "hh:s", "0", &p, &[]), ok());
+    let want = hash_view(&mut rr, "hh:s");
+    assert_eq!(want.0, bulk("listpackex"));
+    assert_eq!(
+        hash_view(&mut sr, "hh:s"),
+        want,
+        "hashtable payload from Skerry"
+    );
     assert!(info_u64(&mut rr, "stats", "dump_payload_sanitizations").unwrap() >= 6);
 }
 

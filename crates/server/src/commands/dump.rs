@@ -193,10 +193,16 @@ fn stream_from_rdb(r: codec::Stream, t: &Thresholds) -> Option<stream::Stream> {
 
 /// The hash of fields with expiries, without the fields expired at `now_ms` (None when
 /// none is left): field expiry on, Redis's `listpackex` while within the listpack limits,
-/// else `hashtable` (as Redis's RESTORE makes it). A `listpackex` keeps its fields in
-/// Redis's order: the payload's, stably sorted by expiry, fields without one last (a
-/// `listpackex` payload is in that order already; a `hashtable` one is inserted so).
-fn hash_with_ttl(mut fields: Vec<codec::HashField>, t: &Thresholds, now_ms: i64) -> Option<Coll> {
+/// else `hashtable` (as Redis's RESTORE makes it). A `listpackex` has its fields in
+/// Redis's order: a `listpackex` payload's (`listpack_ex`) as they are; those of another
+/// payload inserted one by one where Redis's `listpackExAddNew` puts them (before the
+/// first field whose expiry is not earlier, or that has none).
+fn hash_with_ttl(
+    fields: Vec<codec::HashField>,
+    t: &Thresholds,
+    now_ms: i64,
+    listpack_ex: bool,
+) -> Option<Coll> {
     let mut h = hash::Hash::default();
     h.enable_ttl();
     if fields.len() > t.hash_max_listpack_entries
@@ -207,17 +213,16 @@ fn hash_with_ttl(mut fields: Vec<codec::HashField>, t: &Thresholds, now_ms: i64)
         // Known big up front: no listpackex order to keep.
         h.big = true;
     }
-    if !h.big {
-        fields.sort_by_key(|f| (f.expire_at_ms.is_none(), f.expire_at_ms));
-    }
     for f in fields {
         let exp = f.expire_at_ms.map(|t| t as i64);
         if exp.is_some_and(|t| t < now_ms) {
             continue;
         }
         h.insert(&f.field, &f.value);
-        if exp.is_some() {
+        if exp.is_some() && listpack_ex {
             h.set_expiry_in_place(&f.field, exp);
+        } else if exp.is_some() {
+            h.set_expiry(&f.field, exp);
         }
     }
     (!h.is_empty()).then_some(Coll::Hash(h))
@@ -260,7 +265,7 @@ fn from_rdb(v: RdbValue, t: &Thresholds, now_ms: i64, listpack_ex: bool) -> Opti
                     expire_at_ms: None,
                 })
                 .collect();
-            Restored::Coll(hash_with_ttl(fields, t, now_ms)?)
+            Restored::Coll(hash_with_ttl(fields, t, now_ms, true)?)
         }
         RdbValue::Hash(fields) => {
             let mut h = hash::Hash::default();
@@ -269,7 +274,7 @@ fn from_rdb(v: RdbValue, t: &Thresholds, now_ms: i64, listpack_ex: bool) -> Opti
             }
             Restored::Coll(Coll::Hash(h))
         }
-        RdbValue::HashWithTtl(fields) => match hash_with_ttl(fields, t, now_ms) {
+        RdbValue::HashWithTtl(fields) => match hash_with_ttl(fields, t, now_ms, listpack_ex) {
             Some(c) => Restored::Coll(c),
             None => Restored::Nothing,
         },
