@@ -121,7 +121,7 @@ fn stream_to_rdb(s: &stream::Stream) -> codec::Stream {
 }
 
 /// The Skerry stream of a decoded one; None when it is inconsistent (entries out of
-/// order or without fields, a pending entry owned by no consumer or by two, a consumer's
+/// order, without fields or above the last ID, a pending entry owned by no consumer or by two, a consumer's
 /// pending entry not in its group's list, a repeated group or consumer).
 fn stream_from_rdb(r: codec::Stream, t: &Thresholds) -> Option<stream::Stream> {
     let mut prev: Option<codec::StreamId> = None;
@@ -130,6 +130,10 @@ fn stream_from_rdb(r: codec::Stream, t: &Thresholds) -> Option<stream::Stream> {
             return None;
         }
         prev = Some(e.id);
+    }
+    if prev.is_some_and(|p| p > r.last_id) {
+        // An entry above the last ID: XADD could generate an ID taken already.
+        return None;
     }
     let mut s = stream::Stream::from_entries(
         r.entries.into_iter().map(|e| {
@@ -408,5 +412,78 @@ pub fn restore(x: &mut Exec, a: &[&[u8]]) {
     };
     if ok {
         x.reply.ok();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(ms: u64) -> codec::StreamId {
+        codec::StreamId { ms, seq: 0 }
+    }
+
+    fn sample() -> codec::Stream {
+        codec::Stream {
+            entries: (1..=3)
+                .map(|i| codec::StreamEntry {
+                    id: id(i),
+                    fields: vec![(b"f".to_vec(), i.to_string().into_bytes())],
+                })
+                .collect(),
+            last_id: id(3),
+            first_id: id(1),
+            max_deleted_entry_id: id(0),
+            entries_added: 3,
+            groups: vec![codec::StreamGroup {
+                name: b"g".to_vec(),
+                last_id: id(2),
+                entries_read: Some(2),
+                pending: vec![codec::PendingEntry {
+                    id: id(2),
+                    delivery_time_ms: 7,
+                    delivery_count: 2,
+                }],
+                consumers: vec![codec::StreamConsumer {
+                    name: b"c".to_vec(),
+                    seen_time_ms: 5,
+                    active_time_ms: u64::MAX,
+                    pending: vec![id(2)],
+                }],
+            }],
+        }
+    }
+
+    #[test]
+    fn streams_convert_both_ways_and_inconsistent_ones_are_refused() {
+        let t = Thresholds::default();
+        let s = stream_from_rdb(sample(), &t).expect("consistent");
+        assert_eq!(s.groups[&b"g"[..]].consumers[&b"c"[..]].active_time, -1);
+        assert_eq!(
+            s.groups[&b"g"[..]].pel[&stream::StreamId::new(2, 0)].consumer,
+            b"c"
+        );
+        assert_eq!(stream_to_rdb(&s), sample());
+        let mut bad = sample();
+        bad.last_id = id(2);
+        assert!(
+            stream_from_rdb(bad, &t).is_none(),
+            "entry above the last ID"
+        );
+        let mut bad = sample();
+        bad.groups[0].consumers[0].pending.clear();
+        assert!(
+            stream_from_rdb(bad, &t).is_none(),
+            "pending entry of no consumer"
+        );
+        let mut bad = sample();
+        bad.groups[0].consumers[0].pending.push(id(3));
+        assert!(
+            stream_from_rdb(bad, &t).is_none(),
+            "consumer entry not in the PEL"
+        );
+        let mut bad = sample();
+        bad.entries.swap(0, 1);
+        assert!(stream_from_rdb(bad, &t).is_none(), "entries out of order");
     }
 }
