@@ -188,3 +188,28 @@ fn format_score(s: f64) -> String {
         format!("{s:e}")
     }
 }
+
+/// Encodes a hash with field expiry on as Redis's `listpackex` (`RDB_TYPE_HASH_LISTPACK_EX`,
+/// Redis 7.4+): the earliest field expiry (0 when none), then one listpack of (field,
+/// value, expiry) triples in the given order, expiry 0 for a field without one.
+pub fn encode_hash_listpack_ex(fields: &[HashField]) -> Encoded {
+    let mut out = Vec::new();
+    let min = fields
+        .iter()
+        .filter_map(|f| f.expire_at_ms)
+        .min()
+        .unwrap_or(0);
+    write_millis(&mut out, min);
+    let mut w = ListpackWriter::new();
+    for f in fields {
+        w.push(&f.field);
+        w.push(&f.value);
+        w.push_int(f.expire_at_ms.map_or(0, |t| t as i64));
+    }
+    write_string(&mut out, &w.finish());
+    Encoded {
+        rdb_type: t::HASH_LISTPACK_EX,
+        bytes: out,
+        rdb_version: RDB_VERSION_7_4,
+    }
+}

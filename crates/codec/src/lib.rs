@@ -167,7 +167,17 @@ pub fn open_payload(payload: &[u8], max_version: u16) -> Result<(&[u8], u16), Pa
 
 /// The DUMP payload of `v`.
 pub fn dump(v: &RdbValue) -> Vec<u8> {
-    let e = encode_value(v);
+    seal_encoded(encode_value(v))
+}
+
+/// The DUMP payload of a hash in Redis's `listpackex` encoding (a small hash with field
+/// expiry on; see [`RdbValue::HashWithTtl`] for the fields): what Redis 7.4+ DUMPs for
+/// such a hash, restored there as `listpackex` again.
+pub fn dump_hash_listpack_ex(fields: &[HashField]) -> Vec<u8> {
+    seal_encoded(encode::encode_hash_listpack_ex(fields))
+}
+
+fn seal_encoded(e: Encoded) -> Vec<u8> {
     let mut body = Vec::with_capacity(e.bytes.len() + 11);
     body.push(e.rdb_type);
     body.extend_from_slice(&e.bytes);

@@ -699,3 +699,32 @@ fn old_encodings_from_redis_test_assets_decode() {
     };
     assert_eq!(items[0], b"7");
 }
+
+/// A `listpackex` payload (`dump_hash_listpack_ex`) reads back to the same fields, in the
+/// same order, with type byte `HASH_LISTPACK_EX` and RDB version 12; without any TTL it
+/// reads back as a plain hash.
+#[test]
+fn listpack_ex_payloads_round_trip_in_order() {
+    let f = |field: &str, value: &str, t: Option<u64>| HashField {
+        field: field.into(),
+        value: value.into(),
+        expire_at_ms: t,
+    };
+    let fields = vec![
+        f("b", "12", Some(1_700_000_000_000)),
+        f("a", "x", Some(1_700_000_000_000)),
+        f("c", "", Some(1_800_000_000_000)),
+        f("z", "-5", None),
+    ];
+    let p = dump_hash_listpack_ex(&fields);
+    assert_eq!(p[0], rdb_type::HASH_LISTPACK_EX);
+    assert_eq!(u16::from_le_bytes([p[p.len() - 10], p[p.len() - 9]]), 12);
+    assert_eq!(restore(&p).unwrap(), RdbValue::HashWithTtl(fields));
+    let plain = vec![f("k", "v", None)];
+    let p = dump_hash_listpack_ex(&plain);
+    assert_eq!(p[0], rdb_type::HASH_LISTPACK_EX);
+    assert_eq!(
+        restore(&p).unwrap(),
+        RdbValue::Hash(vec![(b"k".to_vec(), b"v".to_vec())])
+    );
+}

@@ -208,6 +208,31 @@ impl Registry {
     pub fn is_empty(&self) -> bool {
         self.waiters.is_empty()
     }
+
+    /// INFO's `total_blocking_keys` and `total_blocking_keys_on_nokey` for this worker's
+    /// keys: keys with a client waiting (cancelled waiters not cleaned up yet left out),
+    /// and of them the keys where one waits to be served also on a deletion (XREADGROUP,
+    /// Redis's `blocking_keys_unblock_on_nokey`).
+    pub fn key_counts(&self) -> (usize, usize) {
+        let (mut keys, mut on_nokey) = (0, 0);
+        for q in self.by_key.values() {
+            let live = q.iter().filter_map(|id| self.waiters.get(id)).filter(|w| {
+                !matches!(
+                    w.state.0.load(Ordering::SeqCst),
+                    CANCELLED_WAITING | CANCELLED_PENDING | CLOSED | DONE
+                )
+            });
+            let mut any = false;
+            let mut nokey = false;
+            for w in live {
+                any = true;
+                nokey |= w.any_change;
+            }
+            keys += usize::from(any);
+            on_nokey += usize::from(nokey);
+        }
+        (keys, on_nokey)
+    }
 }
 
 /// Registers `w` on `s` unless its connection cancelled meanwhile: a command claimed for
@@ -313,8 +338,12 @@ fn serve_key(s: &mut Shard, db: usize, key: &[u8]) {
                 skip += 1;
                 continue;
             }
-            // Gone, or another type: the waiters keep waiting (Redis 7.0).
-            _ => return,
+            // Gone, or another type: this waiter keeps waiting (Redis 7.0); one behind it
+            // may be woken by the change (an XREADGROUP behind a BLPOP on a deleted key).
+            _ => {
+                skip += 1;
+                continue;
+            }
         }
         if w.wake_up {
             // Its connection runs the command again itself (the next waiters may be

@@ -280,6 +280,16 @@ impl Hash {
     /// with an expiry goes before the first other field whose expiry is not earlier (or
     /// that has none), a field without one goes last.
     pub fn set_expiry(&mut self, field: &[u8], exp: Option<i64>) {
+        self.set_expiry_placed(field, exp, true);
+    }
+
+    /// Sets the expiry of `field` as [`Hash::set_expiry`] does, but leaves it where it is:
+    /// for a hash built in listpackex order already (RESTORE of Redis's payload).
+    pub fn set_expiry_in_place(&mut self, field: &[u8], exp: Option<i64>) {
+        self.set_expiry_placed(field, exp, false);
+    }
+
+    fn set_expiry_placed(&mut self, field: &[u8], exp: Option<i64>, move_it: bool) {
         let p = self.grouping.part_of(field);
         if !self.parts.get(p).is_some_and(|m| m.contains_key(field)) {
             debug_assert!(false, "set_expiry of a missing field");
@@ -302,7 +312,7 @@ impl Hash {
         if old.is_none() && exp.is_none() {
             return;
         }
-        if !self.big && self.ttl {
+        if move_it && !self.big && self.ttl {
             self.place(p, field, exp);
         }
         self.changed_whole(p, 0);

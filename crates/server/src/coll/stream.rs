@@ -303,6 +303,21 @@ impl Stream {
         self.entries.keys().next_back().copied().unwrap_or_default()
     }
 
+    /// A stream of `entries` (ascending IDs), its node model built as by XADDs of them in
+    /// nodes of `max_entries` entries and `max_bytes` bytes (see [`Stream::append`]); the
+    /// caller sets `last_id`, `max_deleted_id`, `entries_added` and the groups (RESTORE).
+    pub fn from_entries(
+        entries: impl IntoIterator<Item = (StreamId, Fields)>,
+        max_entries: u64,
+        max_bytes: u64,
+    ) -> Stream {
+        let mut s = Stream::default();
+        for (id, fields) in entries {
+            s.append(id, fields, max_entries, max_bytes);
+        }
+        s
+    }
+
     /// Number of modelled nodes (XINFO's `radix-tree-keys`).
     pub fn node_count(&self) -> usize {
         self.nodes.len()

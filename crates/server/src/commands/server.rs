@@ -835,6 +835,9 @@ pub(crate) struct WorkerInfo {
     pub(crate) clients: usize,
     /// Bytes of the worker's Lua interpreter.
     pub(crate) lua_bytes: usize,
+    /// Keys with blocked clients, and of them keys whose clients are also served on
+    /// deletion (`total_blocking_keys`, `total_blocking_keys_on_nokey`).
+    pub(crate) blocking_keys: (usize, usize),
     pub(crate) storage: StorageInfo,
 }
 
@@ -925,6 +928,7 @@ pub(crate) fn gather(s: &mut crate::worker::Shard) -> WorkerInfo {
             .collect(),
         clients: s.clients.len(),
         lua_bytes: crate::scripting::lua_memory_bytes(),
+        blocking_keys: s.blocking.key_counts(),
         storage: StorageInfo::of(&s.keyspace),
     }
 }
@@ -1601,11 +1605,13 @@ fn render_info(c: &Conn, sections: &[String], w: &[WorkerInfo], pubsub: (usize, 
             "clients" => {
                 let _ = write!(
                     o,
-                    "# Clients\r\nconnected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\nblocked_clients:{}\r\ntracking_clients:0\r\nclients_in_timeout_table:{}\r\n",
+                    "# Clients\r\nconnected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\nblocked_clients:{}\r\ntracking_clients:0\r\nclients_in_timeout_table:{}\r\ntotal_blocking_keys:{}\r\ntotal_blocking_keys_on_nokey:{}\r\n",
                     w.iter().map(|x| x.clients).sum::<usize>(),
                     shared.config.get("maxclients"),
                     shared.blocked_clients.load(std::sync::atomic::Ordering::Relaxed),
                     shared.blocked_clients.load(std::sync::atomic::Ordering::Relaxed),
+                    w.iter().map(|x| x.blocking_keys.0).sum::<usize>(),
+                    w.iter().map(|x| x.blocking_keys.1).sum::<usize>(),
                 );
             }
             "memory" => {
