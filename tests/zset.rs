@@ -338,14 +338,14 @@ fn zrank_and_zrevrank() {
     assert_eq!(r.cmd(&["ZREVRANK", "z", "x"]), int(3));
     assert_eq!(r.cmd(&["ZRANK", "z", "nope"]), Value::Null);
     assert_eq!(r.cmd(&["ZREVRANK", "none", "x"]), Value::Null);
-    // WITHSCORE came in Redis 7.2: 7.0.15 has arity 3.
+    // WITHSCORE (Redis 7.2+; more in tests/redis8_core.rs).
     assert_eq!(
         r.cmd(&["ZRANK", "z", "x", "WITHSCORE"]),
-        wrong_arity("zrank")
+        arr(vec![int(0), bulk("10")])
     );
     assert_eq!(
         r.cmd(&["ZREVRANK", "z", "x", "WITHSCORE"]),
-        wrong_arity("zrevrank")
+        arr(vec![int(3), bulk("10")])
     );
 }
 
