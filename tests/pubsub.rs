@@ -258,6 +258,17 @@ fn resp3_pushes_and_ordinary_commands_while_subscribed() {
             push(vec![bulk("message"), bulk("c"), bulk(m)])
         );
     }
+    // From a script, after the script's reply.
+    r.send(&encode(&[
+        "EVAL",
+        "return redis.call('PUBLISH', 'c', 'lua')",
+        "0",
+    ]));
+    assert_eq!(r.read_value(), int(1));
+    assert_eq!(
+        r.read_value(),
+        push(vec![bulk("message"), bulk("c"), bulk("lua")])
+    );
     // Messages from another connection interleave with replies but never split one.
     let mut p = s.raw();
     for i in 0..50 {
