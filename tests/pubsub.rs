@@ -258,6 +258,25 @@ fn resp3_pushes_and_ordinary_commands_while_subscribed() {
             push(vec![bulk("message"), bulk("c"), bulk(m)])
         );
     }
+    // While a blocking command waits, messages from others still arrive.
+    r.send(&encode(&["BLPOP", "bl", "0"]));
+    let mut q = s.raw();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let info = String::from_utf8_lossy(&q.cmd_raw(&["INFO", "clients"])).to_string();
+        if info_field(&info, "blocked_clients").as_deref() == Some("1") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "BLPOP never blocked");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(q.cmd(&["PUBLISH", "c", "during"]), int(1));
+    assert_eq!(
+        r.read_value(),
+        push(vec![bulk("message"), bulk("c"), bulk("during")])
+    );
+    assert_eq!(q.cmd(&["RPUSH", "bl", "x"]), int(1));
+    assert_eq!(r.read_value(), bulks(&["bl", "x"]));
     // From a script, after the script's reply.
     r.send(&encode(&[
         "EVAL",

@@ -1968,9 +1968,12 @@ async fn read_loop(
                     }
                     let argv: Argv = parser.args(&data[base..]).collect();
                     // A subscribed client's messages wait until the command has replied
-                    // (not while a blocking command waits: they go out as they come).
-                    let defer =
-                        info.subscribed() && !argv.first().is_some_and(|n| may_wait_long(n));
+                    // (not while a blocking command, BLPOP, XREAD BLOCK or WAIT, may wait:
+                    // they go out as they come).
+                    let defer = info.subscribed()
+                        && !argv.first().is_some_and(|n| {
+                            commands::lookup(n).is_some_and(|i| COMMANDS[i].has_flag("blocking"))
+                        });
                     if defer {
                         outbox.start_deferring();
                     }
