@@ -395,11 +395,15 @@ fn bad_config_file_line_is_fatal_and_named() {
         Duration::from_secs(10),
     );
     assert!(!status.success(), "exit status {status}; log:\n{log}");
-    assert!(log.contains("line 3"), "log does not name line 3:\n{log}");
-    assert!(
-        log.contains("foo bar"),
-        "log does not show the line:\n{log}"
-    );
+    // Redis 8.0 takes an unknown directive for a possible module config and
+    // reports it differently; naming the line and showing it is Skerry's own.
+    if !is_redis() {
+        assert!(log.contains("line 3"), "log does not name line 3:\n{log}");
+        assert!(
+            log.contains("foo bar"),
+            "log does not show the line:\n{log}"
+        );
+    }
 }
 
 #[test]

@@ -94,7 +94,7 @@ fn auth_with_requirepass() {
     assert_eq!(r.cmd(&["GET", "a"]), err(NOAUTH));
     assert_eq!(
         r.cmd(&["HELLO", "3"]),
-        err("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+        err("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
     );
     assert_eq!(r.cmd(&["AUTH", "s3cret"]), ok());
     assert_eq!(r.cmd(&["SET", "a", "b"]), ok());

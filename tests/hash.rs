@@ -715,7 +715,27 @@ fn hscan_small_and_big_hashes() {
         arr(vec![bulk("0"), arr(vec![])])
     );
     // Errors.
-    for c in ["x", "1.5", " 1", "1 ", "18446744073709551616", "+", "-"] {
+    // Redis 8.0 parses the cursor with string2ull: strict integers, else strtoull (leading
+    // spaces and a sign are accepted, trailing bytes are not).
+    for c in [" 1", "+1", "01", "\t2"] {
+        let reply = r.cmd(&["HSCAN", "small", c]).items();
+        assert_eq!(reply[1].items().len(), 6, "{c:?}");
+        assert_eq!(
+            r.cmd(&["HSCAN", "nokey", c]),
+            arr(vec![bulk("0"), arr(vec![])])
+        );
+    }
+    for c in [
+        "x",
+        "1.5",
+        "1 ",
+        "",
+        "-1",
+        "18446744073709551616",
+        "+",
+        "-",
+        "0x1",
+    ] {
         assert_eq!(
             r.cmd(&["HSCAN", "small", c]),
             err("ERR invalid cursor"),

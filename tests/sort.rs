@@ -35,20 +35,20 @@ fn range(r: &mut Raw, key: &str) -> Value {
 #[test]
 fn numeric_and_alpha_order() {
     let (_s, mut r) = start();
-    cmd(&mut r, "RPUSH l 3 10 -1 2.5 1e1 0x10 +4 inf -inf");
-    // Numeric by default (strtod: hex, exponents, signs, infinities); equal scores (10 and
-    // 1e1) in byte order.
+    cmd(&mut r, "RPUSH l 3 10 -1 2.5 1e1 .5 +4 inf -inf");
+    // Numeric by default (Redis 8.0's fast_float strtod: exponents, signs, infinities, no
+    // hex); equal scores (10 and 1e1) in byte order.
     assert_eq!(
         cmd(&mut r, "SORT l"),
-        bulks(&["-inf", "-1", "2.5", "3", "+4", "10", "1e1", "0x10", "inf"])
+        bulks(&["-inf", "-1", ".5", "2.5", "3", "+4", "10", "1e1", "inf"])
     );
     assert_eq!(
         cmd(&mut r, "SORT l DESC"),
-        bulks(&["inf", "0x10", "1e1", "10", "+4", "3", "2.5", "-1", "-inf"])
+        bulks(&["inf", "1e1", "10", "+4", "3", "2.5", ".5", "-1", "-inf"])
     );
     assert_eq!(
         cmd(&mut r, "SORT l ALPHA"),
-        bulks(&["+4", "-1", "-inf", "0x10", "10", "1e1", "2.5", "3", "inf"])
+        bulks(&["+4", "-1", "-inf", ".5", "10", "1e1", "2.5", "3", "inf"])
     );
     assert_eq!(
         cmd(&mut r, "sort l alpha desc asc"),
@@ -77,12 +77,15 @@ fn numeric_and_alpha_order() {
 #[test]
 fn values_that_are_not_numbers_fail_numeric_sorts() {
     let (_s, mut r) = start();
-    // Leading white space is fine, the empty string is 0. (First: Redis does not clear
-    // errno before strtod, so after an out-of-range value below its next numeric sort
-    // fails whatever it sorts.)
-    r.cmd(&["RPUSH", "ok", " 5", "", "-1"]);
-    assert_eq!(cmd(&mut r, "SORT ok"), bulks(&["-1", "", " 5"]));
-    for bad in ["abc", "1 ", "nan", "1e400", "1e-400", "  "] {
+    // Redis 8.0 (fast_float): a leading '+' is fine, the empty string is 0, out-of-range
+    // values round to infinity or zero.
+    r.cmd(&["RPUSH", "ok", "+5", "", "-1", "1e400", "-1e400", "1e-400"]);
+    assert_eq!(
+        cmd(&mut r, "SORT ok"),
+        bulks(&["-1e400", "-1", "", "1e-400", "+5", "1e400"])
+    );
+    // No white space, no hex, no NaN, nothing left over.
+    for bad in ["abc", "1 ", " 5", "nan", "0x10", "1e", "  "] {
         r.cmd(&["DEL", "l"]);
         r.cmd(&["RPUSH", "l", "1", bad, "2"]);
         assert_eq!(cmd(&mut r, "SORT l"), err(NOT_DOUBLE), "{bad:?}");

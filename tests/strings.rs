@@ -772,8 +772,14 @@ fn scan_match_count_type() {
     assert!(matches!(items[0], Value::Bulk(_)), "{reply:?}");
     assert!(matches!(items[1], Value::Array(_)), "{reply:?}");
 
-    // Errors.
-    assert_eq!(r.cmd(&["SCAN", "abc"]), err("ERR invalid cursor"));
+    // Errors. Redis 8.0 reads the cursor with string2ull: a strict integer, else strtoull
+    // (leading spaces and a sign are fine, a negative strict integer is not).
+    for bad in ["abc", "", "-1", "1 ", "0x1", "18446744073709551616"] {
+        assert_eq!(r.cmd(&["SCAN", bad]), err("ERR invalid cursor"), "{bad:?}");
+    }
+    for ok in [" 0", "+0", "00", "-0", " -1", "18446744073709551615"] {
+        assert_eq!(r.cmd(&["SCAN", ok]).items().len(), 2, "{ok:?}");
+    }
     assert_eq!(r.cmd(&["SCAN", "0", "COUNT", "0"]), err(SYNTAX));
     assert_eq!(r.cmd(&["SCAN", "0", "COUNT", "abc"]), err(NOT_INT));
     assert_eq!(r.cmd(&["SCAN", "0", "FOO"]), err(SYNTAX));

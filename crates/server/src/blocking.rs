@@ -369,7 +369,10 @@ fn serve_key(s: &mut Shard, db: usize, key: &[u8]) {
             forget(s, id);
             continue;
         }
-        let argv_owned = served_argv(COMMANDS[w.idx].name, &w.argv(), key);
+        // Redis 8.0 runs the blocked command again as it was sent
+        // (`CLIENT_REPROCESSING_COMMAND`): a command waiting on several keys pops from the
+        // first of its keys that holds something, not necessarily the one that became ready.
+        let argv_owned: Vec<Vec<u8>> = w.argv().iter().map(|a| a.to_vec()).collect();
         let argv: Vec<&[u8]> = argv_owned.iter().map(|a| &a[..]).collect();
         let (idx, wdb, proto) = (w.idx, w.db, w.proto);
         // The command's other keys (BLMOVE's destination) may need a device read.
@@ -419,38 +422,6 @@ fn serve_key(s: &mut Shard, db: usize, key: &[u8]) {
             .blocked_clients
             .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
         send_reply(s, w.tx, reply.buf);
-    }
-}
-
-/// The arguments to run waiter command `name` (`argv`) again with, when serving it from
-/// ready `key`: a command waiting on several keys (BLPOP, BLMPOP, BZPOPMIN, ...) is served
-/// from the key that became ready, not from whichever of its keys comes first in its
-/// arguments, as Redis 7.0 serves blocked clients (`serveClientsBlockedOnListKey`).
-fn served_argv(name: &str, argv: &[&[u8]], key: &[u8]) -> Vec<Vec<u8>> {
-    let own = |a: &[&[u8]]| a.iter().map(|x| x.to_vec()).collect::<Vec<_>>();
-    match name {
-        "blpop" | "brpop" | "bzpopmin" | "bzpopmax" if argv.len() > 3 => {
-            vec![
-                argv[0].to_vec(),
-                key.to_vec(),
-                argv[argv.len() - 1].to_vec(),
-            ]
-        }
-        "blmpop" | "bzmpop" => {
-            let numkeys = std::str::from_utf8(argv[2])
-                .ok()
-                .and_then(|n| n.parse::<usize>().ok());
-            match numkeys {
-                Some(n) if n > 1 && argv.len() > 3 + n => {
-                    let mut out = vec![argv[0].to_vec(), argv[1].to_vec(), b"1".to_vec()];
-                    out.push(key.to_vec());
-                    out.extend(own(&argv[3 + n..]));
-                    out
-                }
-                _ => own(argv),
-            }
-        }
-        _ => own(argv),
     }
 }
 
@@ -678,20 +649,6 @@ mod tests {
             Some(false),
             "connection stops waiting, nothing to clean"
         );
-    }
-
-    #[test]
-    fn served_from_the_ready_key_only() {
-        let a: Vec<&[u8]> = vec![b"blpop", b"k1", b"k2", b"0"];
-        assert_eq!(
-            served_argv("blpop", &a, b"k2"),
-            vec![b"blpop".to_vec(), b"k2".to_vec(), b"0".to_vec()]
-        );
-        let a: Vec<&[u8]> = vec![b"blmpop", b"0", b"2", b"k1", b"k2", b"LEFT", b"COUNT", b"3"];
-        let want: Vec<&[u8]> = vec![b"blmpop", b"0", b"1", b"k2", b"LEFT", b"COUNT", b"3"];
-        assert_eq!(served_argv("blmpop", &a, b"k2"), want);
-        let a: Vec<&[u8]> = vec![b"blmove", b"s", b"d", b"LEFT", b"LEFT", b"0"];
-        assert_eq!(served_argv("blmove", &a, b"s"), a);
     }
 
     #[test]

@@ -1657,12 +1657,33 @@ pub struct Outbox {
     /// A write failed: the connection is gone.
     failed: Cell<bool>,
     writer_waker: Cell<Option<std::task::Waker>>,
+    /// The connection is running a command: pub/sub messages wait in `deferred` and go out
+    /// after the command's reply (Redis 8.0 holds a message a client publishes to itself in
+    /// `pending_push_messages` until after the reply, MULTI/EXEC and scripts included).
+    defer: Cell<bool>,
+    deferred: RefCell<Vec<u8>>,
 }
 
 impl Outbox {
     /// Bytes queued or being written.
     pub fn pending(&self) -> usize {
-        self.queued.borrow().len() + self.in_flight.get()
+        self.queued.borrow().len() + self.deferred.borrow().len() + self.in_flight.get()
+    }
+
+    /// Holds pub/sub messages back (see [`Outbox::end_deferring`]) while a command runs.
+    fn start_deferring(&self) {
+        self.defer.set(true);
+    }
+
+    /// Stops holding messages back and appends the ones held to `reply`, after the
+    /// command's reply.
+    fn end_deferring(&self, reply: &mut Vec<u8>) {
+        self.defer.set(false);
+        let mut d = self.deferred.borrow_mut();
+        if !d.is_empty() {
+            reply.extend_from_slice(&d);
+            d.clear();
+        }
     }
 
     /// True once a write failed: the connection is gone.
@@ -1672,6 +1693,10 @@ impl Outbox {
 
     /// Queues a copy of `bytes` (a pub/sub message) behind what is queued.
     pub fn push_bytes(&self, bytes: &[u8]) {
+        if self.defer.get() {
+            self.deferred.borrow_mut().extend_from_slice(bytes);
+            return;
+        }
         let mut q = self.queued.borrow_mut();
         if q.capacity() == 0 {
             *q = crate::netbuf::take();
@@ -1942,7 +1967,20 @@ async fn read_loop(
                         data = &rbuf;
                     }
                     let argv: Argv = parser.args(&data[base..]).collect();
+                    // A subscribed client's messages wait until the command has replied
+                    // (not while a blocking command, BLPOP, XREAD BLOCK or WAIT, may wait:
+                    // they go out as they come).
+                    let defer = info.subscribed()
+                        && !argv.first().is_some_and(|n| {
+                            commands::lookup(n).is_some_and(|i| COMMANDS[i].has_flag("blocking"))
+                        });
+                    if defer {
+                        outbox.start_deferring();
+                    }
                     conn.dispatch(&argv).await;
+                    if defer {
+                        outbox.end_deferring(&mut conn.reply.buf);
+                    }
                     if info.subscribed() {
                         // Messages go straight to the outbox: replies must be there
                         // before the next one arrives, to keep their order.

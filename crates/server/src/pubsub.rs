@@ -10,7 +10,10 @@
 //! A message goes straight into the subscriber's outbox, behind the replies already queued
 //! there. A subscribed connection moves each reply to its outbox as soon as the command has
 //! run (see `conn::read_loop`), so its replies and its messages leave in the order they were
-//! made. The commands live in `commands/pubsub.rs`.
+//! made. While a subscribed connection runs a (non-blocking) command, its messages are held
+//! and follow that command's reply, as Redis 8.0 does for a client publishing to itself
+//! (`pending_push_messages`: after the whole EXEC or script reply too). The commands live
+//! in `commands/pubsub.rs`.
 
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;

@@ -112,7 +112,7 @@ pub fn hello(c: &mut Conn, a: &[&[u8]]) {
         c.authenticated = true;
     }
     if !c.authenticated && c.shared.config.hot.auth_required.load(Ordering::Relaxed) {
-        c.reply.error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
+        c.reply.error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
         return;
     }
     if let Some(name) = setname {

@@ -442,32 +442,10 @@ pub fn hrandfield(x: &mut Exec, a: &[&[u8]]) {
     });
 }
 
-/// Parses a SCAN cursor as Redis does (`strtoul` in base 10: an optional sign, a negative
-/// cursor wraps; no leading space; nothing after the digits, an embedded NUL ends them).
-fn parse_cursor(b: &[u8]) -> Option<u64> {
-    let b = &b[..memchr::memchr(0, b).unwrap_or(b.len())];
-    if b.is_empty() {
-        return Some(0);
-    }
-    let (neg, digits) = match b[0] {
-        b'-' => (true, &b[1..]),
-        b'+' => (false, &b[1..]),
-        _ => (false, b),
-    };
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    let mut v: u64 = 0;
-    for &d in digits {
-        v = v.checked_mul(10)?.checked_add((d - b'0') as u64)?;
-    }
-    Some(if neg { v.wrapping_neg() } else { v })
-}
-
 /// HSCAN key cursor [MATCH pattern] [COUNT count] [NOVALUES]
 pub fn hscan(x: &mut Exec, a: &[&[u8]]) {
     let now = x.now_ms;
-    let Some(cursor) = parse_cursor(a[2]) else {
+    let Some(cursor) = super::parse_scan_cursor(a[2]) else {
         x.reply.error("ERR invalid cursor");
         return;
     };
@@ -1062,27 +1040,5 @@ pub fn hsetex(x: &mut Exec, a: &[&[u8]]) {
     }
     if put(x, a[1], h) {
         x.reply.int(1);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cursors_parse_like_strtoul() {
-        assert_eq!(parse_cursor(b"0"), Some(0));
-        assert_eq!(parse_cursor(b""), Some(0));
-        assert_eq!(parse_cursor(b"123"), Some(123));
-        assert_eq!(parse_cursor(b"+7"), Some(7));
-        assert_eq!(parse_cursor(b"-1"), Some(u64::MAX));
-        assert_eq!(parse_cursor(b"18446744073709551615"), Some(u64::MAX));
-        assert_eq!(parse_cursor(b"18446744073709551616"), None);
-        assert_eq!(parse_cursor(b"12\x00zz"), Some(12));
-        assert_eq!(parse_cursor(b" 1"), None);
-        assert_eq!(parse_cursor(b"1 "), None);
-        assert_eq!(parse_cursor(b"abc"), None);
-        assert_eq!(parse_cursor(b"-"), None);
-        assert_eq!(parse_cursor(b"1.5"), None);
     }
 }

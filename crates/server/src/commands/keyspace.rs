@@ -472,10 +472,7 @@ pub async fn keys(c: &mut Conn, a: &[&[u8]]) {
 /// The cursor holds a hash position (high bits) and a worker index (low bits): each worker's
 /// keys are walked in hash order, then the next worker's.
 pub async fn scan(c: &mut Conn, a: &[&[u8]]) {
-    let Some(cursor) = std::str::from_utf8(a[1])
-        .ok()
-        .and_then(|s| s.parse::<u64>().ok())
-    else {
+    let Some(cursor) = super::parse_scan_cursor(a[1]) else {
         c.reply.error("ERR invalid cursor");
         return;
     };
@@ -515,7 +512,11 @@ pub async fn scan(c: &mut Conn, a: &[&[u8]]) {
     let mut worker = cursor & granule_mask;
     let mut position = cursor & !granule_mask;
     if worker >= workers {
-        c.reply.error("ERR invalid cursor");
+        // No cursor Skerry hands out names a worker past the last; Redis accepts any
+        // cursor, so treat it as the end of the iteration rather than an error.
+        c.reply.array(2);
+        c.reply.bulk(b"0");
+        c.reply.array(0);
         return;
     }
     let (db, now) = (c.db, c.now_ms);

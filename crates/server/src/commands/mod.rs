@@ -1336,6 +1336,35 @@ pub fn parse_i64(b: &[u8]) -> Option<i64> {
     Some(v)
 }
 
+/// Parses a SCAN/HSCAN/SSCAN/ZSCAN cursor as Redis 8.0's `parseScanCursorOrReply` does
+/// (`string2ull`): the argument is read as a C string (up to its first NUL); a strict integer
+/// is taken as is (a negative one is refused); otherwise `strtoull` rules apply: leading
+/// whitespace, an optional sign (a '-' negates modulo 2^64), at least one digit, nothing after,
+/// no overflow. `None` means `ERR invalid cursor`.
+pub fn parse_scan_cursor(b: &[u8]) -> Option<u64> {
+    let b = &b[..memchr::memchr(0, b).unwrap_or(b.len())];
+    if let Some(v) = parse_i64(b) {
+        return u64::try_from(v).ok();
+    }
+    let start = b
+        .iter()
+        .position(|c| !matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c))?;
+    let b = &b[start..];
+    let (neg, digits) = match b[0] {
+        b'-' => (true, &b[1..]),
+        b'+' => (false, &b[1..]),
+        _ => (false, b),
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for d in digits {
+        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+    }
+    Some(if neg { v.wrapping_neg() } else { v })
+}
+
 /// Parses a float argument as Redis's `string2ld`/`strtold` would accept it (no spaces,
 /// no NaN).
 pub fn parse_f64(b: &[u8]) -> Option<f64> {

@@ -587,39 +587,12 @@ fn encoding_of_new(s: &Set, t: &Thresholds) -> (bool, bool) {
     }
 }
 
-/// Parses a SCAN cursor as Redis 8's `string2ull` does: a canonical integer must not be
-/// negative; anything else goes to `strtoull` (leading white space, an optional sign, a
-/// negative number wraps, no trailing bytes, no overflow, not empty). None: "invalid
-/// cursor".
-fn parse_cursor(b: &[u8]) -> Option<u64> {
-    if let Some(v) = parse_i64(b) {
-        return u64::try_from(v).ok();
-    }
-    let start = b
-        .iter()
-        .position(|c| !matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c))?;
-    let b = &b[start..];
-    let (neg, digits) = match b[0] {
-        b'-' => (true, &b[1..]),
-        b'+' => (false, &b[1..]),
-        _ => (false, b),
-    };
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    let mut v: u64 = 0;
-    for d in digits {
-        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
-    }
-    Some(if neg { v.wrapping_neg() } else { v })
-}
-
 /// SSCAN key cursor [MATCH pattern] [COUNT count]
 ///
 /// A hashtable-encoded set is walked in member-hash order ([`scan_by_hash`]); an
 /// intset-encoded one is returned whole with cursor 0, as Redis does.
 pub fn sscan(x: &mut Exec, a: &[&[u8]]) {
-    let Some(cursor) = parse_cursor(a[2]) else {
+    let Some(cursor) = super::parse_scan_cursor(a[2]) else {
         return x.reply.error("ERR invalid cursor");
     };
     let s = match x.ks.coll(x.db, a[1], VALUE_TYPE_SET, x.now_ms) {
@@ -672,7 +645,7 @@ pub fn sscan(x: &mut Exec, a: &[&[u8]]) {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_cursor;
+    use crate::commands::parse_scan_cursor as parse_cursor;
 
     #[test]
     fn cursors_parse_as_redis_8_does() {
@@ -685,6 +658,8 @@ mod tests {
         assert_eq!(parse_cursor(b" -1"), Some(u64::MAX));
         assert_eq!(parse_cursor(b"18446744073709551615"), Some(u64::MAX));
         assert_eq!(parse_cursor(b"18446744073709551616"), None);
+        assert_eq!(parse_cursor(b"12\x00zz"), Some(12));
+        assert_eq!(parse_cursor(b"\t+3"), Some(3));
         for bad in [&b"1 "[..], b"x", b"-", b"+", b"1.5", b"0x10"] {
             assert_eq!(parse_cursor(bad), None, "{bad:?}");
         }

@@ -1464,34 +1464,9 @@ pub fn zdiffstore(x: &mut Exec, a: &[&[u8]]) {
 
 // ----- ZSCAN -----
 
-/// A SCAN cursor as Redis's `strtoul` reads it.
-fn parse_cursor(b: &[u8]) -> Option<u64> {
-    if b.first()
-        .is_some_and(|c| c.is_ascii_whitespace() || *c == 0x0b)
-    {
-        return None;
-    }
-    let (neg, digits) = match b.first() {
-        Some(b'-') => (true, &b[1..]),
-        Some(b'+') => (false, &b[1..]),
-        _ => (false, b),
-    };
-    if digits.is_empty() {
-        return b.is_empty().then_some(0);
-    }
-    let mut v: u64 = 0;
-    for &d in digits {
-        if !d.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
-    }
-    Some(if neg { v.wrapping_neg() } else { v })
-}
-
 /// ZSCAN key cursor [MATCH pattern] [COUNT count]
 pub fn zscan(x: &mut Exec, a: &[&[u8]]) {
-    let Some(cursor) = parse_cursor(a[2]) else {
+    let Some(cursor) = super::parse_scan_cursor(a[2]) else {
         return x.reply.error("ERR invalid cursor");
     };
     let z = match zset_ref(x.ks, x.reply, x.db, a[1], x.now_ms) {
@@ -1592,17 +1567,6 @@ mod tests {
         assert!(parse_lex_range(b"a", b"+").is_none());
         assert!(parse_lex_range(b"+x", b"+").is_none());
         assert!(parse_lex_range(b"", b"+").is_none());
-    }
-
-    #[test]
-    fn cursors_parse_as_strtoul_does() {
-        assert_eq!(parse_cursor(b"0"), Some(0));
-        assert_eq!(parse_cursor(b"123"), Some(123));
-        assert_eq!(parse_cursor(b""), Some(0));
-        assert_eq!(parse_cursor(b"-1"), Some(u64::MAX));
-        assert_eq!(parse_cursor(b" 1"), None);
-        assert_eq!(parse_cursor(b"1x"), None);
-        assert_eq!(parse_cursor(b"99999999999999999999"), None);
     }
 
     #[test]
