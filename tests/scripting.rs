@@ -938,6 +938,19 @@ fn blocking_commands_in_scripts_do_not_block() {
             Value::Null
         ])
     );
+    // COMMAND INFO shows 8.0's flags: no `noscript` on the blocking commands.
+    for (name, flags) in [
+        ("blpop", vec!["write", "blocking"]),
+        ("brpoplpush", vec!["write", "denyoom", "blocking"]),
+        ("bzpopmax", vec!["write", "blocking", "fast"]),
+    ] {
+        let info = r.cmd(&["COMMAND", "INFO", name]).items()[0].items();
+        assert_eq!(
+            info[2],
+            arr(flags.iter().map(|f| simple(f)).collect()),
+            "{name}"
+        );
+    }
     // A wrong type is still an error.
     r.cmd(&["SET", "s", "x"]);
     let b = "return redis.call('blpop', 's', 0)";

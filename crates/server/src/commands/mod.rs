@@ -593,8 +593,8 @@ pub static COMMANDS: &[CommandSpec] = &[
         key_finder: Some(z::keys_zmpop),
         ..spec("zmpop", -4, &["write", "movablekeys"], K1, "sorted-set", "7.0.0", "Remove and return members with scores in a sorted set", A_ZSET_W, keyed(z::zmpop))
     },
-    spec("bzpopmin", -3, &["write", "fast", "blocking"], (1, -2, 1), "sorted-set", "5.0.0", "Remove and return the member with the lowest score from one or more sorted sets, or block until one is available", &["@write", "@sortedset", "@fast", "@blocking"], keyed(z::bzpopmin)),
-    spec("bzpopmax", -3, &["write", "fast", "blocking"], (1, -2, 1), "sorted-set", "5.0.0", "Remove and return the member with the highest score from one or more sorted sets, or block until one is available", &["@write", "@sortedset", "@fast", "@blocking"], keyed(z::bzpopmax)),
+    spec("bzpopmin", -3, &["write", "blocking", "fast"], (1, -2, 1), "sorted-set", "5.0.0", "Remove and return the member with the lowest score from one or more sorted sets, or block until one is available", &["@write", "@sortedset", "@fast", "@blocking"], keyed(z::bzpopmin)),
+    spec("bzpopmax", -3, &["write", "blocking", "fast"], (1, -2, 1), "sorted-set", "5.0.0", "Remove and return the member with the highest score from one or more sorted sets, or block until one is available", &["@write", "@sortedset", "@fast", "@blocking"], keyed(z::bzpopmax)),
     CommandSpec {
         key_finder: Some(z::keys_bzmpop),
         ..spec("bzmpop", -5, &["write", "blocking", "movablekeys"], K1, "sorted-set", "7.0.0", "Remove and return members with scores in a sorted set or block until one is available", &["@write", "@sortedset", "@slow", "@blocking"], keyed(z::bzmpop))
