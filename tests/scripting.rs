@@ -2205,6 +2205,41 @@ fn keys_do_not_expire_while_a_script_runs() {
     assert_eq!(r.cmd(&["EXISTS", "fk"]), int(0));
 }
 
+/// Redis 8.0 (not 7.0): TIME inside a script (or EXEC) is the time the script started; it does
+/// not advance while the script runs, and it is the real time outside.
+#[test]
+fn time_stands_still_inside_a_script() {
+    let (_s, mut r) = start();
+    let secs = |v: &Value| -> i64 {
+        let Value::Bulk(b) = v else { panic!("{v:?}") };
+        String::from_utf8_lossy(b).parse().unwrap()
+    };
+    let before = secs(&r.cmd(&["TIME"]).items()[0]);
+    let b = "local a = redis.call('time'); local start = os.clock(); \
+        while os.clock() - start < 0.2 do end; local b = redis.call('time'); \
+        return {a[1], a[2], b[1], b[2]}";
+    let v = eval0(&mut r, b).items();
+    let after = secs(&r.cmd(&["TIME"]).items()[0]);
+    assert_eq!((&v[0], &v[1]), (&v[2], &v[3]), "TIME moved inside a script");
+    let during = secs(&v[0]);
+    assert!(
+        before <= during && during <= after,
+        "{before} {during} {after}"
+    );
+    // Outside a script it does move.
+    assert!(wait_until(Duration::from_secs(3), || {
+        let (x, y) = (r.cmd(&["TIME"]), r.cmd(&["TIME"]));
+        x != y
+    }));
+    // Two TIMEs of one EXEC are the same time too.
+    r.cmd(&["MULTI"]);
+    r.cmd(&["TIME"]);
+    r.cmd(&["PING"]);
+    r.cmd(&["TIME"]);
+    let v = r.cmd(&["EXEC"]).items();
+    assert_eq!(v[0], v[2]);
+}
+
 #[test]
 fn publish_from_a_script_reaches_subscribers() {
     let (s, mut r) = start();
