@@ -535,10 +535,10 @@ pub static COMMANDS: &[CommandSpec] = &[
         key_finder: Some(keys_numkeys_at_1),
         ..spec("lmpop", -4, &["write", "movablekeys"], (2, 2, 1), "list", "7.0.0", "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.", A_LIST_W, keyed(l::lmpop))
     },
-    spec("blpop", -3, &["write", "noscript", "blocking"], (1, -2, 1), "list", "2.0.0", "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", l::A_LIST_BLOCKING, keyed(l::blpop)),
-    spec("brpop", -3, &["write", "noscript", "blocking"], (1, -2, 1), "list", "2.0.0", "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", l::A_LIST_BLOCKING, keyed(l::brpop)),
-    spec("blmove", 6, &["write", "denyoom", "noscript", "blocking"], (1, 2, 1), "list", "6.2.0", "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.", l::A_LIST_BLOCKING, keyed(l::blmove)),
-    spec("brpoplpush", 4, &["write", "denyoom", "noscript", "blocking"], (1, 2, 1), "list", "2.2.0", "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.", l::A_LIST_BLOCKING, keyed(l::brpoplpush)),
+    spec("blpop", -3, &["write", "blocking"], (1, -2, 1), "list", "2.0.0", "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", l::A_LIST_BLOCKING, keyed(l::blpop)),
+    spec("brpop", -3, &["write", "blocking"], (1, -2, 1), "list", "2.0.0", "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", l::A_LIST_BLOCKING, keyed(l::brpop)),
+    spec("blmove", 6, &["write", "denyoom", "blocking"], (1, 2, 1), "list", "6.2.0", "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.", l::A_LIST_BLOCKING, keyed(l::blmove)),
+    spec("brpoplpush", 4, &["write", "denyoom", "blocking"], (1, 2, 1), "list", "2.2.0", "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.", l::A_LIST_BLOCKING, keyed(l::brpoplpush)),
     CommandSpec {
         key_finder: Some(keys_timeout_numkeys),
         ..spec("blmpop", -5, &["write", "blocking", "movablekeys"], (3, 3, 1), "list", "7.0.0", "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", l::A_LIST_BLOCKING, keyed(l::blmpop))
@@ -593,8 +593,8 @@ pub static COMMANDS: &[CommandSpec] = &[
         key_finder: Some(z::keys_zmpop),
         ..spec("zmpop", -4, &["write", "movablekeys"], K1, "sorted-set", "7.0.0", "Remove and return members with scores in a sorted set", A_ZSET_W, keyed(z::zmpop))
     },
-    spec("bzpopmin", -3, &["write", "noscript", "fast", "blocking"], (1, -2, 1), "sorted-set", "5.0.0", "Remove and return the member with the lowest score from one or more sorted sets, or block until one is available", &["@write", "@sortedset", "@fast", "@blocking"], keyed(z::bzpopmin)),
-    spec("bzpopmax", -3, &["write", "noscript", "fast", "blocking"], (1, -2, 1), "sorted-set", "5.0.0", "Remove and return the member with the highest score from one or more sorted sets, or block until one is available", &["@write", "@sortedset", "@fast", "@blocking"], keyed(z::bzpopmax)),
+    spec("bzpopmin", -3, &["write", "blocking", "fast"], (1, -2, 1), "sorted-set", "5.0.0", "Remove and return the member with the lowest score from one or more sorted sets, or block until one is available", &["@write", "@sortedset", "@fast", "@blocking"], keyed(z::bzpopmin)),
+    spec("bzpopmax", -3, &["write", "blocking", "fast"], (1, -2, 1), "sorted-set", "5.0.0", "Remove and return the member with the highest score from one or more sorted sets, or block until one is available", &["@write", "@sortedset", "@fast", "@blocking"], keyed(z::bzpopmax)),
     CommandSpec {
         key_finder: Some(z::keys_bzmpop),
         ..spec("bzmpop", -5, &["write", "blocking", "movablekeys"], K1, "sorted-set", "7.0.0", "Remove and return members with scores in a sorted set or block until one is available", &["@write", "@sortedset", "@slow", "@blocking"], keyed(z::bzmpop))

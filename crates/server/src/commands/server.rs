@@ -12,14 +12,20 @@ use crate::glob::glob_match;
 use crate::reply::Reply;
 use crate::worker::unix_ms;
 
-/// TIME
+/// TIME. Inside a script or EXEC it is the time the script or EXEC started (Redis 8.0 does
+/// not update its cached clock for nested calls): a script's loop on TIME never advances.
 pub fn time(c: &mut Conn, _a: &[&[u8]]) {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
+    let (secs, micros) = if c.in_script || c.in_exec {
+        (c.now_ms.div_euclid(1000), c.now_ms.rem_euclid(1000) * 1000)
+    } else {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        (now.as_secs() as i64, i64::from(now.subsec_micros()))
+    };
     c.reply.array(2);
-    c.reply.bulk_int(now.as_secs() as i64);
-    c.reply.bulk_int(now.subsec_micros() as i64);
+    c.reply.bulk_int(secs);
+    c.reply.bulk_int(micros);
 }
 
 /// LASTSAVE

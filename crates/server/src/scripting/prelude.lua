@@ -122,9 +122,12 @@ function G.__redis__err__handler(err)
 end
 local handler = G.__redis__err__handler
 
+-- Redis 8.0 loads a sandboxed os library: only os.clock.
+G.os = { clock = G.os.clock }
+
 -- The globals scripts may see (Redis's allow lists); the rest go.
 local allowed = {
-    string = true, cjson = true, bit = true, cmsgpack = true, math = true, table = true,
+    os = true, string = true, cjson = true, bit = true, cmsgpack = true, math = true, table = true,
     struct = true, redis = true, __redis__err__handler = true, xpcall = true, tostring = true,
     setmetatable = true, next = true, assert = true, tonumber = true, rawequal = true,
     collectgarbage = true, getmetatable = true, rawset = true, pcall = true, coroutine = true,
@@ -188,7 +191,7 @@ G.rawset = function(t, k, v)
     end
     return rawset(t, k, v)
 end
-for _, name in ipairs({ 'string', 'cjson', 'bit', 'cmsgpack', 'math', 'table', 'struct', 'redis', 'coroutine' }) do
+for _, name in ipairs({ 'string', 'cjson', 'bit', 'cmsgpack', 'math', 'table', 'struct', 'redis', 'coroutine', 'os' }) do
     if type(G[name]) == 'table' then
         G[name] = protect(G[name])
     end

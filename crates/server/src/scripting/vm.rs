@@ -277,7 +277,7 @@ fn error_text(msg: &[u8]) -> Vec<u8> {
 impl Vm {
     fn new() -> mlua::Result<Vm> {
         let lua = Lua::new_with(
-            StdLib::TABLE | StdLib::STRING | StdLib::MATH,
+            StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::OS,
             LuaOptions::new(),
         )?;
         super::libs::register(&lua)?;
@@ -435,10 +435,18 @@ impl Vm {
             let level = match it.next() {
                 Some(Value::Integer(n)) => n,
                 Some(Value::Number(n)) => n as i64,
+                // Lua's lua_isnumber: a numeric string is a number too.
+                Some(Value::String(s)) => match std::str::from_utf8(&s.as_bytes())
+                    .ok()
+                    .and_then(|t| t.trim().parse::<f64>().ok())
+                {
+                    Some(n) => n as i64,
+                    None => return raise(b"First argument must be a number (log level)."),
+                },
                 _ => return raise(b"First argument must be a number (log level)."),
             };
             if !(0..=3).contains(&level) {
-                return raise(b"Invalid debug level.");
+                return raise(b"Invalid log level.");
             }
             let mut line = Vec::new();
             for (i, v) in it.enumerate() {
