@@ -8,10 +8,20 @@
 //! first and last IDs, how many entries each holds (live and deleted) and an estimate of
 //! their listpack size. The entries themselves are not stored per node.
 //!
-//! Stored as one compact record (flags byte, then the fields below); see
+//! Stored as one compact record (flags byte, then the fields below) while small; see
 //! `docs/storage-format.md`. The in-memory form maps one to one onto the neutral form used
 //! for DUMP/RESTORE: entries (id, fields), groups (name, last-id, entries-read, PEL (id,
 //! consumer, delivery time, count)), consumers (name, seen-time, active-time).
+//!
+//! # Grouped form
+//!
+//! Past twice `collection-group-bytes` (decision 0009) a stream is a root record (the
+//! counters and an index of the consumer groups' records), one page per node (the node's
+//! model and its entries; page ids grow with the master IDs) and one record per consumer
+//! group (ids from 2^63). Appends, deletions and trims mark the nodes they touch
+//! (`Layout::dirty`), so an XADD writes the tail page and the root; consumer groups are
+//! changed in place by the commands, so [`Stream::take_changes`] compares each group's
+//! encoding with the one last written.
 
 use std::collections::{BTreeMap, BTreeSet};
 
