@@ -330,9 +330,34 @@ fn big_stream(threads: &str, worker: usize) {
     phase("checked after kill -9");
     same_state(&state(&mut r, &key), &before, "after kill -9");
 
-    // The stream still takes changes after recovery, and DEL removes every group record.
+    // The stream still takes changes after recovery; COPY and RENAME (which move it as
+    // one value) regroup it where it lands.
     m.add(&mut r, 10);
     m.check(&mut r, false);
+    let copy = format!("{key}:copy");
+    assert_eq!(r.cmd(&["COPY", &key, &copy]).int(), 1);
+    let g = storage(&mut r, "collection_group_records");
+    let mut c = Model {
+        key: copy.clone(),
+        entries: m.entries.clone(),
+    };
+    c.check(&mut r, true);
+    let moved = format!("{key}:moved");
+    assert_eq!(r.cmd(&["RENAME", &copy, &moved]).text(), "OK");
+    c.key = moved.clone();
+    c.check(&mut r, false);
+    assert_eq!(
+        r.cmd(&["XINFO", "STREAM", &moved]),
+        r.cmd(&["XINFO", "STREAM", &key])
+    );
+    assert_eq!(r.cmd(&["DEL", &moved]).int(), 1);
+    assert_eq!(
+        storage(&mut r, "collection_group_records") * 2,
+        g,
+        "the copy had as many group records"
+    );
+
+    // DEL removes every group record.
     assert_eq!(r.cmd(&["DEL", &key]).int(), 1);
     assert_eq!(storage(&mut r, "collection_group_records"), 0);
 }
