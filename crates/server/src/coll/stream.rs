@@ -199,8 +199,9 @@ pub struct Stream {
     pub max_deleted_id: StreamId,
     /// Count of entries ever added.
     pub entries_added: u64,
-    /// The consumer groups, by name.
-    pub groups: BTreeMap<Vec<u8>, Group>,
+    /// The consumer groups, by name (changed through [`Stream::groups_mut`], which tells
+    /// the grouped form to look for changed groups at the next write).
+    groups: BTreeMap<Vec<u8>, Group>,
     /// Redis's listpack nodes, by master ID.
     nodes: BTreeMap<StreamId, Node>,
     /// How the stream is stored (compact or grouped) and what changed since its last
@@ -233,6 +234,9 @@ struct Layout {
     /// Masters of the nodes whose entries changed (or which were added or removed) since
     /// the last write (grouped only).
     dirty: BTreeSet<StreamId>,
+    /// The consumer groups were handed out for changes since the last write (their
+    /// encodings are compared with the shadows only then).
+    groups_touched: bool,
     /// Record ids were added or removed (or the layout changed) since the last write.
     layout_changed: bool,
     /// The root record value as last written (None: to write).
@@ -321,6 +325,17 @@ fn lp_str_size(s: &[u8]) -> u64 {
 }
 
 impl Stream {
+    /// The consumer groups, by name.
+    pub fn groups(&self) -> &BTreeMap<Vec<u8>, Group> {
+        &self.groups
+    }
+
+    /// The consumer groups, to change.
+    pub fn groups_mut(&mut self) -> &mut BTreeMap<Vec<u8>, Group> {
+        self.layout.groups_touched = true;
+        &mut self.groups
+    }
+
     /// Number of entries.
     pub fn len(&self) -> usize {
         self.entries.len()
@@ -877,6 +892,7 @@ impl Stream {
         l.dirty = self.nodes.keys().copied().collect();
         l.root_shadow = None;
         l.layout_changed = true;
+        l.groups_touched = true;
     }
 
     /// True when stored grouped.
@@ -930,7 +946,11 @@ impl Stream {
                 layout = true;
             }
         }
-        // Consumer groups: removed ones, then changed or new ones.
+        // Consumer groups: removed ones, then changed or new ones (only when handed out
+        // for changes: an XADD costs nothing per group).
+        if !std::mem::take(&mut l.groups_touched) {
+            return self.finish_changes(groups, layout);
+        }
         let gone: Vec<Vec<u8>> = l
             .cgroups
             .keys()
@@ -963,6 +983,11 @@ impl Stream {
                 groups.push(id);
             }
         }
+        self.finish_changes(groups, layout)
+    }
+
+    /// The end of [`Stream::take_changes`]: the root when its encoding changed.
+    fn finish_changes(&mut self, mut groups: Vec<u64>, layout: bool) -> Changes {
         groups.sort_unstable();
         let mut root = Vec::new();
         self.encode_root(&mut root);
@@ -1210,7 +1235,7 @@ mod tests {
             .unwrap()
             .pel
             .insert(StreamId::new(3, 0));
-        s.groups.insert(b"g".to_vec(), g);
+        s.groups_mut().insert(b"g".to_vec(), g);
         let mut out = Vec::new();
         s.encode(&mut out);
         assert_eq!(Stream::decode(&out).unwrap(), s);
@@ -1293,12 +1318,13 @@ mod tests {
                 );
             } else if op < 92 {
                 let name = format!("g{}", rng.random_range(0..4)).into_bytes();
-                let g = s.groups.entry(name).or_insert_with(|| Group {
+                let last = s.entries.iter().next_back().map(|(id, _)| *id);
+                let g = s.groups_mut().entry(name).or_insert_with(|| Group {
                     entries_read: -1,
                     ..Default::default()
                 });
                 g.create_consumer(b"c", step);
-                if let Some((&id, _)) = s.entries.iter().next_back() {
+                if let Some(id) = last {
                     g.pel.entry(id).or_insert(Pending {
                         consumer: b"c".to_vec(),
                         delivery_time: step,
@@ -1309,7 +1335,7 @@ mod tests {
                 }
             } else if op < 94 {
                 let name = format!("g{}", rng.random_range(0..4)).into_bytes();
-                s.groups.remove(&name);
+                s.groups_mut().remove(&name);
             } else if op < 95 && step % 7 == 0 {
                 // Shrink a lot, so that the stream goes back to one record.
                 s.trim(Trim::MaxLen(2), false, 0);
