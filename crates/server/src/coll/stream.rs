@@ -698,6 +698,9 @@ impl Stream {
         self.encode_head(out);
         put_varint(out, self.layout.next_page);
         put_varint(out, self.layout.next_cgroup);
+        // Counts, so that a page record gone missing is reported, not a shorter stream.
+        put_varint(out, self.entries.len() as u64);
+        put_varint(out, self.nodes.len() as u64);
         put_varint(out, self.layout.cgroups.len() as u64);
         for (name, id) in &self.layout.cgroups {
             put_bytes(out, name);
@@ -792,6 +795,8 @@ impl Stream {
         s.layout.grouped = true;
         s.layout.next_page = r.varint()?;
         s.layout.next_cgroup = r.varint()?;
+        let want_entries = r.varint()?;
+        let want_pages = r.varint()?;
         let n = r.count(2)?;
         for _ in 0..n {
             let name = r.bytes()?.to_vec();
@@ -845,6 +850,13 @@ impl Stream {
                 "grouped stream of {} consumer groups has {} group records",
                 s.layout.cgroups.len(),
                 s.groups.len()
+            )));
+        }
+        if s.entries.len() as u64 != want_entries || s.nodes.len() as u64 != want_pages {
+            return Err(DecodeError(format!(
+                "grouped stream of {want_entries} entries in {want_pages} pages has {} in {}",
+                s.entries.len(),
+                s.nodes.len()
             )));
         }
         s.layout.root_shadow = Some(root.to_vec());
@@ -1291,6 +1303,51 @@ mod tests {
         b.first() == Some(&crate::coll::FLAG_GROUPED)
     }
 
+    /// Grouped records cut short, dropped or swapped give errors, never panics or a
+    /// shorter stream.
+    fn damaged_grouped_records_are_errors(s: &mut Stream, st: &mut Store) {
+        for i in 0..300u64 {
+            s.append(StreamId::new(1 << 40, i), f("tail"), 10, 300);
+        }
+        let mut back = st.write(s, 512);
+        back.groups_mut().insert(
+            b"extra".to_vec(),
+            Group {
+                entries_read: -1,
+                ..Default::default()
+            },
+        );
+        *s = back;
+        st.write(s, 512);
+        assert!(s.is_grouped() && st.groups.len() > 10);
+        let all: Vec<(u64, Vec<u8>)> = st.groups.iter().map(|(g, v)| (*g, v.clone())).collect();
+        let decode = |gs: &[(u64, Vec<u8>)]| {
+            let gs: Vec<(u64, &[u8])> = gs.iter().map(|(g, v)| (*g, &v[..])).collect();
+            Stream::decode_grouped(&st.root, &gs)
+        };
+        assert_eq!(&decode(&all).unwrap(), s);
+        for drop in 0..all.len() {
+            let mut gs = all.clone();
+            gs.remove(drop);
+            assert!(
+                decode(&gs).is_err(),
+                "record {drop} of {} dropped",
+                all.len()
+            );
+        }
+        for (i, (_, v)) in all.iter().enumerate().step_by(7) {
+            for cut in (0..v.len()).step_by(v.len() / 16 + 1) {
+                let mut gs = all.clone();
+                gs[i].1.truncate(cut);
+                assert!(decode(&gs).is_err(), "record {i} cut at {cut}");
+            }
+        }
+        for cut in 0..st.root.len() {
+            let gs: Vec<(u64, &[u8])> = all.iter().map(|(g, v)| (*g, &v[..])).collect();
+            assert!(Stream::decode_grouped(&st.root[..cut], &gs).is_err());
+        }
+    }
+
     #[test]
     fn grouped_form_follows_every_change_and_writes_little() {
         use rand::{Rng, SeedableRng};
@@ -1351,6 +1408,7 @@ mod tests {
             }
         }
         assert!(was_grouped);
+        damaged_grouped_records_are_errors(&mut s, &mut st);
         // A decoded grouped stream writes nothing until it changes, then as little.
         if s.is_grouped() {
             let mut back = st.write(&mut s, 512);
