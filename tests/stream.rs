@@ -1046,16 +1046,21 @@ impl Gen {
     }
 }
 
-fn differential(threads: &str, seed: u64) {
+/// Runs the seeded random operations on Redis and on Skerry (`--threads threads`, plus
+/// `extra` options; `both`: options of both servers) and compares every reply.
+fn differential(threads: &str, seed: u64, both: &[&str], extra: &[&str]) {
     skip_if_redis!();
     let ops: usize = std::env::var("SKERRY_STREAM_DIFF_OPS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(3000);
-    let reference = Server::start_reference(&[]);
+    let reference = Server::start_reference(both);
     let mut rr = reference.raw();
     let plus = reference_is_8(&mut rr);
-    let skerry = Server::start(&["--threads", threads]);
+    let mut args = vec!["--threads", threads];
+    args.extend_from_slice(both);
+    args.extend_from_slice(extra);
+    let skerry = Server::start(&args);
     let mut sr = skerry.raw();
     let keys: Vec<String> = vec![
         common::key_on("st", 0),
@@ -1068,7 +1073,16 @@ fn differential(threads: &str, seed: u64) {
         keys,
     };
     let mut differences = 0;
+    // Most group records seen at once (INFO storage), sampled every 50 operations.
+    let mut most_groups = 0i64;
     for n in 0..ops {
+        if n % 50 == 0 {
+            let info = sr.cmd(&["INFO", "storage"]).text();
+            let g: i64 = common::info_field(&info, "storage_collection_group_records")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            most_groups = most_groups.max(g);
+        }
         let a = g.op(plus);
         let args: Vec<&str> = a.iter().map(|s| s.as_str()).collect();
         let want = mask(&a[0], rr.cmd(&args));
@@ -1080,6 +1094,13 @@ fn differential(threads: &str, seed: u64) {
         }
     }
     assert_eq!(differences, 0, "replies differ");
+    if !extra.is_empty() {
+        assert!(
+            most_groups > 15,
+            "streams never grouped ({most_groups} group records)"
+        );
+    }
+    eprintln!("most group records at once: {most_groups}");
     // The final state, key by key.
     for k in &g.keys {
         for cmd in [
@@ -1097,10 +1118,29 @@ fn differential(threads: &str, seed: u64) {
 
 #[test]
 fn differential_against_redis_one_thread() {
-    differential("1", 11);
+    differential("1", 11, &[], &[]);
 }
 
 #[test]
 fn differential_against_redis_two_threads() {
-    differential("2", 12);
+    differential("2", 12, &[], &[]);
+}
+
+/// Options of both servers in the grouped differential runs.
+const GROUPED_BOTH: &[&str] = &["--stream-node-max-entries", "5"];
+/// Skerry's options in the grouped differential runs.
+const GROUPED_SKERRY: &[&str] = &["--collection-group-bytes", "64"];
+
+/// The same with tiny group records, so that every stream past a few entries is stored
+/// grouped (a root, a page per node, a record per consumer group) and every command runs
+/// against that form; nodes of 5 entries (on both servers) make many pages.
+#[test]
+fn differential_against_redis_grouped_one_thread() {
+    differential("1", 13, GROUPED_BOTH, GROUPED_SKERRY);
+}
+
+/// [`differential_against_redis_grouped_one_thread`] with two workers.
+#[test]
+fn differential_against_redis_grouped_two_threads() {
+    differential("2", 14, GROUPED_BOTH, GROUPED_SKERRY);
 }

@@ -35,7 +35,7 @@ pub const VALUE_TYPE_LIST: u8 = 2;
 pub const VALUE_TYPE_SET: u8 = 3;
 /// Record value type of a sorted set.
 pub const VALUE_TYPE_ZSET: u8 = 4;
-/// Record value type of a stream (always stored compact, one record; see [`stream`]).
+/// Record value type of a stream (compact, or grouped when big; see [`stream`]).
 pub const VALUE_TYPE_STREAM: u8 = 5;
 
 /// Flag bit in a collection record's first byte: the collection has outgrown Redis's
@@ -154,6 +154,7 @@ impl Coll {
             VALUE_TYPE_LIST => Coll::List(list::List::decode_grouped(root, groups)?),
             VALUE_TYPE_SET => Coll::Set(set::Set::decode_grouped(root, groups)?),
             VALUE_TYPE_ZSET => Coll::Zset(zset::Zset::decode_grouped(root, groups)?),
+            VALUE_TYPE_STREAM => Coll::Stream(stream::Stream::decode_grouped(root, groups)?),
             t => return Err(DecodeError(format!("value type {t} is not a collection"))),
         })
     }
@@ -166,7 +167,7 @@ impl Coll {
             Coll::List(l) => l.plan_layout(group_bytes),
             Coll::Set(s) => s.plan_layout(group_bytes),
             Coll::Zset(z) => z.plan_layout(group_bytes),
-            Coll::Stream(_) => {}
+            Coll::Stream(s) => s.plan_layout(group_bytes),
         }
     }
 
@@ -177,7 +178,7 @@ impl Coll {
             Coll::List(l) => l.is_grouped(),
             Coll::Set(s) => s.grouping().is_grouped(),
             Coll::Zset(z) => z.grouping().is_grouped(),
-            Coll::Stream(_) => false,
+            Coll::Stream(s) => s.is_grouped(),
         }
     }
 
@@ -188,7 +189,7 @@ impl Coll {
             Coll::List(l) => l.group_ids(),
             Coll::Set(s) => s.grouping().group_ids(),
             Coll::Zset(z) => z.grouping().group_ids(),
-            Coll::Stream(_) => Vec::new(),
+            Coll::Stream(s) => s.group_ids(),
         }
     }
 
@@ -199,7 +200,7 @@ impl Coll {
             Coll::List(l) => l.take_changes(),
             Coll::Set(s) => s.take_changes(),
             Coll::Zset(z) => z.take_changes(),
-            Coll::Stream(_) => groups::Changes::default(),
+            Coll::Stream(s) => s.take_changes(),
         }
     }
 
@@ -210,7 +211,7 @@ impl Coll {
             Coll::List(l) => l.encode_group(g, out),
             Coll::Set(s) => s.encode_group(g, out),
             Coll::Zset(z) => z.encode_group(g, out),
-            Coll::Stream(_) => {}
+            Coll::Stream(s) => s.encode_group(g, out),
         }
     }
 

@@ -8,14 +8,25 @@
 //! first and last IDs, how many entries each holds (live and deleted) and an estimate of
 //! their listpack size. The entries themselves are not stored per node.
 //!
-//! Stored as one compact record (flags byte, then the fields below); see
+//! Stored as one compact record (flags byte, then the fields below) while small; see
 //! `docs/storage-format.md`. The in-memory form maps one to one onto the neutral form used
 //! for DUMP/RESTORE: entries (id, fields), groups (name, last-id, entries-read, PEL (id,
 //! consumer, delivery time, count)), consumers (name, seen-time, active-time).
+//!
+//! # Grouped form
+//!
+//! Past twice `collection-group-bytes` (decision 0009) a stream is a root record (the
+//! counters and an index of the consumer groups' records), one page per node (the node's
+//! model and its entries; page ids grow with the master IDs) and one record per consumer
+//! group (ids from 2^63). Appends, deletions and trims mark the nodes they touch
+//! (`Layout::dirty`), so an XADD writes the tail page and the root; consumer groups are
+//! changed in place by the commands, so [`Stream::take_changes`] compares each group's
+//! encoding with the one last written.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::codec::{put_bytes, put_varint, Reader};
+use super::groups::Changes;
 use super::DecodeError;
 
 /// A stream entry ID: milliseconds and sequence number.
@@ -188,10 +199,70 @@ pub struct Stream {
     pub max_deleted_id: StreamId,
     /// Count of entries ever added.
     pub entries_added: u64,
-    /// The consumer groups, by name.
-    pub groups: BTreeMap<Vec<u8>, Group>,
+    /// The consumer groups, by name (changed through [`Stream::groups_mut`], which tells
+    /// the grouped form to look for changed groups at the next write).
+    groups: BTreeMap<Vec<u8>, Group>,
     /// Redis's listpack nodes, by master ID.
     nodes: BTreeMap<StreamId, Node>,
+    /// How the stream is stored (compact or grouped) and what changed since its last
+    /// write; not part of the value (equality ignores it).
+    layout: Box<Layout>,
+}
+
+/// First record id of a consumer group's group record; page ids are below it, so a
+/// grouped stream's records come in id order: its pages (in ID order), then its groups.
+const CGROUP_ID_BASE: u64 = 1 << 63;
+
+/// The stored layout of a stream (see the module documentation, "Grouped form").
+#[derive(Clone, Debug, Default)]
+struct Layout {
+    /// Estimated encoded bytes of the entries (kept in step by every change).
+    entry_bytes: usize,
+    /// Stored grouped: a root record, one page per node, one record per consumer group.
+    grouped: bool,
+    /// Page id of each node, by master ID (grouped only).
+    pages: BTreeMap<StreamId, u64>,
+    /// Master ID of each page id (grouped only).
+    masters: BTreeMap<u64, StreamId>,
+    /// The next page id (page ids grow with the master IDs, as nodes are only added at
+    /// the tail).
+    next_page: u64,
+    /// Record id of each consumer group, by name (grouped only).
+    cgroups: BTreeMap<Vec<u8>, u64>,
+    /// The next consumer-group record id.
+    next_cgroup: u64,
+    /// Masters of the nodes whose entries changed (or which were added or removed) since
+    /// the last write (grouped only).
+    dirty: BTreeSet<StreamId>,
+    /// The consumer groups were handed out for changes since the last write (their
+    /// encodings are compared with the shadows only then).
+    groups_touched: bool,
+    /// Record ids were added or removed (or the layout changed) since the last write.
+    layout_changed: bool,
+    /// The root record value as last written (None: to write).
+    root_shadow: Option<Vec<u8>>,
+    /// Each consumer group's record value as last written, by record id. Consumer groups
+    /// are changed in place by the commands, so a write compares their encodings with
+    /// these to find the ones that changed.
+    cgroup_shadow: BTreeMap<u64, Vec<u8>>,
+}
+
+impl PartialEq for Layout {
+    fn eq(&self, _: &Layout) -> bool {
+        true
+    }
+}
+
+impl Eq for Layout {}
+
+/// Estimated encoded bytes of one entry.
+fn entry_bytes(fields: &Fields) -> usize {
+    6 + fields.iter().map(|f| f.len() + 2).sum::<usize>()
+}
+
+/// Estimated encoded bytes of a consumer group (for the layout plan).
+fn cgroup_bytes(name: &[u8], g: &Group) -> usize {
+    24 + name.len() + g.pel.len() * 24 + g.consumers.keys().map(|c| 16 + c.len()).sum::<usize>()
 }
 
 /// How a trim chooses what goes.
@@ -254,6 +325,17 @@ fn lp_str_size(s: &[u8]) -> u64 {
 }
 
 impl Stream {
+    /// The consumer groups, by name.
+    pub fn groups(&self) -> &BTreeMap<Vec<u8>, Group> {
+        &self.groups
+    }
+
+    /// The consumer groups, to change.
+    pub fn groups_mut(&mut self) -> &mut BTreeMap<Vec<u8>, Group> {
+        self.layout.groups_touched = true;
+        &mut self.groups
+    }
+
     /// Number of entries.
     pub fn len(&self) -> usize {
         self.entries.len()
@@ -367,6 +449,9 @@ impl Stream {
                 node.live += 1;
                 node.last = id;
                 placed = true;
+                if self.layout.grouped {
+                    self.layout.dirty.insert(*master);
+                }
             }
         }
         if !placed {
@@ -396,18 +481,36 @@ impl Stream {
                     master_fields,
                 },
             );
+            if self.layout.grouped {
+                self.layout.dirty.insert(id);
+            }
         }
+        self.layout.entry_bytes += entry_bytes(&fields);
         self.entries.insert(id, fields);
         self.last_id = id;
         self.entries_added += 1;
     }
 
+    /// Removes entry `id` from the entries (not from the node model); true when it existed.
+    fn remove_entry(&mut self, id: StreamId) -> bool {
+        match self.entries.remove(&id) {
+            Some(f) => {
+                self.layout.entry_bytes = self.layout.entry_bytes.saturating_sub(entry_bytes(&f));
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Deletes entry `id` (XDEL); true when it existed. Updates `max_deleted_id`.
     pub fn delete(&mut self, id: StreamId) -> bool {
-        if self.entries.remove(&id).is_none() {
+        if !self.remove_entry(id) {
             return false;
         }
         if let Some((&master, node)) = self.nodes.range_mut(..=id).next_back() {
+            if self.layout.grouped {
+                self.layout.dirty.insert(master);
+            }
             node.live = node.live.saturating_sub(1);
             if node.live == 0 {
                 self.nodes.remove(&master);
@@ -449,7 +552,10 @@ impl Stream {
                     .map(|(id, _)| *id)
                     .collect();
                 for id in gone {
-                    self.entries.remove(&id);
+                    self.remove_entry(id);
+                }
+                if self.layout.grouped {
+                    self.layout.dirty.insert(master);
                 }
                 deleted += live;
                 continue;
@@ -474,11 +580,14 @@ impl Stream {
                 let Some((&id, _)) = self.entries.range(master..=last).next() else {
                     break;
                 };
-                self.entries.remove(&id);
+                self.remove_entry(id);
                 n += 1;
             }
             if let Some(node) = self.nodes.get_mut(&master) {
                 node.live -= n;
+            }
+            if n > 0 && self.layout.grouped {
+                self.layout.dirty.insert(master);
             }
             deleted += n as u64;
             break;
@@ -556,10 +665,10 @@ impl Stream {
 
     /// Approximate bytes of RAM.
     pub fn ram_bytes(&self) -> usize {
-        let mut n = 128 + self.nodes.len() * 96;
-        for f in self.entries.values() {
-            n += 64 + f.iter().map(|x| x.len() + 24).sum::<usize>();
-        }
+        // From the encoded-size estimate, not a walk of the entries (the decoded cache asks
+        // at every write).
+        let mut n =
+            128 + self.nodes.len() * 96 + self.entries.len() * 80 + self.layout.entry_bytes * 2;
         for (name, g) in &self.groups {
             n += 128 + name.len() + g.pel.len() * 96;
             for (c, _) in g.consumers.iter() {
@@ -569,154 +678,483 @@ impl Stream {
         n
     }
 
-    /// Appends the record value.
+    /// Appends the record value: the whole stream while compact, the root once grouped.
     pub fn encode(&self, out: &mut Vec<u8>) {
+        if self.layout.grouped {
+            return self.encode_root(out);
+        }
         out.push(0);
-        let id = |out: &mut Vec<u8>, i: StreamId| {
-            put_varint(out, i.ms);
-            put_varint(out, i.seq);
-        };
-        id(out, self.last_id);
-        id(out, self.max_deleted_id);
-        put_varint(out, self.entries_added);
+        self.encode_head(out);
         put_varint(out, self.nodes.len() as u64);
         for (m, n) in &self.nodes {
-            id(out, *m);
-            id(out, n.last);
-            put_varint(out, n.live as u64);
-            put_varint(out, n.total as u64);
-            put_varint(out, n.bytes);
-            put_varint(out, n.master_fields.len() as u64);
-            for f in &n.master_fields {
-                put_bytes(out, f);
-            }
+            put_node(out, *m, n);
         }
         put_varint(out, self.entries.len() as u64);
         for (i, f) in &self.entries {
-            id(out, *i);
-            put_varint(out, f.len() as u64);
-            for x in f {
-                put_bytes(out, x);
-            }
+            put_entry(out, *i, f);
         }
         put_varint(out, self.groups.len() as u64);
         for (name, g) in &self.groups {
-            put_bytes(out, name);
-            id(out, g.last_id);
-            put_varint(out, (g.entries_read + 1) as u64);
-            put_varint(out, g.consumers.len() as u64);
-            for (cname, c) in &g.consumers {
-                put_bytes(out, cname);
-                put_varint(out, zigzag(c.seen_time));
-                put_varint(out, zigzag(c.active_time));
-            }
-            put_varint(out, g.pel.len() as u64);
-            for (i, p) in &g.pel {
-                id(out, *i);
-                put_bytes(out, &p.consumer);
-                put_varint(out, zigzag(p.delivery_time));
-                put_varint(out, p.delivery_count);
-            }
+            put_cgroup(out, name, g);
         }
     }
 
-    /// Decodes a record value.
+    /// The fields shared by the compact record and the grouped root: last ID, max
+    /// deleted ID, entries added.
+    fn encode_head(&self, out: &mut Vec<u8>) {
+        put_id(out, self.last_id);
+        put_id(out, self.max_deleted_id);
+        put_varint(out, self.entries_added);
+    }
+
+    /// Appends the root record value of the grouped form.
+    fn encode_root(&self, out: &mut Vec<u8>) {
+        out.push(super::FLAG_GROUPED);
+        self.encode_head(out);
+        put_varint(out, self.layout.next_page);
+        put_varint(out, self.layout.next_cgroup);
+        // Counts, so that a page record gone missing is reported, not a shorter stream.
+        put_varint(out, self.entries.len() as u64);
+        put_varint(out, self.nodes.len() as u64);
+        put_varint(out, self.layout.cgroups.len() as u64);
+        for (name, id) in &self.layout.cgroups {
+            put_bytes(out, name);
+            put_varint(out, *id);
+        }
+    }
+
+    /// Appends the record value of group record `id` of a grouped stream: a page (one
+    /// node and its entries) or a consumer group.
+    pub fn encode_group(&self, id: u64, out: &mut Vec<u8>) {
+        if id >= CGROUP_ID_BASE {
+            let b = self
+                .layout
+                .cgroup_shadow
+                .get(&id)
+                .expect("consumer group record encoded by take_changes");
+            out.extend_from_slice(b);
+            return;
+        }
+        let master = self.layout.masters[&id];
+        let node = &self.nodes[&master];
+        out.push(0);
+        put_node(out, master, node);
+        // The page holds the entries from its master (from the start for the first page)
+        // up to the next node's master.
+        let first = self.layout.pages.keys().next() == Some(&master);
+        let from = if first { StreamId::MIN } else { master };
+        let next = self
+            .nodes
+            .range((
+                std::ops::Bound::Excluded(master),
+                std::ops::Bound::Unbounded,
+            ))
+            .next()
+            .map(|(m, _)| *m);
+        let range = match next {
+            Some(n) => self.entries.range(from..n),
+            None => self.entries.range(from..),
+        };
+        let n = range.clone().count();
+        put_varint(out, n as u64);
+        for (i, f) in range {
+            put_entry(out, *i, f);
+        }
+    }
+
+    /// Decodes a compact record value.
     pub fn decode(bytes: &[u8]) -> Result<Stream, DecodeError> {
         let mut r = Reader::new(bytes);
         let flags = r.byte()?;
-        if flags & super::FLAG_GROUPED != 0 {
-            return Err(DecodeError("grouped streams are not supported".into()));
+        if flags != 0 {
+            return Err(DecodeError(format!("unknown stream flags {flags}")));
         }
-        let id = |r: &mut Reader| -> Result<StreamId, DecodeError> {
-            Ok(StreamId::new(r.varint()?, r.varint()?))
-        };
-        let mut s = Stream {
-            last_id: id(&mut r)?,
-            max_deleted_id: id(&mut r)?,
-            entries_added: r.varint()?,
-            ..Default::default()
-        };
+        let mut s = Stream::default();
+        s.decode_head(&mut r)?;
         let n = r.count(7)?;
         for _ in 0..n {
-            let m = id(&mut r)?;
-            let last = id(&mut r)?;
-            let live = r.varint()? as u32;
-            let total = r.varint()? as u32;
-            let bytes = r.varint()?;
-            let nf = r.count(1)?;
-            let mut master_fields = Vec::with_capacity(nf);
-            for _ in 0..nf {
-                master_fields.push(r.bytes()?.to_vec());
-            }
-            s.nodes.insert(
-                m,
-                Node {
-                    last,
-                    live,
-                    total,
-                    bytes,
-                    master_fields,
-                },
-            );
+            let (m, node) = get_node(&mut r)?;
+            s.nodes.insert(m, node);
         }
         let n = r.count(3)?;
         for _ in 0..n {
-            let i = id(&mut r)?;
-            let nf = r.count(1)?;
-            let mut f = Vec::with_capacity(nf);
-            for _ in 0..nf {
-                f.push(r.bytes()?.to_vec());
-            }
+            let (i, f) = get_entry(&mut r)?;
+            s.layout.entry_bytes += entry_bytes(&f);
             s.entries.insert(i, f);
         }
         let ng = r.count(4)?;
         for _ in 0..ng {
-            let name = r.bytes()?.to_vec();
-            let mut g = Group {
-                last_id: id(&mut r)?,
-                entries_read: r.varint()? as i64 - 1,
-                ..Default::default()
-            };
-            let nc = r.count(3)?;
-            for _ in 0..nc {
-                let cname = r.bytes()?.to_vec();
-                let seen_time = unzigzag(r.varint()?);
-                let active_time = unzigzag(r.varint()?);
-                g.consumers.insert(
-                    cname,
-                    Consumer {
-                        seen_time,
-                        active_time,
-                        pel: BTreeSet::new(),
-                    },
-                );
-            }
-            let np = r.count(5)?;
-            for _ in 0..np {
-                let i = id(&mut r)?;
-                let consumer = r.bytes()?.to_vec();
-                let delivery_time = unzigzag(r.varint()?);
-                let delivery_count = r.varint()?;
-                match g.consumers.get_mut(&consumer) {
-                    Some(c) => {
-                        c.pel.insert(i);
-                    }
-                    None => return Err(DecodeError("pending entry of no consumer".into())),
-                }
-                g.pel.insert(
-                    i,
-                    Pending {
-                        consumer,
-                        delivery_time,
-                        delivery_count,
-                    },
-                );
-            }
+            let (name, g) = get_cgroup(&mut r)?;
             s.groups.insert(name, g);
         }
         r.finish()?;
         Ok(s)
     }
+
+    fn decode_head(&mut self, r: &mut Reader) -> Result<(), DecodeError> {
+        self.last_id = get_id(r)?;
+        self.max_deleted_id = get_id(r)?;
+        self.entries_added = r.varint()?;
+        Ok(())
+    }
+
+    /// Decodes a grouped stream: its root record value and its group records (id, value)
+    /// in id order (pages, then consumer groups).
+    pub fn decode_grouped(root: &[u8], groups: &[(u64, &[u8])]) -> Result<Stream, DecodeError> {
+        let mut r = Reader::new(root);
+        if r.byte()? != super::FLAG_GROUPED {
+            return Err(DecodeError("unknown grouped stream root".into()));
+        }
+        let mut s = Stream::default();
+        s.decode_head(&mut r)?;
+        s.layout.grouped = true;
+        s.layout.next_page = r.varint()?;
+        s.layout.next_cgroup = r.varint()?;
+        let want_entries = r.varint()?;
+        let want_pages = r.varint()?;
+        let n = r.count(2)?;
+        for _ in 0..n {
+            let name = r.bytes()?.to_vec();
+            let id = r.varint()?;
+            if id < CGROUP_ID_BASE || id >= s.layout.next_cgroup {
+                return Err(DecodeError(format!(
+                    "consumer group record id {id} out of range"
+                )));
+            }
+            s.layout.cgroups.insert(name, id);
+        }
+        r.finish()?;
+        let names: BTreeMap<u64, &Vec<u8>> =
+            s.layout.cgroups.iter().map(|(n, id)| (*id, n)).collect();
+        for &(id, v) in groups {
+            let mut r = Reader::new(v);
+            if r.byte()? != 0 {
+                return Err(DecodeError("unknown stream group record flags".into()));
+            }
+            if id >= CGROUP_ID_BASE {
+                let (name, g) = get_cgroup(&mut r)?;
+                r.finish()?;
+                if names.get(&id) != Some(&&name) {
+                    return Err(DecodeError(format!(
+                        "consumer group record {id} not in the stream's index"
+                    )));
+                }
+                s.layout.cgroup_shadow.insert(id, v.to_vec());
+                s.groups.insert(name, g);
+                continue;
+            }
+            if id >= s.layout.next_page {
+                return Err(DecodeError(format!("stream page id {id} out of range")));
+            }
+            let (m, node) = get_node(&mut r)?;
+            let n = r.count(3)?;
+            for _ in 0..n {
+                let (i, f) = get_entry(&mut r)?;
+                s.layout.entry_bytes += entry_bytes(&f);
+                s.entries.insert(i, f);
+            }
+            r.finish()?;
+            if s.nodes.insert(m, node).is_some() {
+                return Err(DecodeError("two stream pages of one node".into()));
+            }
+            s.layout.pages.insert(m, id);
+            s.layout.masters.insert(id, m);
+        }
+        if s.groups.len() != s.layout.cgroups.len() {
+            return Err(DecodeError(format!(
+                "grouped stream of {} consumer groups has {} group records",
+                s.layout.cgroups.len(),
+                s.groups.len()
+            )));
+        }
+        if s.entries.len() as u64 != want_entries || s.nodes.len() as u64 != want_pages {
+            return Err(DecodeError(format!(
+                "grouped stream of {want_entries} entries in {want_pages} pages has {} in {}",
+                s.entries.len(),
+                s.nodes.len()
+            )));
+        }
+        s.layout.root_shadow = Some(root.to_vec());
+        Ok(s)
+    }
+
+    /// Re-plans the stored layout for group records of about `group_bytes` (the pages
+    /// themselves are Redis's nodes, sized by `stream-node-max-*`): grouped past twice
+    /// that, compact again under half of it.
+    pub fn plan_layout(&mut self, group_bytes: usize) {
+        let g = group_bytes.max(64);
+        let total = self.layout.entry_bytes
+            + self
+                .groups
+                .iter()
+                .map(|(n, c)| cgroup_bytes(n, c))
+                .sum::<usize>();
+        // Entries outside every node cannot be paged (not expected: every entry is added
+        // through a node).
+        let pageable = self.entries.is_empty() || !self.nodes.is_empty();
+        if !self.layout.grouped {
+            if total > 2 * g && pageable {
+                self.make_grouped();
+            }
+        } else if total < g / 2 || (self.nodes.is_empty() && self.groups.is_empty()) {
+            let entry_bytes = self.layout.entry_bytes;
+            *self.layout = Layout {
+                entry_bytes,
+                layout_changed: true,
+                ..Default::default()
+            };
+        }
+    }
+
+    /// Switches to the grouped form: every node a page, every record to write.
+    fn make_grouped(&mut self) {
+        let l = &mut self.layout;
+        l.grouped = true;
+        l.pages.clear();
+        l.masters.clear();
+        l.cgroups.clear();
+        l.cgroup_shadow.clear();
+        l.next_page = 1;
+        l.next_cgroup = CGROUP_ID_BASE;
+        l.dirty = self.nodes.keys().copied().collect();
+        l.root_shadow = None;
+        l.layout_changed = true;
+        l.groups_touched = true;
+    }
+
+    /// True when stored grouped.
+    pub fn is_grouped(&self) -> bool {
+        self.layout.grouped
+    }
+
+    /// The ids of the group records, ascending (empty when compact).
+    pub fn group_ids(&self) -> Vec<u64> {
+        if !self.layout.grouped {
+            return Vec::new();
+        }
+        let mut ids: Vec<u64> = self.layout.masters.keys().copied().collect();
+        let mut c: Vec<u64> = self.layout.cgroups.values().copied().collect();
+        c.sort_unstable();
+        ids.extend(c);
+        ids
+    }
+
+    /// What to write since the last call: the pages whose node changed, the consumer
+    /// groups whose encoding changed, the root when its encoding changed.
+    pub fn take_changes(&mut self) -> Changes {
+        let l = &mut self.layout;
+        if !l.grouped {
+            l.dirty.clear();
+            l.root_shadow = None;
+            return Changes {
+                root: true,
+                groups: Vec::new(),
+                layout: std::mem::take(&mut l.layout_changed),
+            };
+        }
+        let mut layout = std::mem::take(&mut l.layout_changed);
+        let mut groups = Vec::new();
+        for master in std::mem::take(&mut l.dirty) {
+            if self.nodes.contains_key(&master) {
+                let id = match l.pages.get(&master) {
+                    Some(id) => *id,
+                    None => {
+                        let id = l.next_page;
+                        l.next_page += 1;
+                        l.pages.insert(master, id);
+                        l.masters.insert(id, master);
+                        layout = true;
+                        id
+                    }
+                };
+                groups.push(id);
+            } else if let Some(id) = l.pages.remove(&master) {
+                l.masters.remove(&id);
+                layout = true;
+            }
+        }
+        // Consumer groups: removed ones, then changed or new ones (only when handed out
+        // for changes: an XADD costs nothing per group).
+        if !std::mem::take(&mut l.groups_touched) {
+            return self.finish_changes(groups, layout);
+        }
+        let gone: Vec<Vec<u8>> = l
+            .cgroups
+            .keys()
+            .filter(|n| !self.groups.contains_key(*n))
+            .cloned()
+            .collect();
+        for n in gone {
+            if let Some(id) = l.cgroups.remove(&n) {
+                l.cgroup_shadow.remove(&id);
+                layout = true;
+            }
+        }
+        let mut buf = Vec::new();
+        for (name, g) in &self.groups {
+            buf.clear();
+            buf.push(0);
+            put_cgroup(&mut buf, name, g);
+            let id = match l.cgroups.get(name) {
+                Some(id) => *id,
+                None => {
+                    let id = l.next_cgroup;
+                    l.next_cgroup += 1;
+                    l.cgroups.insert(name.clone(), id);
+                    layout = true;
+                    id
+                }
+            };
+            if l.cgroup_shadow.get(&id).map(Vec::as_slice) != Some(&buf[..]) {
+                l.cgroup_shadow.insert(id, buf.clone());
+                groups.push(id);
+            }
+        }
+        self.finish_changes(groups, layout)
+    }
+
+    /// The end of [`Stream::take_changes`]: the root when its encoding changed.
+    fn finish_changes(&mut self, mut groups: Vec<u64>, layout: bool) -> Changes {
+        groups.sort_unstable();
+        let mut root = Vec::new();
+        self.encode_root(&mut root);
+        let l = &mut self.layout;
+        let root_changed = l.root_shadow.as_deref() != Some(&root[..]);
+        if root_changed {
+            l.root_shadow = Some(root);
+        }
+        Changes {
+            root: root_changed,
+            groups,
+            layout,
+        }
+    }
+}
+
+fn put_id(out: &mut Vec<u8>, i: StreamId) {
+    put_varint(out, i.ms);
+    put_varint(out, i.seq);
+}
+
+fn get_id(r: &mut Reader) -> Result<StreamId, DecodeError> {
+    Ok(StreamId::new(r.varint()?, r.varint()?))
+}
+
+fn put_node(out: &mut Vec<u8>, m: StreamId, n: &Node) {
+    put_id(out, m);
+    put_id(out, n.last);
+    put_varint(out, n.live as u64);
+    put_varint(out, n.total as u64);
+    put_varint(out, n.bytes);
+    put_varint(out, n.master_fields.len() as u64);
+    for f in &n.master_fields {
+        put_bytes(out, f);
+    }
+}
+
+fn get_node(r: &mut Reader) -> Result<(StreamId, Node), DecodeError> {
+    let m = get_id(r)?;
+    let last = get_id(r)?;
+    let live = r.varint()? as u32;
+    let total = r.varint()? as u32;
+    let bytes = r.varint()?;
+    let nf = r.count(1)?;
+    let mut master_fields = Vec::with_capacity(nf);
+    for _ in 0..nf {
+        master_fields.push(r.bytes()?.to_vec());
+    }
+    Ok((
+        m,
+        Node {
+            last,
+            live,
+            total,
+            bytes,
+            master_fields,
+        },
+    ))
+}
+
+fn put_entry(out: &mut Vec<u8>, i: StreamId, f: &Fields) {
+    put_id(out, i);
+    put_varint(out, f.len() as u64);
+    for x in f {
+        put_bytes(out, x);
+    }
+}
+
+fn get_entry(r: &mut Reader) -> Result<(StreamId, Fields), DecodeError> {
+    let i = get_id(r)?;
+    let nf = r.count(1)?;
+    let mut f = Vec::with_capacity(nf);
+    for _ in 0..nf {
+        f.push(r.bytes()?.to_vec());
+    }
+    Ok((i, f))
+}
+
+fn put_cgroup(out: &mut Vec<u8>, name: &[u8], g: &Group) {
+    put_bytes(out, name);
+    put_id(out, g.last_id);
+    put_varint(out, (g.entries_read + 1) as u64);
+    put_varint(out, g.consumers.len() as u64);
+    for (cname, c) in &g.consumers {
+        put_bytes(out, cname);
+        put_varint(out, zigzag(c.seen_time));
+        put_varint(out, zigzag(c.active_time));
+    }
+    put_varint(out, g.pel.len() as u64);
+    for (i, p) in &g.pel {
+        put_id(out, *i);
+        put_bytes(out, &p.consumer);
+        put_varint(out, zigzag(p.delivery_time));
+        put_varint(out, p.delivery_count);
+    }
+}
+
+fn get_cgroup(r: &mut Reader) -> Result<(Vec<u8>, Group), DecodeError> {
+    let name = r.bytes()?.to_vec();
+    let mut g = Group {
+        last_id: get_id(r)?,
+        entries_read: r.varint()? as i64 - 1,
+        ..Default::default()
+    };
+    let nc = r.count(3)?;
+    for _ in 0..nc {
+        let cname = r.bytes()?.to_vec();
+        let seen_time = unzigzag(r.varint()?);
+        let active_time = unzigzag(r.varint()?);
+        g.consumers.insert(
+            cname,
+            Consumer {
+                seen_time,
+                active_time,
+                pel: BTreeSet::new(),
+            },
+        );
+    }
+    let np = r.count(5)?;
+    for _ in 0..np {
+        let i = get_id(r)?;
+        let consumer = r.bytes()?.to_vec();
+        let delivery_time = unzigzag(r.varint()?);
+        let delivery_count = r.varint()?;
+        match g.consumers.get_mut(&consumer) {
+            Some(c) => {
+                c.pel.insert(i);
+            }
+            None => return Err(DecodeError("pending entry of no consumer".into())),
+        }
+        g.pel.insert(
+            i,
+            Pending {
+                consumer,
+                delivery_time,
+                delivery_count,
+            },
+        );
+    }
+    Ok((name, g))
 }
 
 fn zigzag(v: i64) -> u64 {
@@ -824,12 +1262,173 @@ mod tests {
             .unwrap()
             .pel
             .insert(StreamId::new(3, 0));
-        s.groups.insert(b"g".to_vec(), g);
+        s.groups_mut().insert(b"g".to_vec(), g);
         let mut out = Vec::new();
         s.encode(&mut out);
         assert_eq!(Stream::decode(&out).unwrap(), s);
         for cut in 0..out.len() {
             assert!(Stream::decode(&out[..cut]).is_err());
+        }
+    }
+
+    /// A store of records as the keyspace keeps them: the root and the group records by id.
+    #[derive(Default)]
+    struct Store {
+        root: Vec<u8>,
+        groups: BTreeMap<u64, Vec<u8>>,
+        /// Bytes written by the last write.
+        written: usize,
+    }
+
+    impl Store {
+        /// Writes `s` as `store_coll` does; returns the stream decoded from the store.
+        fn write(&mut self, s: &mut Stream, group_bytes: usize) -> Stream {
+            s.plan_layout(group_bytes);
+            let c = s.take_changes();
+            self.written = 0;
+            if !s.is_grouped() {
+                self.groups.clear();
+                self.root.clear();
+                s.encode(&mut self.root);
+                self.written = self.root.len();
+                return Stream::decode(&self.root).unwrap();
+            }
+            for &g in &c.groups {
+                let mut b = Vec::new();
+                s.encode_group(g, &mut b);
+                self.written += b.len();
+                self.groups.insert(g, b);
+            }
+            let ids = s.group_ids();
+            if c.layout {
+                self.groups.retain(|g, _| ids.binary_search(g).is_ok());
+            }
+            assert_eq!(self.groups.keys().copied().collect::<Vec<_>>(), ids);
+            if c.root || !is_root(&self.root) {
+                self.root.clear();
+                s.encode(&mut self.root);
+                self.written += self.root.len();
+            }
+            let gs: Vec<(u64, &[u8])> = self.groups.iter().map(|(g, v)| (*g, &v[..])).collect();
+            Stream::decode_grouped(&self.root, &gs).unwrap()
+        }
+    }
+
+    fn is_root(b: &[u8]) -> bool {
+        b.first() == Some(&crate::coll::FLAG_GROUPED)
+    }
+
+    /// Grouped records cut short, dropped or swapped give errors, never panics or a
+    /// shorter stream.
+    fn damaged_grouped_records_are_errors(s: &mut Stream, st: &mut Store) {
+        for i in 0..300u64 {
+            s.append(StreamId::new(1 << 40, i), f("tail"), 10, 300);
+        }
+        let mut back = st.write(s, 512);
+        back.groups_mut().insert(
+            b"extra".to_vec(),
+            Group {
+                entries_read: -1,
+                ..Default::default()
+            },
+        );
+        *s = back;
+        st.write(s, 512);
+        assert!(s.is_grouped() && st.groups.len() > 10);
+        let all: Vec<(u64, Vec<u8>)> = st.groups.iter().map(|(g, v)| (*g, v.clone())).collect();
+        let decode = |gs: &[(u64, Vec<u8>)]| {
+            let gs: Vec<(u64, &[u8])> = gs.iter().map(|(g, v)| (*g, &v[..])).collect();
+            Stream::decode_grouped(&st.root, &gs)
+        };
+        assert_eq!(&decode(&all).unwrap(), s);
+        for drop in 0..all.len() {
+            let mut gs = all.clone();
+            gs.remove(drop);
+            assert!(
+                decode(&gs).is_err(),
+                "record {drop} of {} dropped",
+                all.len()
+            );
+        }
+        for (i, (_, v)) in all.iter().enumerate().step_by(7) {
+            for cut in (0..v.len()).step_by(v.len() / 16 + 1) {
+                let mut gs = all.clone();
+                gs[i].1.truncate(cut);
+                assert!(decode(&gs).is_err(), "record {i} cut at {cut}");
+            }
+        }
+        for cut in 0..st.root.len() {
+            let gs: Vec<(u64, &[u8])> = all.iter().map(|(g, v)| (*g, &v[..])).collect();
+            assert!(Stream::decode_grouped(&st.root[..cut], &gs).is_err());
+        }
+    }
+
+    #[test]
+    fn grouped_form_follows_every_change_and_writes_little() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(27);
+        let mut s = Stream::default();
+        let mut st = Store::default();
+        let mut ms = 1u64;
+        let mut was_grouped = false;
+        for step in 0..6000 {
+            let op = rng.random_range(0..100);
+            if op < 70 {
+                ms += rng.random_range(0..3);
+                let id = s.last_id.incr().unwrap().max(StreamId::new(ms, 0));
+                let v = "x".repeat(rng.random_range(1..40));
+                s.append(id, f(&v), 10, 300);
+            } else if op < 80 && !s.is_empty() {
+                let ids: Vec<StreamId> = s.iter().map(|(i, _)| *i).collect();
+                s.delete(ids[rng.random_range(0..ids.len())]);
+            } else if op < 84 {
+                let keep = rng.random_range(0..(s.len() as u64 + 1).max(1));
+                s.trim(
+                    Trim::MaxLen(keep.max(s.len() as u64 * 3 / 4)),
+                    rng.random_bool(0.5),
+                    0,
+                );
+            } else if op < 92 {
+                let name = format!("g{}", rng.random_range(0..4)).into_bytes();
+                let last = s.entries.iter().next_back().map(|(id, _)| *id);
+                let g = s.groups_mut().entry(name).or_insert_with(|| Group {
+                    entries_read: -1,
+                    ..Default::default()
+                });
+                g.create_consumer(b"c", step);
+                if let Some(id) = last {
+                    g.pel.entry(id).or_insert(Pending {
+                        consumer: b"c".to_vec(),
+                        delivery_time: step,
+                        delivery_count: 1,
+                    });
+                    g.consumers.get_mut(&b"c"[..]).unwrap().pel.insert(id);
+                    g.last_id = id;
+                }
+            } else if op < 94 {
+                let name = format!("g{}", rng.random_range(0..4)).into_bytes();
+                s.groups_mut().remove(&name);
+            } else if op < 95 && step % 7 == 0 {
+                // Shrink a lot, so that the stream goes back to one record.
+                s.trim(Trim::MaxLen(2), false, 0);
+            }
+            let before = st.groups.len();
+            let back = st.write(&mut s, 512);
+            assert_eq!(back, s, "step {step}");
+            assert_eq!(back.node_count(), s.node_count());
+            was_grouped |= s.is_grouped();
+            if s.is_grouped() && op < 70 && before > 20 {
+                // An append rewrites the tail page and the root, not the stream.
+                assert!(st.written < 1200, "step {step}: {} bytes", st.written);
+            }
+        }
+        assert!(was_grouped);
+        damaged_grouped_records_are_errors(&mut s, &mut st);
+        // A decoded grouped stream writes nothing until it changes, then as little.
+        if s.is_grouped() {
+            let mut back = st.write(&mut s, 512);
+            let c = back.take_changes();
+            assert!(c.groups.is_empty() && !c.root, "{c:?}");
         }
     }
 

@@ -716,7 +716,8 @@ pub fn xreadgroup(x: &mut Exec, a: &[&[u8]]) {
     // Every key first: its type, its group, its ID.
     let mut ids = Vec::with_capacity(p.keys.len());
     for (k, arg) in p.keys.iter().zip(&p.id_args) {
-        let Ok(has_group) = peek(x, k, |s| s.is_some_and(|s| s.groups.contains_key(gname))) else {
+        let Ok(has_group) = peek(x, k, |s| s.is_some_and(|s| s.groups().contains_key(gname)))
+        else {
             return;
         };
         if !has_group {
@@ -744,7 +745,7 @@ pub fn xreadgroup(x: &mut Exec, a: &[&[u8]]) {
         };
         // The same key twice: the second sees the first's changes (taken again).
         let gt = ids[n];
-        let mut g = s.groups.remove(gname).expect("checked");
+        let mut g = s.groups_mut().remove(gname).expect("checked");
         let history = gt != StreamId::MAX;
         let serve = history || (!s.is_empty() && s.last_valid_id() > g.last_id);
         let created = g.create_consumer(cname, now);
@@ -781,7 +782,7 @@ pub fn xreadgroup(x: &mut Exec, a: &[&[u8]]) {
                 }
             }
         }
-        s.groups.insert(gname.to_vec(), g);
+        s.groups_mut().insert(gname.to_vec(), g);
         // Nothing served to a known consumer of a call that is about to block: only its
         // seen-time moved, which is not written (a blocked XREADGROUP runs again on every
         // write of its key, and a write of its own would wake it again).
@@ -890,7 +891,7 @@ pub fn xgroup(x: &mut Exec, a: &[&[u8]]) {
         return subcommand_syntax(x.reply, opt, "XGROUP");
     }
     let (key, gname) = (a[2], a[3]);
-    let Ok(state) = peek(x, key, |s| s.map(|s| s.groups.contains_key(gname))) else {
+    let Ok(state) = peek(x, key, |s| s.map(|s| s.groups().contains_key(gname))) else {
         return;
     };
     if !mkstream {
@@ -919,7 +920,7 @@ pub fn xgroup(x: &mut Exec, a: &[&[u8]]) {
         let Ok(s) = take(x, key) else { return };
         let mut s = s.unwrap_or_default();
         let id = id.unwrap_or(s.last_id);
-        s.groups.insert(
+        s.groups_mut().insert(
             gname.to_vec(),
             Group {
                 last_id: id,
@@ -947,7 +948,7 @@ pub fn xgroup(x: &mut Exec, a: &[&[u8]]) {
             return;
         };
         let id = id.unwrap_or(s.last_id);
-        let g = s.groups.get_mut(gname).expect("checked");
+        let g = s.groups_mut().get_mut(gname).expect("checked");
         g.last_id = id;
         g.entries_read = entries_read;
         if put(x, key, s) {
@@ -960,13 +961,13 @@ pub fn xgroup(x: &mut Exec, a: &[&[u8]]) {
         let Ok(Some(mut s)) = take(x, key) else {
             return;
         };
-        s.groups.remove(gname);
+        s.groups_mut().remove(gname);
         if put(x, key, s) {
             x.reply.int(1);
         }
     } else if is(opt, "createconsumer") && a.len() == 5 {
         let Ok(exists) = peek(x, key, |s| {
-            s.and_then(|s| s.groups.get(gname))
+            s.and_then(|s| s.groups().get(gname))
                 .is_some_and(|g| g.consumers.contains_key(a[4]))
         }) else {
             return;
@@ -977,7 +978,7 @@ pub fn xgroup(x: &mut Exec, a: &[&[u8]]) {
         let Ok(Some(mut s)) = take(x, key) else {
             return;
         };
-        s.groups
+        s.groups_mut()
             .get_mut(gname)
             .expect("checked")
             .create_consumer(a[4], now);
@@ -986,7 +987,7 @@ pub fn xgroup(x: &mut Exec, a: &[&[u8]]) {
         }
     } else if is(opt, "delconsumer") && a.len() == 5 {
         let Ok(exists) = peek(x, key, |s| {
-            s.and_then(|s| s.groups.get(gname))
+            s.and_then(|s| s.groups().get(gname))
                 .is_some_and(|g| g.consumers.contains_key(a[4]))
         }) else {
             return;
@@ -997,7 +998,7 @@ pub fn xgroup(x: &mut Exec, a: &[&[u8]]) {
         let Ok(Some(mut s)) = take(x, key) else {
             return;
         };
-        let g = s.groups.get_mut(gname).expect("checked");
+        let g = s.groups_mut().get_mut(gname).expect("checked");
         let c = g.consumers.remove(a[4]).expect("checked");
         for id in &c.pel {
             g.pel.remove(id);
@@ -1086,7 +1087,9 @@ pub fn xsetid(x: &mut Exec, a: &[&[u8]]) {
 
 /// XACK key group id [id ...]
 pub fn xack(x: &mut Exec, a: &[&[u8]]) {
-    let Ok(has_group) = peek(x, a[1], |s| s.is_some_and(|s| s.groups.contains_key(a[2]))) else {
+    let Ok(has_group) = peek(x, a[1], |s| {
+        s.is_some_and(|s| s.groups().contains_key(a[2]))
+    }) else {
         return;
     };
     if !has_group {
@@ -1100,7 +1103,7 @@ pub fn xack(x: &mut Exec, a: &[&[u8]]) {
         ids.push(id);
     }
     let Ok(any) = peek(x, a[1], |s| {
-        let g = &s.expect("exists").groups[a[2]];
+        let g = &s.expect("exists").groups()[a[2]];
         ids.iter().any(|id| g.pel.contains_key(id))
     }) else {
         return;
@@ -1111,7 +1114,7 @@ pub fn xack(x: &mut Exec, a: &[&[u8]]) {
     let Ok(Some(mut s)) = take(x, a[1]) else {
         return;
     };
-    let g = s.groups.get_mut(a[2]).expect("checked");
+    let g = s.groups_mut().get_mut(a[2]).expect("checked");
     let acked = ids.iter().filter(|id| g.remove_pending(**id)).count();
     if put(x, a[1], s) {
         x.reply.int(acked as i64);
@@ -1160,7 +1163,7 @@ pub fn xpending(x: &mut Exec, a: &[&[u8]]) {
     let now = x.now_ms;
     let (key, gname) = (a[1], a[2]);
     read(x, key, |r, s| {
-        let Some(g) = s.and_then(|s| s.groups.get(gname)) else {
+        let Some(g) = s.and_then(|s| s.groups().get(gname)) else {
             return nogroup_key_group(r, key, gname, "");
         };
         if justinfo {
@@ -1222,7 +1225,9 @@ pub fn xpending(x: &mut Exec, a: &[&[u8]]) {
 /// [RETRYCOUNT count] [FORCE] [JUSTID] [LASTID lastid]
 pub fn xclaim(x: &mut Exec, a: &[&[u8]]) {
     let (key, gname, cname) = (a[1], a[2], a[3]);
-    let Ok(has_group) = peek(x, key, |s| s.is_some_and(|s| s.groups.contains_key(gname))) else {
+    let Ok(has_group) = peek(x, key, |s| {
+        s.is_some_and(|s| s.groups().contains_key(gname))
+    }) else {
         return;
     };
     if !has_group {
@@ -1296,7 +1301,7 @@ pub fn xclaim(x: &mut Exec, a: &[&[u8]]) {
     let Ok(Some(mut s)) = take(x, key) else {
         return;
     };
-    let mut g = s.groups.remove(gname).expect("checked");
+    let mut g = s.groups_mut().remove(gname).expect("checked");
     if last_id > g.last_id {
         g.last_id = last_id;
     }
@@ -1354,7 +1359,7 @@ pub fn xclaim(x: &mut Exec, a: &[&[u8]]) {
             reply_entry(&mut r, *id, s.get(*id).expect("exists"));
         }
     }
-    s.groups.insert(gname.to_vec(), g);
+    s.groups_mut().insert(gname.to_vec(), g);
     if put(x, key, s) {
         x.reply.buf.extend_from_slice(&r.buf);
     }
@@ -1393,7 +1398,9 @@ pub fn xautoclaim(x: &mut Exec, a: &[&[u8]]) {
         }
         j += 1;
     }
-    let Ok(has_group) = peek(x, key, |s| s.is_some_and(|s| s.groups.contains_key(gname))) else {
+    let Ok(has_group) = peek(x, key, |s| {
+        s.is_some_and(|s| s.groups().contains_key(gname))
+    }) else {
         return;
     };
     if !has_group {
@@ -1403,7 +1410,7 @@ pub fn xautoclaim(x: &mut Exec, a: &[&[u8]]) {
         return;
     };
     let now = x.now_ms;
-    let mut g = s.groups.remove(gname).expect("checked");
+    let mut g = s.groups_mut().remove(gname).expect("checked");
     g.create_consumer(cname, now);
     g.consumers.get_mut(cname).expect("created").seen_time = now;
     let mut attempts = count * 10;
@@ -1463,7 +1470,7 @@ pub fn xautoclaim(x: &mut Exec, a: &[&[u8]]) {
     for id in &deleted {
         reply_id(&mut r, *id);
     }
-    s.groups.insert(gname.to_vec(), g);
+    s.groups_mut().insert(gname.to_vec(), g);
     if put(x, key, s) {
         x.reply.buf.extend_from_slice(&r.buf);
     }
@@ -1507,7 +1514,7 @@ pub fn xinfo(x: &mut Exec, a: &[&[u8]]) {
             return r.error("ERR no such key");
         };
         if is(opt, "consumers") && a.len() == 4 {
-            let Some(g) = s.groups.get(a[3]) else {
+            let Some(g) = s.groups().get(a[3]) else {
                 return nogroup_for_key(r, a[3], key);
             };
             r.array(g.consumers.len());
@@ -1528,8 +1535,8 @@ pub fn xinfo(x: &mut Exec, a: &[&[u8]]) {
                 r.int(inactive);
             }
         } else if is(opt, "groups") && a.len() == 3 {
-            r.array(s.groups.len());
-            for (name, g) in &s.groups {
+            r.array(s.groups().len());
+            for (name, g) in s.groups() {
                 r.map(6);
                 r.bulk(b"name");
                 r.bulk(name);
@@ -1593,7 +1600,7 @@ fn xinfo_stream(r: &mut Reply, s: &Stream, a: &[&[u8]]) {
     reply_id(r, s.first_id());
     if !full {
         r.bulk(b"groups");
-        r.int(s.groups.len() as i64);
+        r.int(s.groups().len() as i64);
         r.bulk(b"first-entry");
         match s.iter().next() {
             Some((id, f)) => reply_entry(r, *id, f),
@@ -1613,8 +1620,8 @@ fn xinfo_stream(r: &mut Reply, s: &Stream, a: &[&[u8]]) {
         reply_entry(r, *id, f);
     }
     r.bulk(b"groups");
-    r.array(s.groups.len());
-    for (name, g) in &s.groups {
+    r.array(s.groups().len());
+    for (name, g) in s.groups() {
         r.map(7);
         r.bulk(b"name");
         r.bulk(name);

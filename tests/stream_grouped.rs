@@ -1,0 +1,373 @@
+//! Big streams stored grouped (issue 27, item 1): a stream of 200,000 entries with consumer
+//! groups is a root record, one page per node and one record per consumer group, so that an
+//! XADD writes the tail page and the root, not the stream. Every reply must match a local
+//! model through growth, XDEL, XTRIM, reads and acknowledgements of groups, a clean restart
+//! (index checkpoint) and kill -9 under `appendfsync always` (a scan), with one worker and
+//! with two. Skerry-only (INFO storage fields, group records).
+//!
+//! `SKERRY_STREAM_GROUPED_ENTRIES` sets the stream's size (default 200,000).
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+
+fn storage(r: &mut Raw, field: &str) -> i64 {
+    let info = r.cmd(&["INFO", "storage"]).text();
+    info_field(&info, &format!("storage_{field}"))
+        .unwrap_or_else(|| panic!("no storage_{field} in INFO"))
+        .parse()
+        .unwrap()
+}
+
+/// Sends `cmds` pipelined (200 at a time) and returns the replies; none may be an error.
+fn send_all(r: &mut Raw, cmds: &[Vec<String>]) -> Vec<Value> {
+    let mut replies = Vec::with_capacity(cmds.len());
+    for chunk in cmds.chunks(200) {
+        let mut out = Vec::new();
+        for c in chunk {
+            out.extend_from_slice(&resp::encode(c));
+        }
+        r.send(&out);
+        for c in chunk {
+            let v = r.read_value();
+            assert!(!v.is_error(), "{c:?}: {v:?}");
+            replies.push(v);
+        }
+    }
+    replies
+}
+
+/// The local model: the entries (ID, value of field `f`) in ID order.
+struct Model {
+    key: String,
+    entries: Vec<(String, String)>,
+}
+
+impl Model {
+    /// XADDs `n` entries (explicit IDs after the last one) and records them.
+    fn add(&mut self, r: &mut Raw, n: usize) {
+        let mut ms = self.entries.last().map_or(1, |(id, _)| ms_of(id) + 1);
+        let mut cmds = Vec::with_capacity(n);
+        let mut added = Vec::with_capacity(n);
+        for i in 0..n {
+            // Several entries per millisecond now and then.
+            let seq = i % 3;
+            if seq == 0 {
+                ms += 1;
+            }
+            let id = format!("{ms}-{seq}");
+            let v = format!("value-{ms}-{}", "x".repeat(i % 17));
+            cmds.push(vec![
+                "XADD".to_string(),
+                self.key.clone(),
+                id.clone(),
+                "f".into(),
+                v.clone(),
+            ]);
+            added.push((id, v));
+        }
+        let replies = send_all(r, &cmds);
+        for (reply, (id, _)) in replies.iter().zip(&added) {
+            assert_eq!(&reply.text(), id);
+        }
+        self.entries.extend(added);
+    }
+
+    /// XDELs the entries at positions `at` (ascending).
+    fn delete(&mut self, r: &mut Raw, at: &[usize]) {
+        let ids: Vec<String> = at.iter().map(|&i| self.entries[i].0.clone()).collect();
+        let mut args = vec!["XDEL", &self.key];
+        args.extend(ids.iter().map(|s| s.as_str()));
+        assert_eq!(r.cmd(&args).int(), ids.len() as i64);
+        for &i in at.iter().rev() {
+            self.entries.remove(i);
+        }
+    }
+
+    /// Checks the stream against the model: length, both ends, windows here and there,
+    /// and (when `whole`) every entry.
+    fn check(&self, r: &mut Raw, whole: bool) {
+        let key = &self.key;
+        assert_eq!(r.cmd(&["XLEN", key]).int(), self.entries.len() as i64);
+        let n = self.entries.len();
+        for start in [0, 1, n / 3, n / 2, n.saturating_sub(7)] {
+            let count = 7.min(n - start.min(n));
+            if count == 0 {
+                continue;
+            }
+            let from = &self.entries[start].0;
+            let got = r.cmd(&["XRANGE", key, from, "+", "COUNT", &count.to_string()]);
+            assert_eq!(
+                entries_of(&got),
+                self.entries[start..start + count],
+                "XRANGE {from} + COUNT {count}"
+            );
+        }
+        let got = r.cmd(&["XREVRANGE", key, "+", "-", "COUNT", "5"]);
+        let want: Vec<(String, String)> = self.entries.iter().rev().take(5).cloned().collect();
+        assert_eq!(entries_of(&got), want, "XREVRANGE");
+        if whole {
+            // Every entry, 2,000 at a time (the test client parses a big reply slowly).
+            let mut from = "-".to_string();
+            let mut at = 0;
+            loop {
+                let got = entries_of(&r.cmd(&["XRANGE", key, &from, "+", "COUNT", "2000"]));
+                let want = &self.entries[at..(at + 2000).min(n)];
+                assert!(got == want, "XRANGE {from} + COUNT 2000 differs");
+                at += got.len();
+                match got.last() {
+                    Some((id, _)) if got.len() == 2000 => from = format!("({id}"),
+                    _ => break,
+                }
+            }
+            assert_eq!(at, n);
+        }
+    }
+}
+
+fn ms_of(id: &str) -> u64 {
+    id.split('-').next().unwrap().parse().unwrap()
+}
+
+/// (ID, value of field `f`) of an XRANGE reply.
+fn entries_of(v: &Value) -> Vec<(String, String)> {
+    v.items()
+        .into_iter()
+        .map(|e| {
+            let e = e.items();
+            let fields = e[1].strings();
+            assert_eq!(fields.len(), 2);
+            assert_eq!(fields[0], "f");
+            (e[0].text(), fields[1].clone())
+        })
+        .collect()
+}
+
+/// Replies that describe the stream's state beyond its entries (to compare across
+/// restarts), with the times that pass (idle, inactive) masked.
+fn state(r: &mut Raw, key: &str) -> Vec<Value> {
+    let mut consumers = r.cmd(&["XINFO", "CONSUMERS", key, "g1"]);
+    if let Value::Array(cs) = &mut consumers {
+        for c in cs {
+            if let Value::Array(kv) = c {
+                for i in (0..kv.len()).step_by(2) {
+                    let k = kv[i].text();
+                    if k == "idle" || k == "inactive" {
+                        kv[i + 1] = Value::Integer(0);
+                    }
+                }
+            }
+        }
+    }
+    let mut pending = |g: &str| {
+        let mut v = r.cmd(&["XPENDING", key, g, "-", "+", "1000"]);
+        if let Value::Array(ps) = &mut v {
+            for p in ps {
+                if let Value::Array(f) = p {
+                    f[2] = Value::Integer(0);
+                }
+            }
+        }
+        v
+    };
+    let (p1, p2) = (pending("g1"), pending("g2"));
+    vec![
+        r.cmd(&["XINFO", "STREAM", key]),
+        r.cmd(&["XINFO", "GROUPS", key]),
+        consumers,
+        r.cmd(&["XPENDING", key, "g1"]),
+        p1,
+        p2,
+    ]
+}
+
+/// Asserts that two states are equal without printing them whole.
+fn same_state(got: &[Value], want: &[Value], when: &str) {
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        if g != w {
+            let (g, w) = (format!("{g:?}"), format!("{w:?}"));
+            let at = g
+                .bytes()
+                .zip(w.bytes())
+                .position(|(a, b)| a != b)
+                .unwrap_or(0);
+            let from = at.saturating_sub(200);
+            panic!(
+                "{when}: state reply {i} differs at byte {at}:\n got:  ...{}\n want: ...{}",
+                &g[from..(at + 200).min(g.len())],
+                &w[from..(at + 200).min(w.len())]
+            );
+        }
+    }
+}
+
+fn entries_target() -> usize {
+    std::env::var("SKERRY_STREAM_GROUPED_ENTRIES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200_000)
+}
+
+fn big_stream(threads: &str, worker: usize) {
+    skip_if_redis!(); // grouped streams and INFO storage fields are Skerry's
+    let mut s = Server::start(&["--appendfsync", "always", "--threads", threads]);
+    let mut r = s.raw();
+    let mut m = Model {
+        key: key_on("stream", worker),
+        entries: Vec::new(),
+    };
+    let key = m.key.clone();
+    let target = entries_target();
+    let t0 = std::time::Instant::now();
+    let phase = |what: &str| eprintln!("threads {threads}: {what} at {:?}", t0.elapsed());
+    m.add(&mut r, target);
+    phase("filled");
+    m.check(&mut r, true);
+    phase("checked");
+    let groups0 = storage(&mut r, "collection_group_records");
+    // One page per node of 100 entries.
+    assert!(
+        groups0 as usize >= target / 100,
+        "{groups0} group records for {target} entries"
+    );
+
+    // Consumer groups: g1 reads 500 entries and acknowledges 100 of them; g2 starts at
+    // the end.
+    assert_eq!(r.cmd(&["XGROUP", "CREATE", &key, "g1", "0"]).text(), "OK");
+    assert_eq!(r.cmd(&["XGROUP", "CREATE", &key, "g2", "$"]).text(), "OK");
+    let got = r.cmd(&[
+        "XREADGROUP",
+        "GROUP",
+        "g1",
+        "alice",
+        "COUNT",
+        "500",
+        "STREAMS",
+        &key,
+        ">",
+    ]);
+    let read = entries_of(&got.items()[0].items()[1]);
+    assert_eq!(read, m.entries[..500]);
+    let mut ack = vec!["XACK", &key, "g1"];
+    ack.extend(read[..100].iter().map(|(id, _)| id.as_str()));
+    assert_eq!(r.cmd(&ack).int(), 100);
+
+    // 1,000 XADDs into the big stream: each writes a small record, not the stream.
+    let bytes0 = storage(&mut r, "device_written_bytes");
+    let appended0 = storage(&mut r, "records_appended");
+    m.add(&mut r, 1000);
+    let bytes = storage(&mut r, "device_written_bytes") - bytes0;
+    let appended = storage(&mut r, "records_appended") - appended0;
+    eprintln!(
+        "threads {threads}: {} entries, {groups0} group records; 1,000 XADDs wrote {bytes} \
+         device bytes ({} per XADD) in {appended} records",
+        m.entries.len(),
+        bytes / 1000
+    );
+    // The stream is several MB; an XADD rewrites the tail page (at most a node of about
+    // 4 KB) and the root. Device bytes include partial sectors written again.
+    assert!(
+        bytes / 1000 <= 8192,
+        "{} device bytes per XADD",
+        bytes / 1000
+    );
+    assert!(appended <= 4 * 1000, "{appended} records for 1,000 XADDs");
+
+    // XDEL in the middle, an exact trim at the front, g2 reads the new entries.
+    let n = m.entries.len();
+    m.delete(&mut r, &[n / 4, n / 4 + 1, n / 2, n - 3]);
+    let min_id = m.entries[1000].0.clone();
+    assert_eq!(r.cmd(&["XTRIM", &key, "MINID", &min_id]).int(), 1000);
+    m.entries.drain(..1000);
+    let got = r.cmd(&[
+        "XREADGROUP",
+        "GROUP",
+        "g2",
+        "bob",
+        "COUNT",
+        "10",
+        "STREAMS",
+        &key,
+        ">",
+    ]);
+    let read2 = entries_of(&got.items()[0].items()[1]);
+    assert_eq!(read2.len(), 10);
+    m.check(&mut r, true);
+    let before = state(&mut r, &key);
+    phase("changed");
+
+    // A clean restart (index checkpoint), then kill -9 (scan): nothing acknowledged lost.
+    r.send(&resp::encode(&["SHUTDOWN"]));
+    s.wait_exit(Duration::from_secs(60)).expect("shutdown");
+    s.start_again();
+    phase("restarted");
+    let mut r = s.raw();
+    m.check(&mut r, true);
+    phase("checked after restart");
+    same_state(&state(&mut r, &key), &before, "after a clean restart");
+    let g = storage(&mut r, "collection_group_records");
+    assert!(g as usize >= m.entries.len() / 100, "{g} group records");
+
+    // More changes, each acknowledged under appendfsync always, then kill -9.
+    m.add(&mut r, 250);
+    let mut ack = vec!["XACK", &key, "g1"];
+    ack.extend(read[100..150].iter().map(|(id, _)| id.as_str()));
+    assert_eq!(r.cmd(&ack).int(), 50);
+    assert_eq!(
+        r.cmd(&["XGROUP", "CREATECONSUMER", &key, "g1", "carol"])
+            .int(),
+        1
+    );
+    let n = m.entries.len();
+    m.delete(&mut r, &[n / 3, n - 1]);
+    let before = state(&mut r, &key);
+    s.restart();
+    phase("killed and restarted");
+    let mut r = s.raw();
+    m.check(&mut r, true);
+    phase("checked after kill -9");
+    same_state(&state(&mut r, &key), &before, "after kill -9");
+
+    // The stream still takes changes after recovery; COPY and RENAME (which move it as
+    // one value) regroup it where it lands.
+    m.add(&mut r, 10);
+    m.check(&mut r, false);
+    let copy = format!("{key}:copy");
+    assert_eq!(r.cmd(&["COPY", &key, &copy]).int(), 1);
+    let g = storage(&mut r, "collection_group_records");
+    let mut c = Model {
+        key: copy.clone(),
+        entries: m.entries.clone(),
+    };
+    c.check(&mut r, true);
+    let moved = format!("{key}:moved");
+    assert_eq!(r.cmd(&["RENAME", &copy, &moved]).text(), "OK");
+    c.key = moved.clone();
+    c.check(&mut r, false);
+    assert_eq!(
+        r.cmd(&["XINFO", "STREAM", &moved]),
+        r.cmd(&["XINFO", "STREAM", &key])
+    );
+    assert_eq!(r.cmd(&["DEL", &moved]).int(), 1);
+    assert_eq!(
+        storage(&mut r, "collection_group_records") * 2,
+        g,
+        "the copy had as many group records"
+    );
+
+    // DEL removes every group record.
+    assert_eq!(r.cmd(&["DEL", &key]).int(), 1);
+    assert_eq!(storage(&mut r, "collection_group_records"), 0);
+}
+
+#[test]
+fn a_big_grouped_stream_one_thread() {
+    big_stream("1", 0);
+}
+
+#[test]
+fn a_big_grouped_stream_two_threads() {
+    big_stream("2", 1);
+}
