@@ -183,7 +183,8 @@ pub struct Vm {
     /// The script cache epoch these were compiled under (SCRIPT FLUSH empties them).
     epoch: Cell<u64>,
     run: Rc<RunState>,
-    /// Scripts run since the last explicit collection step.
+    /// Scripts run or compiled, and libraries loaded, since the last explicit collection
+    /// step.
     runs: Cell<u32>,
 }
 
@@ -589,6 +590,7 @@ impl Vm {
             }
         }
         let (flags, skip) = shebang(body)?;
+        self.gc_tick();
         let func = self
             .lua
             .load(&body[skip..])
@@ -667,6 +669,7 @@ impl Vm {
     /// the functions it registers, or the error to reply with.
     pub fn load_library(&self, code: &[u8]) -> Result<Vec<LoadedFunction>, String> {
         let skip = memchr::memchr(b'\n', code).unwrap_or(code.len());
+        self.gc_tick();
         let chunk = self
             .lua
             .load(&code[skip..])
@@ -809,8 +812,13 @@ impl Vm {
             }
         }
         self.run.resp3.set(false);
-        // Besides Lua's own incremental collection, a step every 50 scripts, as Redis
-        // does (LUA_GC_CYCLE_PERIOD).
+        self.gc_tick();
+        reply.buf
+    }
+
+    /// Besides Lua's own incremental collection, a step every 50 scripts run, compiled or
+    /// libraries loaded, as Redis does (`luaGC`, LUA_GC_CYCLE_PERIOD).
+    fn gc_tick(&self) {
         let runs = self.runs.get() + 1;
         if runs >= GC_CYCLE_PERIOD {
             self.runs.set(0);
@@ -818,7 +826,6 @@ impl Vm {
         } else {
             self.runs.set(runs);
         }
-        reply.buf
     }
 
     fn run_inner(
