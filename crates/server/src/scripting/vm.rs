@@ -83,8 +83,6 @@ pub fn shebang(body: &[u8]) -> Result<(ScriptFlags, usize), String> {
 pub struct LoadedFunction {
     /// Its name.
     pub name: String,
-    /// Its callback.
-    pub func: Function,
     /// Its flags (`no-writes`, ...).
     pub flags: Vec<String>,
     /// Its description.
@@ -668,6 +666,17 @@ impl Vm {
     /// Loads library `code` (its `#!lua name=...` line already checked) on this worker:
     /// the functions it registers, or the error to reply with.
     pub fn load_library(&self, code: &[u8]) -> Result<Vec<LoadedFunction>, String> {
+        self.load_library_into(code, None)
+    }
+
+    /// [`Vm::load_library`], also putting each callback in `sink` (by lower-case name) when
+    /// given: callbacks stay in Lua tables, never one mlua reference each, as a library may
+    /// register thousands (mlua's references are limited to ~8,000).
+    fn load_library_into(
+        &self,
+        code: &[u8],
+        sink: Option<&Table>,
+    ) -> Result<Vec<LoadedFunction>, String> {
         let skip = memchr::memchr(b'\n', code).unwrap_or(code.len());
         self.gc_tick();
         let chunk = self
@@ -704,7 +713,11 @@ impl Vm {
         for i in 1..=ctx.raw_len() {
             let name: String = ctx.raw_get(i).map_err(|e| e.to_string())?;
             let f: Table = ctx.raw_get(name.as_str()).map_err(|e| e.to_string())?;
-            let func: Function = f.raw_get("callback").map_err(|e| e.to_string())?;
+            if let Some(sink) = sink {
+                let func: Value = f.raw_get("callback").map_err(|e| e.to_string())?;
+                sink.raw_set(name.to_ascii_lowercase(), func)
+                    .map_err(|e| e.to_string())?;
+            }
             let flags: Table = f.raw_get("flags").map_err(|e| e.to_string())?;
             let flags: Vec<String> = flags
                 .sequence_values::<String>()
@@ -714,7 +727,6 @@ impl Vm {
                 f.raw_get("description").map_err(|e| e.to_string())?;
             out.push(LoadedFunction {
                 name,
-                func,
                 flags,
                 description,
             });
@@ -744,15 +756,10 @@ impl Vm {
                 }
             };
             for code in codes() {
-                match self.load_library(&code) {
+                match self.load_library_into(&code, Some(&fns)) {
                     Ok(loaded) => {
                         for f in loaded {
-                            let name = f.name.to_ascii_lowercase();
-                            if let Err(e) = fns.raw_set(name.as_str(), f.func) {
-                                tracing::error!("function '{name}' could not be kept: {e}");
-                                continue;
-                            }
-                            map.insert(name, script_flags(&f.flags));
+                            map.insert(f.name.to_ascii_lowercase(), script_flags(&f.flags));
                         }
                     }
                     Err(e) => tracing::error!("a library failed to load on this worker: {e}"),
