@@ -1746,3 +1746,31 @@ fn libraries_survive_a_restart_with_another_worker_count() {
         assert_eq!(fcall(c, "second", &[], &[]), bulk("second:"));
     }
 }
+
+/// One library registering 10,000 functions, called from two connections (Skerry's mlua
+/// used to hold one reference per function on each worker and aborted past ~8,000), then
+/// FUNCTION FLUSH: the server stays up and the functions are gone.
+#[test]
+fn ten_thousand_functions_in_one_library() {
+    let (s, mut r) = start();
+    let n = 10_000;
+    let body: String = (0..n)
+        .map(|i| format!("redis.register_function('f{i}', function(keys, args) return {i} end)\n"))
+        .collect();
+    load_ok(&mut r, "many", &body);
+    let mut r2 = s.raw();
+    for i in (0..n).step_by(1009).chain([n - 1]) {
+        let f = format!("f{i}");
+        assert_eq!(fcall(&mut r, &f, &[], &[]), int(i as i64));
+        assert_eq!(fcall(&mut r2, &f, &[], &[]), int(i as i64));
+    }
+    assert_eq!(r.cmd(&["FUNCTION", "FLUSH"]), ok());
+    assert_eq!(fcall(&mut r, "f0", &[], &[]), err(NOT_FOUND));
+    assert_eq!(fcall(&mut r2, "f1", &[], &[]), err(NOT_FOUND));
+    load_ok(
+        &mut r2,
+        "again",
+        "redis.register_function('g', function() return 5 end)",
+    );
+    assert_eq!(fcall(&mut r, "g", &[], &[]), int(5));
+}

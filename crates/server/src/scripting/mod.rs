@@ -96,15 +96,16 @@ struct Entry {
 
 impl Scripts {
     /// Adds `body` (its SHA1 `sha`): `loaded` for SCRIPT LOAD (kept until SCRIPT FLUSH),
-    /// else an EVAL script, evicted past [`EVAL_SCRIPTS_KEPT`].
-    fn add(&self, sha: &str, body: &[u8], loaded: bool) -> Arc<[u8]> {
+    /// else an EVAL script, evicted past [`EVAL_SCRIPTS_KEPT`]. Returns its body and the
+    /// script evicted to make room, if any.
+    fn add(&self, sha: &str, body: &[u8], loaded: bool) -> (Arc<[u8]>, Option<String>) {
         let mut c = self.inner.lock().expect("script cache");
         c.clock += 1;
         let clock = c.clock;
         if let Some(e) = c.bodies.get_mut(sha) {
             e.loaded |= loaded;
             e.last_used = clock;
-            return e.body.clone();
+            return (e.body.clone(), None);
         }
         let body: Arc<[u8]> = body.into();
         c.bodies.insert(
@@ -115,6 +116,7 @@ impl Scripts {
                 last_used: clock,
             },
         );
+        let mut evicted = None;
         if !loaded {
             let evals = c.bodies.values().filter(|e| !e.loaded).count();
             if evals > EVAL_SCRIPTS_KEPT {
@@ -127,10 +129,32 @@ impl Scripts {
                 if let Some(k) = oldest {
                     c.bodies.remove(&k);
                     self.evicted.fetch_add(1, Ordering::Relaxed);
+                    evicted = Some(k);
                 }
             }
         }
-        body
+        (body, evicted)
+    }
+
+    /// Of `shas`, those no longer cached.
+    fn missing(&self, shas: Vec<String>) -> Vec<String> {
+        let c = self.inner.lock().expect("script cache");
+        shas.into_iter()
+            .filter(|s| !c.bodies.contains_key(s))
+            .collect()
+    }
+
+    /// Keeps this worker's compiled scripts in step with the cache: drops `evicted` now,
+    /// and, each time their number has doubled, those evicted on other workers.
+    fn sync_compiled(&self, evicted: Option<String>) {
+        let vm = vm::local();
+        if let Some(sha) = evicted {
+            vm.forget_scripts(&[sha]);
+        }
+        if let Some(shas) = vm.prune_due() {
+            vm.forget_scripts(&self.missing(shas));
+            vm.pruned();
+        }
     }
 
     /// The body of script `sha` (lower-case hex), marking it used.
@@ -290,7 +314,8 @@ pub fn prepare(c: &Conn, argv: &[&[u8]]) -> Result<Prepared, String> {
         let sha = sha1_hex(argv[1]);
         // Compiled before it is cached: a script that does not compile is not kept.
         vm::local().compile(&sha, argv[1], scripts.epoch.load(Ordering::SeqCst))?;
-        let body = scripts.add(&sha, argv[1], false);
+        let (body, evicted) = scripts.add(&sha, argv[1], false);
+        scripts.sync_compiled(evicted);
         (sha, body)
     };
     let script = vm::local().compile(&sha, &body, scripts.epoch.load(Ordering::SeqCst))?;
@@ -553,7 +578,8 @@ pub fn script(c: &mut Conn, a: &[&[u8]]) {
             let epoch = scripts.epoch.load(Ordering::SeqCst);
             match vm::local().compile(&sha, a[2], epoch) {
                 Ok(_) => {
-                    scripts.add(&sha, a[2], true);
+                    let (_, evicted) = scripts.add(&sha, a[2], true);
+                    scripts.sync_compiled(evicted);
                     c.reply.bulk(sha.as_bytes());
                 }
                 Err(e) => c.reply.error(&e),
@@ -574,6 +600,7 @@ pub fn script(c: &mut Conn, a: &[&[u8]]) {
             };
             if ok {
                 scripts.flush();
+                vm::local().flush_scripts(scripts.epoch.load(Ordering::SeqCst));
                 c.reply.ok();
             } else {
                 c.reply

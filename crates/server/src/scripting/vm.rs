@@ -83,8 +83,6 @@ pub fn shebang(body: &[u8]) -> Result<(ScriptFlags, usize), String> {
 pub struct LoadedFunction {
     /// Its name.
     pub name: String,
-    /// Its callback.
-    pub func: Function,
     /// Its flags (`no-writes`, ...).
     pub flags: Vec<String>,
     /// Its description.
@@ -158,22 +156,39 @@ pub struct Vm {
     run_function: Function,
     /// `load_library(chunk)`: runs a library's code, returns what it registered.
     load_library: Function,
-    /// The functions of every library, loaded on this worker (by function name).
-    functions: RefCell<HashMap<String, Compiled>>,
+    /// The flags of every library's function loaded on this worker (by function name);
+    /// the functions themselves are in `function_fns`.
+    functions: RefCell<HashMap<String, ScriptFlags>>,
+    /// The functions of every library, by name: a Lua table rather than one Rust-held
+    /// reference each (mlua's references live on a stack of at most ~8,000 slots).
+    function_fns: RefCell<Table>,
     /// The library registry's epoch `functions` were loaded under.
     fn_epoch: Cell<u64>,
     /// The real globals table (KEYS and ARGV are set here).
     globals: Table,
     /// The protected environment scripts run in.
     env: Table,
-    /// Compiled scripts by SHA1 (hex, lower case).
-    compiled: RefCell<HashMap<String, Compiled>>,
+    /// The flags of the scripts compiled on this worker, by SHA1 (hex, lower case); the
+    /// functions themselves are in `compiled_fns`.
+    compiled: RefCell<HashMap<String, ScriptFlags>>,
+    /// The compiled scripts' functions by SHA1: a Lua table, so that any number of scripts
+    /// costs one mlua reference (they are limited), and dropping an entry lets Lua's
+    /// collector free the function.
+    compiled_fns: RefCell<Table>,
+    /// When `compiled` reaches this many scripts, those no longer in the shared cache
+    /// (evicted on another worker) are dropped (see [`Vm::prune_due`]).
+    prune_at: Cell<usize>,
     /// The script cache epoch these were compiled under (SCRIPT FLUSH empties them).
     epoch: Cell<u64>,
     run: Rc<RunState>,
-    /// Scripts run since the last explicit collection step.
+    /// Scripts run or compiled, and libraries loaded, since the last explicit collection
+    /// step.
     runs: Cell<u32>,
 }
+
+/// The fewest compiled scripts a worker holds before it checks which of them the shared
+/// cache still has.
+const PRUNE_MIN: usize = 1024;
 
 /// Scripts between two explicit collection steps (Redis's `LUA_GC_CYCLE_PERIOD`).
 const GC_CYCLE_PERIOD: u32 = 50;
@@ -545,16 +560,21 @@ impl Vm {
                 randomseed, killed,
             ))?;
         let globals = lua.globals();
+        let function_fns = lua.create_table()?;
+        let compiled_fns = lua.create_table()?;
         Ok(Vm {
             lua,
             runner,
             run_function,
             load_library,
             functions: RefCell::new(HashMap::new()),
+            function_fns: RefCell::new(function_fns),
             fn_epoch: Cell::new(u64::MAX),
             globals,
             env,
             compiled: RefCell::new(HashMap::new()),
+            compiled_fns: RefCell::new(compiled_fns),
+            prune_at: Cell::new(PRUNE_MIN),
             epoch: Cell::new(0),
             run,
             runs: Cell::new(0),
@@ -566,13 +586,17 @@ impl Vm {
     /// (SCRIPT FLUSH) empties this worker's compiled scripts first.
     pub fn compile(&self, sha: &str, body: &[u8], epoch: u64) -> Result<Compiled, String> {
         if self.epoch.get() != epoch {
-            self.compiled.borrow_mut().clear();
+            self.forget_all_scripts();
             self.epoch.set(epoch);
         }
-        if let Some(c) = self.compiled.borrow().get(sha) {
-            return Ok(c.clone());
+        let known = self.compiled.borrow().get(sha).copied();
+        if let Some(flags) = known {
+            if let Ok(Value::Function(func)) = self.compiled_fns.borrow().raw_get::<Value>(sha) {
+                return Ok(Compiled { func, flags });
+            }
         }
         let (flags, skip) = shebang(body)?;
+        self.gc_tick();
         let func = self
             .lua
             .load(&body[skip..])
@@ -587,17 +611,82 @@ impl Vm {
                 };
                 format!("ERR Error compiling script (new function): {msg}")
             })?;
-        let c = Compiled { func, flags };
-        self.compiled
-            .borrow_mut()
-            .insert(sha.to_string(), c.clone());
-        Ok(c)
+        self.compiled_fns
+            .borrow()
+            .raw_set(sha, func.clone())
+            .map_err(|e| format!("ERR Error compiling script (new function): {e}"))?;
+        self.compiled.borrow_mut().insert(sha.to_string(), flags);
+        Ok(Compiled { func, flags })
+    }
+
+    /// Drops every compiled script (a new, empty table: the old one's hash part goes with
+    /// it), for Lua's collector to free.
+    fn forget_all_scripts(&self) {
+        self.compiled.borrow_mut().clear();
+        let fresh = self.lua.create_table();
+        match fresh {
+            Ok(t) => *self.compiled_fns.borrow_mut() = t,
+            Err(_) => {
+                let _ = self.compiled_fns.borrow().clear();
+            }
+        }
+    }
+
+    /// SCRIPT FLUSH on this worker: drops its compiled scripts now (the others drop theirs
+    /// when they next see the new `epoch`) and runs a full collection, so that Lua's
+    /// memory falls at once, as Redis's (which resets its interpreter).
+    pub fn flush_scripts(&self, epoch: u64) {
+        self.forget_all_scripts();
+        self.epoch.set(epoch);
+        self.prune_at.set(PRUNE_MIN);
+        let _ = self.lua.gc_collect();
+        let _ = self.lua.gc_collect();
+    }
+
+    /// Drops compiled scripts `shas` (evicted from the shared cache).
+    pub fn forget_scripts(&self, shas: &[String]) {
+        let mut compiled = self.compiled.borrow_mut();
+        let fns = self.compiled_fns.borrow();
+        for sha in shas {
+            if compiled.remove(sha).is_some() {
+                let _ = fns.raw_set(sha.as_str(), Value::Nil);
+            }
+        }
+    }
+
+    /// The SHA1s this worker has compiled when it is time to check which of them the
+    /// shared cache still holds (their number doubled since the last check), else `None`.
+    /// The caller passes those gone to [`Vm::forget_scripts`].
+    pub fn prune_due(&self) -> Option<Vec<String>> {
+        let compiled = self.compiled.borrow();
+        if compiled.len() < self.prune_at.get() {
+            return None;
+        }
+        Some(compiled.keys().cloned().collect())
+    }
+
+    /// After a prune: the next one is due when the compiled scripts double.
+    pub fn pruned(&self) {
+        let n = self.compiled.borrow().len();
+        self.prune_at.set((n * 2).max(PRUNE_MIN));
     }
 
     /// Loads library `code` (its `#!lua name=...` line already checked) on this worker:
     /// the functions it registers, or the error to reply with.
     pub fn load_library(&self, code: &[u8]) -> Result<Vec<LoadedFunction>, String> {
+        self.load_library_into(code, None)
+    }
+
+    /// [`Vm::load_library`], also putting each callback in `sink` (by lower-case name) when
+    /// given: callbacks stay in Lua tables, never one mlua reference each, as a library may
+    /// register thousands (mlua's references are limited to ~8,000).
+    fn load_library_into(
+        &self,
+        code: &[u8],
+        sink: Option<&Table>,
+    ) -> Result<Vec<LoadedFunction>, String> {
         let skip = memchr::memchr(b'\n', code).unwrap_or(code.len());
+        self.gc_tick();
         let chunk = self
             .lua
             .load(&code[skip..])
@@ -632,7 +721,11 @@ impl Vm {
         for i in 1..=ctx.raw_len() {
             let name: String = ctx.raw_get(i).map_err(|e| e.to_string())?;
             let f: Table = ctx.raw_get(name.as_str()).map_err(|e| e.to_string())?;
-            let func: Function = f.raw_get("callback").map_err(|e| e.to_string())?;
+            if let Some(sink) = sink {
+                let func: Value = f.raw_get("callback").map_err(|e| e.to_string())?;
+                sink.raw_set(name.to_ascii_lowercase(), func)
+                    .map_err(|e| e.to_string())?;
+            }
             let flags: Table = f.raw_get("flags").map_err(|e| e.to_string())?;
             let flags: Vec<String> = flags
                 .sequence_values::<String>()
@@ -642,7 +735,6 @@ impl Vm {
                 f.raw_get("description").map_err(|e| e.to_string())?;
             out.push(LoadedFunction {
                 name,
-                func,
                 flags,
                 description,
             });
@@ -663,27 +755,33 @@ impl Vm {
     ) -> Option<Compiled> {
         if self.fn_epoch.get() != epoch {
             let mut map = HashMap::new();
+            self.functions.borrow_mut().clear();
+            let fns = match self.lua.create_table() {
+                Ok(t) => t,
+                Err(e) => {
+                    tracing::error!("the functions table could not be made: {e}");
+                    return None;
+                }
+            };
             for code in codes() {
-                match self.load_library(&code) {
-                    Ok(fs) => {
-                        for f in fs {
-                            let flags = script_flags(&f.flags);
-                            map.insert(
-                                f.name.to_ascii_lowercase(),
-                                Compiled {
-                                    func: f.func,
-                                    flags,
-                                },
-                            );
+                match self.load_library_into(&code, Some(&fns)) {
+                    Ok(loaded) => {
+                        for f in loaded {
+                            map.insert(f.name.to_ascii_lowercase(), script_flags(&f.flags));
                         }
                     }
                     Err(e) => tracing::error!("a library failed to load on this worker: {e}"),
                 }
             }
+            *self.function_fns.borrow_mut() = fns;
             *self.functions.borrow_mut() = map;
             self.fn_epoch.set(epoch);
         }
-        self.functions.borrow().get(name).cloned()
+        let flags = *self.functions.borrow().get(name)?;
+        match self.function_fns.borrow().raw_get::<Value>(name) {
+            Ok(Value::Function(func)) => Some(Compiled { func, flags }),
+            _ => None,
+        }
     }
 
     /// True when the running script asked for RESP3 replies (`redis.setresp(3)`).
@@ -729,8 +827,13 @@ impl Vm {
             }
         }
         self.run.resp3.set(false);
-        // Besides Lua's own incremental collection, a step every 50 scripts, as Redis
-        // does (LUA_GC_CYCLE_PERIOD).
+        self.gc_tick();
+        reply.buf
+    }
+
+    /// Besides Lua's own incremental collection, a step every 50 scripts run, compiled or
+    /// libraries loaded, as Redis does (`luaGC`, LUA_GC_CYCLE_PERIOD).
+    fn gc_tick(&self) {
         let runs = self.runs.get() + 1;
         if runs >= GC_CYCLE_PERIOD {
             self.runs.set(0);
@@ -738,7 +841,6 @@ impl Vm {
         } else {
             self.runs.set(runs);
         }
-        reply.buf
     }
 
     fn run_inner(
