@@ -90,7 +90,7 @@ fn stream_to_rdb(s: &stream::Stream) -> codec::Stream {
         max_deleted_entry_id: rdb_id(s.max_deleted_id),
         entries_added: s.entries_added,
         groups: s
-            .groups
+            .groups()
             .iter()
             .map(|(name, g)| codec::StreamGroup {
                 name: name.clone(),
@@ -188,7 +188,7 @@ fn stream_from_rdb(r: codec::Stream, t: &Thresholds) -> Option<stream::Stream> {
                 return None;
             }
         }
-        if group.pel.len() != times.len() || s.groups.insert(g.name, group).is_some() {
+        if group.pel.len() != times.len() || s.groups_mut().insert(g.name, group).is_some() {
             return None;
         }
     }
@@ -458,9 +458,9 @@ mod tests {
     fn streams_convert_both_ways_and_inconsistent_ones_are_refused() {
         let t = Thresholds::default();
         let s = stream_from_rdb(sample(), &t).expect("consistent");
-        assert_eq!(s.groups[&b"g"[..]].consumers[&b"c"[..]].active_time, -1);
+        assert_eq!(s.groups()[&b"g"[..]].consumers[&b"c"[..]].active_time, -1);
         assert_eq!(
-            s.groups[&b"g"[..]].pel[&stream::StreamId::new(2, 0)].consumer,
+            s.groups()[&b"g"[..]].pel[&stream::StreamId::new(2, 0)].consumer,
             b"c"
         );
         assert_eq!(stream_to_rdb(&s), sample());
