@@ -828,3 +828,98 @@ fn object_refcount_and_idletime() {
         );
     }
 }
+
+/// INFO's `rdb_changes_since_last_save` (Redis's dirty counter) counts the writes as Redis
+/// counts them: one per key written or deleted, one per list move or rename, none for a read, an
+/// expiry or an XREADGROUP of a consumer's history; keys on several workers too.
+#[test]
+fn dirty_counter_counts_changes_as_redis() {
+    let s = Server::start(&["--threads", "2"]);
+    let step = |r: &mut Raw, args: &[&str], expect: u64, what: &str| {
+        let before = info_u64(r, "persistence", "rdb_changes_since_last_save").unwrap();
+        r.cmd(args);
+        let after = info_u64(r, "persistence", "rdb_changes_since_last_save").unwrap();
+        assert_eq!(after - before, expect, "{what}: {args:?}");
+    };
+    let mut r = s.raw();
+    // Keys on both workers.
+    let (a, b) = (key_on("dirty-a", 0), key_on("dirty-b", 1));
+    step(&mut r, &["SET", &a, "1"], 1, "a write");
+    step(&mut r, &["GET", &a], 0, "a read");
+    step(&mut r, &["MSET", &a, "1", &b, "2"], 2, "one per key");
+    step(
+        &mut r,
+        &["DEL", &a, &b, "missing"],
+        2,
+        "one per deleted key",
+    );
+    step(&mut r, &["DEL", "missing"], 0, "nothing deleted");
+    // (Redis counts one per element pushed or added; Skerry one per key written: the same
+    // for one element.)
+    step(&mut r, &["RPUSH", &a, "x"], 1, "a push");
+    step(&mut r, &["RPUSH", &a, "y"], 1, "a push");
+    step(
+        &mut r,
+        &["LMOVE", &a, &b, "LEFT", "LEFT"],
+        1,
+        "a move across workers",
+    );
+    step(&mut r, &["RENAME", &b, &a], 1, "a rename across workers");
+    step(&mut r, &["SADD", "s{t}", "m"], 1, "an add");
+    step(
+        &mut r,
+        &["SMOVE", "s{t}", "s2{t}", "m"],
+        2,
+        "SMOVE: out of one, into another",
+    );
+    step(&mut r, &["XADD", "x", "1-0", "f", "v"], 1, "XADD");
+    step(&mut r, &["XADD", "x", "2-0", "f", "v"], 1, "XADD");
+    step(&mut r, &["XGROUP", "CREATE", "x", "g", "0"], 1, "a group");
+    step(
+        &mut r,
+        &["XGROUP", "CREATECONSUMER", "x", "g", "alice"],
+        1,
+        "a consumer",
+    );
+    step(
+        &mut r,
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "alice",
+            "COUNT",
+            "2",
+            "STREAMS",
+            "x",
+            ">",
+        ],
+        1,
+        "new entries delivered",
+    );
+    step(
+        &mut r,
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "alice",
+            "COUNT",
+            "2",
+            "STREAMS",
+            "x",
+            "0",
+        ],
+        0,
+        "the consumer's history",
+    );
+    step(&mut r, &["PEXPIRE", &a, "1"], 1, "an expiry set");
+    std::thread::sleep(Duration::from_millis(20));
+    step(&mut r, &["GET", &a], 0, "a read that expires the key");
+    let before = info_u64(&mut r, "persistence", "rdb_changes_since_last_save").unwrap();
+    r.cmd(&["MSET", &a, "1", &b, "2", "c{t}", "3"]);
+    r.cmd(&["FLUSHALL"]);
+    let after = info_u64(&mut r, "persistence", "rdb_changes_since_last_save").unwrap();
+    // Three written, then the flush of every key (the three, s2{t} and x).
+    assert_eq!(after - before, 3 + 5, "FLUSHALL counts the keys it removed");
+}

@@ -698,3 +698,39 @@ fn server_wide_commands_inside_multi() {
         ])
     );
 }
+
+/// CONFIG may be queued; a failing CONFIG SET fails alone, with Redis's error, and the
+/// transaction's other commands run.
+#[test]
+fn config_inside_multi() {
+    let s = Server::start(&["--threads", "2"]);
+    let mut r = s.raw();
+    assert_eq!(r.cmd(&["MULTI"]), ok());
+    assert_eq!(r.cmd(&["SET", "foo", "bar"]), simple("QUEUED"));
+    assert_eq!(
+        r.cmd(&["CONFIG", "SET", "maxmemory", "bla"]),
+        simple("QUEUED")
+    );
+    assert_eq!(
+        r.cmd(&["CONFIG", "SET", "list-max-listpack-size", "64"]),
+        simple("QUEUED")
+    );
+    assert_eq!(
+        r.cmd(&["CONFIG", "GET", "list-max-listpack-size"]),
+        simple("QUEUED")
+    );
+    let Value::Array(items) = r.cmd(&["EXEC"]) else {
+        panic!("EXEC replies with an array")
+    };
+    assert_eq!(items.len(), 4);
+    assert_eq!(items[0], ok());
+    match &items[1] {
+        Value::Error(e) => assert!(e.starts_with("ERR CONFIG SET failed"), "{e}"),
+        other => panic!("expected an error, got {other:?}"),
+    }
+    assert_eq!(items[2], ok());
+    assert_eq!(items[3], bulks(&["list-max-listpack-size", "64"]));
+    assert_eq!(r.cmd(&["GET", "foo"]), bulk("bar"));
+    // The connection left MULTI: WATCH works again.
+    assert_eq!(r.cmd(&["WATCH", "foo"]), ok());
+}

@@ -445,6 +445,7 @@ impl Conn {
                         | Spublish
                         | Pubsub
                         | Swapdb
+                        | Config
                 )
             };
             if matches!(spec.handler, Handler::Async(cmd) if !queueable(cmd)) {
@@ -965,7 +966,10 @@ impl Conn {
             let w = slot::owner(&key, workers);
             let failed = txn
                 .run(w, move |s| {
+                    // Counted as changes when the command made them (on the lent keys).
+                    let dirty_before = s.keyspace.stats.dirty;
                     let ok = s.keyspace.apply_lent(db, &key, value, now);
+                    s.keyspace.count_changes_as(dirty_before, 0);
                     let e = s.keyspace.take_error();
                     (!ok).then(|| e.unwrap_or_default())
                 })
@@ -1194,6 +1198,10 @@ impl Conn {
                     }
                     AsyncCmd::Pubsub => {
                         Box::pin(ps::pubsub(self, &argv)).await;
+                        true
+                    }
+                    AsyncCmd::Config => {
+                        Box::pin(sv::config(self, &argv)).await;
                         true
                     }
                     _ => false,

@@ -46,9 +46,12 @@ fn rename_common(x: &mut Exec, a: &[&[u8]], nx: bool) {
     }
     // The new key is written first: on a full device nothing is lost. On failure the kept
     // error is the reply.
+    let dirty_before = x.ks.stats.dirty;
     if !x.ks.copy_value(x.db, a[1], x.db, a[2], x.now_ms) || !x.ks.delete(x.db, a[1], x.now_ms) {
         return;
     }
+    // Redis counts a rename as one change.
+    x.ks.count_changes_as(dirty_before, 1);
     if nx {
         x.reply.int(1);
     } else {
@@ -138,7 +141,10 @@ pub async fn rename_cross(c: &mut Conn, a: &[&[u8]]) {
     }
     let deleted = txn
         .run(ws, move |s| {
+            // Redis counts a rename as one change: the new key's write was it.
+            let dirty_before = s.keyspace.stats.dirty;
             s.keyspace.delete(db, &src, now);
+            s.keyspace.count_changes_as(dirty_before, 0);
             s.keyspace.take_error()
         })
         .await;

@@ -412,6 +412,16 @@ enum Moved {
 /// Moves an element from the `from` end of `src` to the `to` end of `dst`, replying with
 /// it. `NoSource` (nothing replied) when the source does not exist.
 fn move_element(x: &mut Exec, src: &[u8], dst: &[u8], from: End, to: End) -> Moved {
+    let dirty_before = x.ks.stats.dirty;
+    let moved = move_element_once(x, src, dst, from, to);
+    // Redis counts a move as one change, whatever it wrote.
+    if x.ks.stats.dirty > dirty_before {
+        x.ks.count_changes_as(dirty_before, 1);
+    }
+    moved
+}
+
+fn move_element_once(x: &mut Exec, src: &[u8], dst: &[u8], from: End, to: End) -> Moved {
     let Ok(s) = take_list(x, src) else {
         return Moved::Done;
     };

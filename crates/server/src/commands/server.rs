@@ -834,6 +834,8 @@ pub(crate) struct WorkerInfo {
     pub(crate) expired: u64,
     /// Hash fields deleted because their time ran out (`expired_subkeys`).
     pub(crate) expired_subkeys: u64,
+    /// Changes to keys (`rdb_changes_since_last_save`).
+    pub(crate) dirty: u64,
     /// Per database: hashes with field expiries (`subexpiry`).
     pub(crate) subexpiry: Vec<usize>,
     /// Per database: keys, volatile keys, average TTL.
@@ -920,6 +922,7 @@ pub(crate) fn gather(s: &mut crate::worker::Shard) -> WorkerInfo {
         misses: s.keyspace.stats.misses,
         expired: s.keyspace.stats.expired,
         expired_subkeys: s.keyspace.stats.expired_subkeys,
+        dirty: s.keyspace.stats.dirty,
         subexpiry: (0..s.keyspace.databases())
             .map(|db| s.keyspace.hfe_hashes_in(db))
             .collect(),
@@ -1640,7 +1643,8 @@ fn render_info(c: &Conn, sections: &[String], w: &[WorkerInfo], pubsub: (usize, 
             "persistence" => {
                 let _ = write!(
                     o,
-                    "# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:0\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\naof_enabled:{}\r\naof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0\r\naof_last_write_status:ok\r\n",
+                    "# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\naof_enabled:{}\r\naof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0\r\naof_last_write_status:ok\r\n",
+                    w.iter().map(|x| x.dirty).sum::<u64>(),
                     shared.lastsave_s.load(Ordering::Relaxed),
                     (shared.config.get("appendonly") == "yes") as u8,
                 );

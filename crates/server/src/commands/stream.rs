@@ -740,6 +740,7 @@ pub fn xreadgroup(x: &mut Exec, a: &[&[u8]]) {
     let now = x.now_ms;
     let mut parts: Vec<KeyPart> = Vec::new();
     for (n, k) in p.keys.iter().enumerate() {
+        let dirty_before = x.ks.stats.dirty;
         let Ok(Some(mut s)) = take(x, k) else {
             return;
         };
@@ -789,6 +790,10 @@ pub fn xreadgroup(x: &mut Exec, a: &[&[u8]]) {
         if (serve || created || p.block_ms.is_none()) && !put(x, k, s) {
             return;
         }
+        // Redis counts a new consumer and a moved last-delivered ID as a change each; the
+        // delivery counts of a history read are not (they are not propagated either).
+        let advanced = !history && !out.is_empty();
+        x.ks.count_changes_as(dirty_before, u64::from(created) + u64::from(advanced));
         if serve {
             parts.push((k, out));
         }

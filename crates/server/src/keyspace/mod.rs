@@ -183,6 +183,11 @@ pub struct KeyspaceStats {
     pub expired: u64,
     /// Hash fields deleted because their time ran out (lazily or actively).
     pub expired_subkeys: u64,
+    /// Writes of keys (Redis's `server.dirty`, INFO `rdb_changes_since_last_save`): one per
+    /// key a command writes or deletes; a command that Redis counts by its own rule sets its
+    /// count with [`Keyspace::count_changes_as`]. Expiry is not a
+    /// change, as in Redis. Never reset: Skerry's data is always saved.
+    pub dirty: u64,
 }
 
 /// Counters of the value read path.
@@ -1260,7 +1265,7 @@ impl Keyspace {
                 self.log.release(e.loc().unpack());
             }
         }
-        self.touch(db, key);
+        self.signal_watchers(db, key);
     }
 
     /// The location of the live key's record, its expiry and its value type (one table
@@ -1452,6 +1457,7 @@ impl Keyspace {
     ) -> bool {
         if let Some(l) = self.lent_for_mut(db, key) {
             l.set(db, key, Some(lent::LentData::Str(value.to_vec())), expiry);
+            self.stats.dirty += 1;
             return true;
         }
         self.put_record(db, key, VALUE_TYPE_STRING, value, expiry, now_ms)
@@ -1576,6 +1582,7 @@ impl Keyspace {
             };
             let l = self.lent_for_mut(db, key).expect("lent");
             l.set(db, key, Some(data), expiry);
+            self.stats.dirty += 1;
             return true;
         }
         let (value_type, bytes) = value.record();
@@ -1610,6 +1617,7 @@ impl Keyspace {
         if let Some(l) = self.lent_for_mut(db, key) {
             let existed = l.get(db, key, now_ms).is_some();
             l.set(db, key, None, Expiry::Persist);
+            self.stats.dirty += u64::from(existed);
             return existed;
         }
         self.hfe.forget(db, key);
@@ -1774,6 +1782,7 @@ impl Keyspace {
                 self.heap_key_bytes -= e.heap_bytes();
                 self.forget_decoded(&e);
                 self.log.release(e.loc().unpack());
+                self.stats.dirty += 1;
             }
             // A blocked XREADGROUP is served (with its error) when its key goes.
             if !self.watched.is_empty() {
@@ -2029,6 +2038,7 @@ impl Keyspace {
         coll.note_encoding(thresholds);
         if let Some(l) = self.lent_for_mut(db, key) {
             l.set(db, key, Some(lent::LentData::Coll(coll)), Expiry::Keep);
+            self.stats.dirty += 1;
             return true;
         }
         self.group_bytes = thresholds.group_bytes;
@@ -2050,6 +2060,7 @@ impl Keyspace {
         coll.note_encoding(thresholds);
         if let Some(l) = self.lent_for_mut(db, key) {
             l.set(db, key, Some(lent::LentData::Coll(coll)), expiry);
+            self.stats.dirty += 1;
             return true;
         }
         self.group_bytes = thresholds.group_bytes;
@@ -2157,8 +2168,23 @@ impl Keyspace {
         }
     }
 
+    /// A write of `key`: counts the change and tells the WATCHing connections.
     #[inline]
     fn touch(&mut self, db: usize, key: &[u8]) {
+        self.stats.dirty += 1;
+        self.signal_watchers(db, key);
+    }
+
+    /// Counts the changes since `dirty_before` (a value of `stats.dirty`) as `changes`, for
+    /// the commands Redis counts by their own rule whatever records they write: one for
+    /// LMOVE or RENAME, none for an XREADGROUP that only read its history.
+    pub fn count_changes_as(&mut self, dirty_before: u64, changes: u64) {
+        self.stats.dirty = dirty_before + changes;
+    }
+
+    /// Tells the connections WATCHing `key` that it changed.
+    #[inline]
+    fn signal_watchers(&mut self, db: usize, key: &[u8]) {
         if self.cas.is_empty() {
             return;
         }
