@@ -115,6 +115,8 @@ pub struct Waiter {
     /// A wake-up of a command whose keys live on several workers (see [`Waiter::wake_up`]):
     /// not served here; the connection is told (an empty message) and runs it again.
     wake_up: bool,
+    /// CLIENT ID of the blocked connection (for the slow log).
+    client: u64,
 }
 
 impl Waiter {
@@ -129,6 +131,7 @@ impl Waiter {
         tx: flume::Sender<Vec<u8>>,
         state: Arc<WaitState>,
         fd: std::os::fd::RawFd,
+        client: u64,
     ) -> Waiter {
         let mut data = Vec::new();
         let mut ends = Vec::with_capacity(argv.len());
@@ -155,6 +158,7 @@ impl Waiter {
             state,
             fd,
             wake_up: false,
+            client,
         }
     }
 
@@ -173,7 +177,7 @@ impl Waiter {
         state: Arc<WaitState>,
         fd: std::os::fd::RawFd,
     ) -> Waiter {
-        let mut w = Waiter::new(db, idx, &[], keys, Proto::Resp2, tx, state, fd);
+        let mut w = Waiter::new(db, idx, &[], keys, Proto::Resp2, tx, state, fd, 0);
         w.wake_up = true;
         w
     }
@@ -405,7 +409,8 @@ fn serve_key(s: &mut Shard, db: usize, key: &[u8]) {
             return;
         }
         let mut reply = Reply::new(proto);
-        let again = crate::conn::exec_keyed(s, idx, wdb, now_ms, &mut reply, &argv);
+        let client = s.blocking.waiters[&id].client;
+        let again = crate::conn::exec_keyed(s, idx, wdb, now_ms, &mut reply, &argv, client);
         let w = &s.blocking.waiters[&id];
         if again.is_some() {
             // Nothing for it after all: it keeps its place.

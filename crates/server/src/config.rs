@@ -597,6 +597,10 @@ pub struct Hot {
     pub coll: crate::coll::HotThresholds,
     /// `hll-sparse-max-bytes`.
     pub hll_sparse_max_bytes: AtomicU64,
+    /// `slowlog-log-slower-than` in microseconds (negative: the slow log is off).
+    pub slowlog_slower_than_us: std::sync::atomic::AtomicI64,
+    /// `slowlog-max-len`.
+    pub slowlog_max_len: AtomicU64,
 }
 
 impl Hot {
@@ -678,8 +682,6 @@ pub const UNBUILT: &[(&str, &str)] = &[
     ("lazyfree-lazy-server-del", "lazy freeing is not supported by Skerry yet"),
     ("lazyfree-lazy-user-del", "lazy freeing is not supported by Skerry yet"),
     ("lazyfree-lazy-user-flush", "lazy freeing is not supported by Skerry yet"),
-    ("slowlog-log-slower-than", "the slow log is not supported by Skerry yet"),
-    ("slowlog-max-len", "the slow log is not supported by Skerry yet"),
     ("latency-monitor-threshold", "the latency monitor is not supported by Skerry yet"),
     ("save", "RDB snapshots are not supported by Skerry"),
     ("dbfilename", "RDB snapshots are not supported by Skerry"),
@@ -917,6 +919,8 @@ impl Config {
                 pubsub_soft_seconds: AtomicU64::new(0),
                 coll: Default::default(),
                 hll_sparse_max_bytes: AtomicU64::new(0),
+                slowlog_slower_than_us: std::sync::atomic::AtomicI64::new(10_000),
+                slowlog_max_len: AtomicU64::new(128),
             },
         };
         c.refresh_hot();
@@ -984,6 +988,14 @@ impl Config {
         h.hll_sparse_max_bytes
             .store(num("hll-sparse-max-bytes"), Ordering::Relaxed);
         h.timeout_s.store(num("timeout"), Ordering::Relaxed);
+        h.slowlog_slower_than_us.store(
+            get("slowlog-log-slower-than")
+                .parse::<i64>()
+                .unwrap_or(10_000),
+            Ordering::Relaxed,
+        );
+        h.slowlog_max_len
+            .store(num("slowlog-max-len"), Ordering::Relaxed);
         h.auth_required
             .store(!get("requirepass").is_empty(), Ordering::Relaxed);
         h.query_buffer_limit

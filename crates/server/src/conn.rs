@@ -97,9 +97,10 @@ pub struct Multi {
     pub error: bool,
 }
 
-/// Executes a keyed command on the shard that owns its keys, recording statistics there.
-/// Returns the blocking command's request to wait, when it found nothing to serve (it
-/// replied nothing then; see `crate::blocking`).
+/// Executes a keyed command of client `client` (its CLIENT ID, for the slow log) on the
+/// shard that owns its keys, recording statistics there. Returns the blocking command's
+/// request to wait, when it found nothing to serve (it replied nothing then; see
+/// `crate::blocking`).
 pub fn exec_keyed(
     shard: &mut Shard,
     idx: usize,
@@ -107,6 +108,7 @@ pub fn exec_keyed(
     now_ms: i64,
     reply: &mut Reply,
     argv: &[&[u8]],
+    client: u64,
 ) -> Option<crate::commands::BlockRequest> {
     let Handler::Keyed { run, .. } = COMMANDS[idx].handler else {
         unreachable!("exec_keyed on a non-keyed command")
@@ -133,7 +135,8 @@ pub fn exec_keyed(
         block = None;
     }
     if block.is_none() {
-        record(shard, idx, None, started, &reply.buf[mark..]);
+        let ns = record(shard, idx, None, started, &reply.buf[mark..]);
+        crate::slowlog::note(shard, idx, argv, client, ns);
     }
     crate::blocking::serve_ready(shard);
     block
@@ -181,7 +184,7 @@ pub(crate) fn exec_failed(shard: &mut Shard, idx: usize, reply: &mut Reply, msg:
     let started = quanta::Instant::now();
     let mark = reply.buf.len();
     reply.error(&format!("ERR {msg}"));
-    record(shard, idx, None, started, &reply.buf[mark..]);
+    let _ = record(shard, idx, None, started, &reply.buf[mark..]);
 }
 
 /// The key arguments of keyed command `idx`.
@@ -193,14 +196,15 @@ pub(crate) fn key_args<'a>(idx: usize, argv: &[&'a [u8]]) -> SmallVec<[&'a [u8];
         .collect()
 }
 
-/// Records a command's (or subcommand's) call, time and error reply (if it replied with one).
+/// Records a command's (or subcommand's) call, time and error reply (if it replied with
+/// one); returns its time in nanoseconds.
 fn record(
     shard: &mut Shard,
     idx: usize,
     sub: Option<&'static str>,
     started: quanta::Instant,
     reply: &[u8],
-) {
+) -> u64 {
     let st = &mut shard.stats;
     let c = match sub {
         Some(name) => st.subcommands.entry(name).or_default(),
@@ -215,6 +219,7 @@ fn record(
         st.record_error(reply);
     }
     st.record_latency(idx, sub, ns);
+    ns
 }
 
 impl Conn {
@@ -446,6 +451,7 @@ impl Conn {
                         | Pubsub
                         | Swapdb
                         | Config
+                        | Slowlog
                 )
             };
             if matches!(spec.handler, Handler::Async(cmd) if !queueable(cmd)) {
@@ -529,9 +535,15 @@ impl Conn {
                     }
                     let mut s = shard.borrow_mut();
                     let mark = self.reply.buf.len();
-                    if let Some(req) =
-                        exec_keyed(&mut s, idx, self.db, self.now_ms, &mut self.reply, argv)
-                    {
+                    if let Some(req) = exec_keyed(
+                        &mut s,
+                        idx,
+                        self.db,
+                        self.now_ms,
+                        &mut self.reply,
+                        argv,
+                        self.info.id,
+                    ) {
                         crate::blocking::timeout_reply(&mut self.reply, req.on_timeout);
                     }
                     drop(s);
@@ -575,7 +587,7 @@ impl Conn {
                 let started = quanta::Instant::now();
                 let mark = self.reply.buf.len();
                 f(self, argv);
-                self.finish_local(idx, started, mark);
+                self.finish_local(idx, argv, started, mark);
             }
             Handler::Async(cmd) => {
                 self.flush_pending().await;
@@ -615,17 +627,18 @@ impl Conn {
         }
     }
 
-    fn finish_local(&mut self, idx: usize, started: quanta::Instant, mark: usize) {
+    fn finish_local(&mut self, idx: usize, argv: &[&[u8]], started: quanta::Instant, mark: usize) {
         {
             let shard = local_shard();
             let mut s = shard.borrow_mut();
-            record(
+            let ns = record(
                 &mut s,
                 idx,
                 self.subcommand,
                 started,
                 &self.reply.buf[mark..],
             );
+            crate::slowlog::note(&mut s, idx, argv, self.info.id, ns);
         }
         self.apply_reply_mode(mark);
     }
@@ -665,11 +678,12 @@ impl Conn {
             }
             AsyncCmd::Pubsub => crate::commands::pubsub::pubsub(self, argv).await,
             AsyncCmd::Swapdb => k::swapdb(self, argv).await,
+            AsyncCmd::Slowlog => sv::slowlog(self, argv).await,
         }
         self.info.blocked_in_command.set(false);
         self.sync_multi_worker_writes(COMMANDS[idx].has_flag("write"))
             .await;
-        self.finish_local(idx, started, mark);
+        self.finish_local(idx, argv, started, mark);
     }
 
     /// Queues a keyed command for worker `w`: the commands of a turn for one worker travel
@@ -934,7 +948,7 @@ impl Conn {
                 return err(&e);
             }
             let mut reply = Reply::new(proto);
-            let block = exec_keyed(&mut s, idx, db, now, &mut reply, argv);
+            let block = exec_keyed(&mut s, idx, db, now, &mut reply, argv, self.info.id);
             let changes = s.keyspace.end_lend();
             (changes, block, reply.buf)
         };
@@ -1097,14 +1111,14 @@ impl Conn {
                 Some(w) => {
                     let keys: Vec<Vec<u8>> =
                         key_args(idx, &argv).iter().map(|k| k.to_vec()).collect();
-                    let (db, now) = (self.db, self.now_ms);
+                    let (db, now, client) = (self.db, self.now_ms, self.info.id);
                     drop(argv);
                     let out = txn
                         .run_resident(w, db, keys, now, move |s| {
                             let argv: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
                             let mut r = Reply::lazy(proto);
                             let writes = s.keyspace.writes();
-                            if exec_keyed(s, idx, db, now, &mut r, &argv).is_some() {
+                            if exec_keyed(s, idx, db, now, &mut r, &argv, client).is_some() {
                                 deny_blocking_reply(idx, &mut r);
                             }
                             (r.buf, s.keyspace.writes() != writes)
@@ -1204,6 +1218,10 @@ impl Conn {
                         Box::pin(sv::config(self, &argv)).await;
                         true
                     }
+                    AsyncCmd::Slowlog => {
+                        Box::pin(sv::slowlog(self, &argv)).await;
+                        true
+                    }
                     _ => false,
                 };
                 self.ambient_txn = ambient;
@@ -1277,6 +1295,7 @@ impl Conn {
         let now_ms = self.now_ms;
         let (tx, rx) = flume::bounded::<Vec<u8>>(1);
         let mut p = crate::hop::Pending::take(w);
+        p.client = self.info.id;
         p.push(idx, self.db, argv);
         let wait = (state.clone(), self.info.fd);
         self.submit_job(w, crate::hop::blocking_job(p, proto, now_ms, tx, wait))

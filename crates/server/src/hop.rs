@@ -32,6 +32,8 @@ use crate::worker::{local_shard, wait_local_unheld, Shard, Work};
 #[derive(Default)]
 pub struct Pending {
     pub(crate) worker: usize,
+    /// CLIENT ID of the connection whose commands these are (for the slow log).
+    pub(crate) client: u64,
     /// Arguments of every command, back to back.
     pub(crate) data: Vec<u8>,
     /// (command index, database, argument end offsets into `data`).
@@ -271,7 +273,8 @@ fn run_batch(s: &mut Shard, mut b: Batch) {
                     }
                 }
                 let writes = s.keyspace.writes();
-                let asks_to_wait = exec_keyed(s, idx, db, b.now_ms, &mut b.reply, &argv);
+                let asks_to_wait =
+                    exec_keyed(s, idx, db, b.now_ms, &mut b.reply, &argv, b.p.client);
                 b.wrote |= s.keyspace.writes() != writes;
                 if asks_to_wait.is_none() {
                     if let Some((wait, _)) = &b.wait {
@@ -294,6 +297,7 @@ fn run_batch(s: &mut Shard, mut b: Batch) {
                                 tx,
                                 state,
                                 fd,
+                                b.p.client,
                             );
                             crate::blocking::register(s, w);
                             return;
@@ -481,7 +485,8 @@ impl Hops {
             });
             self.client = Some(client);
         }
-        for p in self.queued.drain(..) {
+        for mut p in self.queued.drain(..) {
+            p.client = client;
             let w = p.worker;
             let to = ReplyTo::Turn { client, from: me };
             // With the other batches of this turn for `w` (all connections), in one message.

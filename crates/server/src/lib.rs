@@ -27,6 +27,7 @@ pub mod pubsub;
 pub mod reply;
 pub mod scripting;
 pub mod slot;
+pub mod slowlog;
 pub mod space;
 pub mod worker;
 pub use worker::set_allocator_collect;

@@ -205,6 +205,8 @@ pub struct Shard {
     pub blocking: crate::blocking::Registry,
     /// The pub/sub subscriptions of this worker's connections.
     pub pubsub: crate::pubsub::Registry,
+    /// The commands this worker ran slowly (SLOWLOG).
+    pub slowlog: crate::slowlog::SlowLog,
 }
 
 impl Shard {
@@ -737,6 +739,7 @@ pub fn spawn_worker(
                     hold_waiters: Vec::new(),
                     blocking: Default::default(),
                     pubsub: Default::default(),
+                    slowlog: Default::default(),
                 }));
                 SHARD.with(|s| *s.borrow_mut() = Some(shard.clone()));
                 for l in listeners {

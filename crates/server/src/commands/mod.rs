@@ -89,6 +89,8 @@ pub enum AsyncCmd {
     Pubsub,
     /// SWAPDB (every worker swaps two databases while all are held).
     Swapdb,
+    /// SLOWLOG (the logs of every worker).
+    Slowlog,
 }
 
 /// How a command runs.
@@ -699,6 +701,14 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("publish", 3, PS_PUB, NOKEY, "pubsub", "2.0.0", "Posts a message to a channel.", A_PS_FAST, Handler::Async(AsyncCmd::Publish)),
     spec("spublish", 3, PS_PUB, K1, "pubsub", "7.0.0", "Post a message to a shard channel", A_PS_FAST, Handler::Async(AsyncCmd::Spublish)),
     CommandSpec {
+        subcommands: MODULE_SUBS,
+        ..spec("module", -2, &[], NOKEY, "server", "4.0.0", "A container for module commands.", &["@slow"], Handler::Conn(sv::module))
+    },
+    CommandSpec {
+        subcommands: SLOWLOG_SUBS,
+        ..spec("slowlog", -2, &[], NOKEY, "server", "2.2.12", "A container for slow log commands.", &["@slow"], Handler::Async(AsyncCmd::Slowlog))
+    },
+    CommandSpec {
         subcommands: PUBSUB_SUBS,
         ..spec("pubsub", -2, &[], NOKEY, "pubsub", "2.8.0", "A container for Pub/Sub commands.", &["@slow"], Handler::Async(AsyncCmd::Pubsub))
     },
@@ -1048,6 +1058,68 @@ pub static MEMORY_SUBS: &[SubSpec] = &[
         arity: 2,
         flags: &["loading", "stale"],
         summary: "Returns helpful text about the different subcommands.",
+    },
+];
+
+/// MODULE's subcommands.
+pub static MODULE_SUBS: &[SubSpec] = &[
+    SubSpec {
+        name: "module|list",
+        arity: 2,
+        flags: &["admin", "noscript"],
+        summary: "Returns all loaded modules.",
+    },
+    SubSpec {
+        name: "module|load",
+        arity: -3,
+        flags: &["admin", "noscript", "no_async_loading", "protected"],
+        summary: "Loads a module.",
+    },
+    SubSpec {
+        name: "module|loadex",
+        arity: -3,
+        flags: &["admin", "noscript", "no_async_loading", "protected"],
+        summary: "Loads a module using extended parameters.",
+    },
+    SubSpec {
+        name: "module|unload",
+        arity: 3,
+        flags: &["admin", "noscript", "no_async_loading", "protected"],
+        summary: "Unloads a module.",
+    },
+    SubSpec {
+        name: "module|help",
+        arity: 2,
+        flags: &["loading", "stale"],
+        summary: "Returns helpful text about the different subcommands.",
+    },
+];
+
+/// SLOWLOG's subcommands.
+pub static SLOWLOG_SUBS: &[SubSpec] = &[
+    SubSpec {
+        name: "slowlog|get",
+        arity: -2,
+        flags: &["admin", "loading", "stale"],
+        summary: "Returns the slow log's entries.",
+    },
+    SubSpec {
+        name: "slowlog|len",
+        arity: 2,
+        flags: &["admin", "loading", "stale"],
+        summary: "Returns the number of entries in the slow log.",
+    },
+    SubSpec {
+        name: "slowlog|reset",
+        arity: 2,
+        flags: &["admin", "loading", "stale"],
+        summary: "Clears all entries from the slow log.",
+    },
+    SubSpec {
+        name: "slowlog|help",
+        arity: 2,
+        flags: &["loading", "stale"],
+        summary: "Show helpful text about the different subcommands",
     },
 ];
 

@@ -219,7 +219,7 @@ const PUBSUB_HELP: &[&str] = &[
     "SHARDNUMSUB [<shardchannel> ...]",
     "    Return the number of subscribers for the specified shard level channel(s)",
     "HELP",
-    "    Prints this help.",
+    "    Print this help.",
 ];
 
 /// The unique channels of `space` (matching `pattern`) over every worker.

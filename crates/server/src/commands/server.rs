@@ -1765,3 +1765,156 @@ fn render_info(c: &Conn, sections: &[String], w: &[WorkerInfo], pubsub: (usize, 
     }
     out
 }
+
+const SLOWLOG_HELP: &[&str] = &[
+    "SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "GET [<count>]",
+    "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
+    "    Entries are made of:",
+    "    id, timestamp, time in microseconds, arguments array, client IP and port,",
+    "    client name",
+    "LEN",
+    "    Return the length of the slowlog.",
+    "RESET",
+    "    Reset the slowlog.",
+    "HELP",
+    "    Print this help.",
+];
+
+/// SLOWLOG GET [count] | LEN | RESET | HELP, over the logs of every worker (see
+/// `crate::slowlog`).
+pub async fn slowlog(c: &mut Conn, a: &[&[u8]]) {
+    let max_len = c.shared.config.hot.slowlog_max_len.load(Ordering::Relaxed) as usize;
+    let sub = a[1].to_ascii_lowercase();
+    match (&sub[..], a.len()) {
+        (b"help", 2) => c.reply.simple_lines(SLOWLOG_HELP),
+        (b"reset", 2) => {
+            c.on_all(|s| s.slowlog.reset()).await;
+            c.reply.ok();
+        }
+        (b"len", 2) => {
+            let n: usize = c.on_all(|s| s.slowlog.len()).await.into_iter().sum();
+            c.reply.int(n.min(max_len) as i64);
+        }
+        (b"get", 2 | 3) => {
+            let mut count = 10usize;
+            if a.len() == 3 {
+                match super::parse_i64(a[2]) {
+                    Some(-1) => count = usize::MAX,
+                    Some(n) if n >= 0 => count = n as usize,
+                    Some(_) => {
+                        return c
+                            .reply
+                            .error("ERR count should be greater than or equal to -1")
+                    }
+                    None => return c.reply.error("ERR value is not an integer or out of range"),
+                }
+            }
+            let count = count.min(max_len);
+            let mut entries: Vec<crate::slowlog::SlowEntry> = c
+                .on_all(move |s| s.slowlog.entries().take(count).cloned().collect::<Vec<_>>())
+                .await
+                .into_iter()
+                .flatten()
+                .collect();
+            entries.sort_unstable_by_key(|e| std::cmp::Reverse(e.id));
+            entries.truncate(count);
+            // Commands forwarded from another worker's connection: that worker knows the
+            // client's address and name.
+            let unknown: Vec<u64> = entries
+                .iter()
+                .filter(|e| e.peer.is_none() && e.client_id != 0)
+                .map(|e| e.client_id)
+                .collect();
+            let mut found: std::collections::HashMap<u64, (String, Vec<u8>)> = Default::default();
+            if !unknown.is_empty() {
+                for part in c
+                    .on_all(move |s| {
+                        unknown
+                            .iter()
+                            .filter_map(|id| s.clients.get(id))
+                            .map(|ci| (ci.id, (ci.addr.to_string(), ci.name.borrow().clone())))
+                            .collect::<Vec<_>>()
+                    })
+                    .await
+                {
+                    found.extend(part);
+                }
+            }
+            c.reply.array(entries.len());
+            for e in &entries {
+                c.reply.array(6);
+                c.reply.int(e.id as i64);
+                c.reply.int(e.time_s);
+                c.reply.int(e.duration_us as i64);
+                c.reply.array(e.argv.len());
+                for arg in &e.argv {
+                    c.reply.bulk(arg);
+                }
+                match (&e.peer, found.get(&e.client_id)) {
+                    (Some(p), _) => {
+                        c.reply.bulk(p.as_bytes());
+                        c.reply.bulk(&e.name);
+                    }
+                    (None, Some((p, n))) => {
+                        c.reply.bulk(p.as_bytes());
+                        c.reply.bulk(n);
+                    }
+                    (None, None) => {
+                        c.reply.bulk(b"");
+                        c.reply.bulk(b"");
+                    }
+                }
+            }
+        }
+        _ => {
+            let mut msg = b"ERR unknown subcommand or wrong number of arguments for '".to_vec();
+            msg.extend_from_slice(&a[1][..a[1].len().min(128)]);
+            msg.extend_from_slice(b"'. Try SLOWLOG HELP.");
+            skerry_resp::error(&mut c.reply.buf, &msg);
+        }
+    }
+}
+
+const MODULE_HELP: &[&str] = &[
+    "MODULE <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "LIST",
+    "    Return a list of loaded modules.",
+    "LOAD <path> [<arg> ...]",
+    "    Load a module library from <path>, passing to it any optional arguments.",
+    "LOADEX <path> [[CONFIG NAME VALUE] [CONFIG NAME VALUE]] [ARGS ...]",
+    "    Load a module library from <path>, while passing it module configurations and optional arguments.",
+    "UNLOAD <name>",
+    "    Unload a module.",
+    "HELP",
+    "    Print this help.",
+];
+
+/// MODULE LIST | LOAD | LOADEX | UNLOAD | HELP. Skerry's target is Redis without modules
+/// (their C API reaches into Redis's own objects): none is ever loaded, so LIST is empty
+/// and LOAD fails with Redis's error (the log says why).
+pub fn module(c: &mut Conn, a: &[&[u8]]) {
+    let sub = a[1].to_ascii_lowercase();
+    match (&sub[..], a.len()) {
+        (b"help", 2) => c.reply.simple_lines(MODULE_HELP),
+        (b"list", 2) => c.reply.array(0),
+        (b"load" | b"loadex", n) if n >= 3 => {
+            tracing::warn!(
+                "MODULE {} {}: Skerry cannot load Redis modules",
+                String::from_utf8_lossy(a[1]),
+                String::from_utf8_lossy(a[2])
+            );
+            c.reply
+                .error("ERR Error loading the extension. Please check the server logs.");
+        }
+        (b"unload", 3) => c
+            .reply
+            .error("ERR Error unloading module: no such module with that name"),
+        _ => {
+            let mut msg = b"ERR unknown subcommand or wrong number of arguments for '".to_vec();
+            msg.extend_from_slice(&a[1][..a[1].len().min(128)]);
+            msg.extend_from_slice(b"'. Try MODULE HELP.");
+            skerry_resp::error(&mut c.reply.buf, &msg);
+        }
+    }
+}

@@ -186,6 +186,14 @@ const fn oneof(name: &'static str, arguments: &'static [Arg]) -> Arg {
         ..Arg::new(name, ArgType::Oneof)
     }
 }
+/// `a` with its name as its display text (Redis's default for arguments that are not
+/// blocks).
+const fn shown(a: Arg) -> Arg {
+    Arg {
+        display_text: Some(a.name),
+        ..a
+    }
+}
 const fn block(name: &'static str, arguments: &'static [Arg]) -> Arg {
     Arg {
         arguments,
@@ -784,6 +792,26 @@ pub static DOCS: &[Doc] = &[
             key("key", 0),
         ]),
     doc("object|help", "6.2.0", "O(1)"),
+    doc("module", "4.0.0", "Depends on subcommand."),
+    doc("module|list", "4.0.0", "O(N) where N is the number of loaded modules."),
+    doc("module|load", "4.0.0", "O(1)")
+        .args(&[shown(string("path")), shown(string("arg").optional().multiple())]),
+    doc("module|loadex", "7.0.0", "O(1)")
+        .args(&[
+            shown(string("path")),
+            block("configs", &[shown(string("name")), shown(string("value"))]).token("CONFIG").multiple().multiple_token().optional(),
+            shown(string("args").token("ARGS").multiple().optional()),
+        ]),
+    doc("module|unload", "4.0.0", "O(1)")
+        .args(&[shown(string("name"))]),
+    doc("module|help", "5.0.0", "O(1)"),
+    doc("slowlog", "2.2.12", "Depends on subcommand."),
+    doc("slowlog|get", "2.2.12", "O(N) where N is the number of entries returned")
+        .history(&[("4.0.0", "Added client IP address, port and name to the reply.")])
+        .args(&[shown(integer("count").optional())]),
+    doc("slowlog|len", "2.2.12", "O(1)"),
+    doc("slowlog|reset", "2.2.12", "O(N) where N is the number of entries in the slowlog"),
+    doc("slowlog|help", "6.2.0", "O(1)"),
     doc("memory", "4.0.0", "Depends on subcommand."),
     doc("memory|usage", "4.0.0", "O(N) where N is the number of samples.")
         .args(&[
