@@ -220,27 +220,9 @@ fn differential(threads: &str, seed: u64) {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(3000);
-    let re = Server::start_reference(&[]);
-    let version = re.raw().cmd(&["INFO", "server"]).text();
-    let v = version
-        .lines()
-        .find_map(|l| l.strip_prefix("redis_version:"))
-        .unwrap_or("0")
-        .trim()
-        .to_string();
-    if v.split('.')
-        .next()
-        .unwrap_or("0")
-        .parse::<u32>()
-        .unwrap_or(0)
-        < 8
-    {
-        eprintln!(
-            "SKIPPED: the reference redis-server is {v}; this test needs Redis 8.0 \
-             (set SKERRY_REDIS_SERVER to its binary)"
-        );
+    let Some(re) = Server::start_reference_8(&[]) else {
         return;
-    }
+    };
     let sk = Server::start(&["--threads", threads]);
     let (mut sk2, mut re2) = (sk.raw(), re.raw());
     let (mut sk3, mut re3) = (resp3(&sk), resp3(&re));

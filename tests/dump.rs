@@ -803,27 +803,10 @@ fn hashes_with_field_ttls_round_trip_threads_2() {
     ttl_hashes_round_trip("2");
 }
 
-/// The reference Redis (`SKERRY_REDIS_SERVER`, see [`redis_server_bin`]) checking every
-/// payload deeply; None (the test is skipped, said on stderr) when it is older than 8.0.
+/// The reference Redis 8.0 (`SKERRY_REDIS_SERVER`) checking every payload deeply; None (the
+/// test is skipped, said on stderr) when it is older.
 fn reference_8() -> Option<Server> {
-    let s = Server::start_reference(&["--sanitize-dump-payload", "yes"]);
-    let info = s.raw().cmd(&["INFO", "server"]).text();
-    let version = info
-        .lines()
-        .find_map(|l| l.strip_prefix("redis_version:"))
-        .unwrap_or("0")
-        .trim()
-        .to_string();
-    if version
-        .split('.')
-        .next()
-        .and_then(|m| m.parse::<u32>().ok())
-        < Some(8)
-    {
-        eprintln!("skipped: the reference Redis is {version}; set SKERRY_REDIS_SERVER to 8.0");
-        return None;
-    }
-    Some(s)
+    Server::start_reference_8(&["--sanitize-dump-payload", "yes"])
 }
 
 /// Streams and hashes with field TTLs built in Redis 8.0 restore into Skerry the same in

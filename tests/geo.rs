@@ -940,22 +940,9 @@ fn differential(threads: &str, seed: u64) {
         args: vec!["--threads".into(), threads.into()],
         ..Default::default()
     });
-    let re = Server::start_reference(&[]);
-    let version = re.raw().cmd(&["INFO", "server"]).text();
-    let v = version
-        .lines()
-        .find_map(|l| l.strip_prefix("redis_version:"))
-        .unwrap_or("0")
-        .trim()
-        .to_string();
-    let major: u32 = v.split('.').next().unwrap_or("0").parse().unwrap_or(0);
-    if major < 8 {
-        eprintln!(
-            "SKIPPED: the reference redis-server is {v}; the differential test needs Redis 8.0 \
-             (set SKERRY_REDIS_SERVER to its binary)"
-        );
+    let Some(re) = Server::start_reference_8(&[]) else {
         return;
-    }
+    };
     let mut sk2 = sk.raw();
     let mut re2 = re.raw();
     let mut sk3 = sk.raw();

@@ -13,7 +13,7 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 
@@ -40,15 +40,8 @@ fn encoding(r: &mut Raw, key: &str) -> String {
 }
 
 /// Waits up to `secs` for `f` to hold.
-fn wait_for(secs: u64, mut f: impl FnMut() -> bool) -> bool {
-    let until = Instant::now() + Duration::from_secs(secs);
-    while Instant::now() < until {
-        if f() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    f()
+fn wait_for(secs: u64, f: impl FnMut() -> bool) -> bool {
+    wait_until(Duration::from_secs(secs), f)
 }
 
 #[test]
@@ -944,17 +937,11 @@ impl BytesOf for Value {
 
 fn diff_run(threads: &str, ops: usize, seed: u64) {
     let sk = Server::start(&["--threads", threads]);
-    let rf = Server::start_reference(&[]);
-    let (mut a, mut b) = (sk.raw(), rf.raw());
-    let info = b.cmd(&["INFO", "server"]).text();
-    let major: u32 = info_field(&info, "redis_version")
-        .and_then(|v| v.split('.').next().and_then(|m| m.parse().ok()))
-        .unwrap_or(0);
-    if major < 8 {
-        // The commands compared are Redis 8.0's (SKERRY_REDIS_SERVER names the binary).
-        eprintln!("skipped: the reference redis-server is older than 8.0 ({major})");
+    // The commands compared are Redis 8.0's.
+    let Some(rf) = Server::start_reference_8(&[]) else {
         return;
-    }
+    };
+    let (mut a, mut b) = (sk.raw(), rf.raw());
     for r in [&mut a, &mut b] {
         assert_eq!(
             r.cmd(&["CONFIG", "SET", "hash-max-listpack-entries", "16"]),

@@ -75,12 +75,8 @@ fn loaded_client(s: &Server) -> redis::Connection {
 }
 
 /// Waits until `cond` holds (polling), panicking with `what` after `timeout`.
-fn wait_for(timeout: Duration, what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        thread::sleep(Duration::from_millis(20));
-    }
+fn wait_for(timeout: Duration, what: &str, cond: impl FnMut() -> bool) {
+    assert!(wait_until(timeout, cond), "timed out waiting for {what}");
 }
 
 /// One 100 MiB value through every string command that reads or changes it, then a

@@ -408,27 +408,10 @@ fn client_kill_maxage() {
     );
 }
 
-/// The reference Redis 8 server for differential tests: `SKERRY_REDIS_SERVER`, else the
-/// build in /work/ref; None (the test is skipped) when neither is a Redis 8.
+/// The reference Redis 8 server for differential tests (`SKERRY_REDIS_SERVER`); None (the
+/// test is skipped) when it is older.
 fn start_redis8() -> Option<Server> {
-    if std::env::var("SKERRY_REDIS_SERVER").is_err() {
-        let local = "/work/ref/redis-8.0.2/src/redis-server";
-        if std::path::Path::new(local).exists() {
-            std::env::set_var("SKERRY_REDIS_SERVER", local);
-        }
-    }
-    let s = Server::start_reference(&[]);
-    let mut r = s.raw();
-    let info = match r.cmd(&["INFO", "server"]) {
-        Value::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
-        Value::Verbatim(_, b) => String::from_utf8_lossy(&b).into_owned(),
-        _ => String::new(),
-    };
-    if !info.contains("redis_version:8.") {
-        eprintln!("skipped: the reference server is not Redis 8");
-        return None;
-    }
-    Some(s)
+    Server::start_reference_8(&[])
 }
 
 /// COMMAND INFO's first/last/step and key specifications of every command (and

@@ -140,6 +140,27 @@ impl Server {
         })
     }
 
+    /// Starts the reference redis-server with `args` when it is Redis 8.0 or later (the
+    /// tests that compare with it use 8.0's commands and replies); None, said on stderr,
+    /// when it is older (set `SKERRY_REDIS_SERVER` to an 8.0 binary).
+    pub fn start_reference_8(args: &[&str]) -> Option<Server> {
+        let s = Server::start_reference(args);
+        let version = redis_version(&mut s.raw());
+        let major: u32 = version
+            .split('.')
+            .next()
+            .and_then(|m| m.parse().ok())
+            .unwrap_or(0);
+        if major < 8 {
+            eprintln!(
+                "SKIPPED: the reference redis-server is {version:?}; this test needs Redis 8.0 \
+                 (set SKERRY_REDIS_SERVER to its binary)"
+            );
+            return None;
+        }
+        Some(s)
+    }
+
     /// Starts a server with a config file (Redis syntax) as the first argument.
     /// If `port_in_config` is true the caller's config must contain `port {PORT}`: the text
     /// `{PORT}` is replaced by the chosen port and no `--port` argument is passed.
@@ -703,6 +724,15 @@ pub fn resp3(s: &Server) -> Raw {
     let mut r = s.raw();
     assert!(matches!(r.cmd(&["HELLO", "3"]), Value::Map(_)));
     r
+}
+
+/// The server's `redis_version` (INFO server); empty when it has none.
+pub fn redis_version(r: &mut Raw) -> String {
+    let info = match r.cmd(&["INFO", "server"]) {
+        Value::Bulk(b) | Value::Verbatim(_, b) => String::from_utf8_lossy(&b).into_owned(),
+        _ => String::new(),
+    };
+    info_field(&info, "redis_version").unwrap_or_default()
 }
 
 /// Polls `f` until it returns true or `timeout` passes.
