@@ -213,3 +213,69 @@ fn bitop_across_workers() {
     );
     assert_eq!(get(&mut r, "dor"), Value::Bulk(vec![0xfc, 0xff]));
 }
+
+/// Redis 8 checks BITCOUNT's and BITPOS's arguments before it looks at the key: a missing
+/// key no longer hides a syntax error or a bad integer.
+#[test]
+fn bitcount_and_bitpos_check_arguments_before_the_key() {
+    let s = Server::start(&[]);
+    let mut r = s.raw();
+    for key_exists in [false, true] {
+        if key_exists {
+            assert_eq!(r.cmd(&["SET", "s", "1"]), ok());
+        }
+        assert_eq!(r.cmd(&["BITCOUNT", "s", "0"]), err("ERR syntax error"));
+        assert_eq!(
+            r.cmd(&["BITCOUNT", "s", "0", "1", "hello"]),
+            err("ERR syntax error")
+        );
+        assert_eq!(
+            r.cmd(&["BITCOUNT", "s", "a", "b"]),
+            err("ERR value is not an integer or out of range")
+        );
+        assert_eq!(
+            r.cmd(&["BITPOS", "s", "0", "1", "hello", "hello2"]),
+            err("ERR syntax error")
+        );
+        assert_eq!(
+            r.cmd(&["BITPOS", "s", "0", "0", "1", "hello"]),
+            err("ERR syntax error")
+        );
+        assert_eq!(
+            r.cmd(&["BITPOS", "s", "0", "a"]),
+            err("ERR value is not an integer or out of range")
+        );
+    }
+    r.cmd(&["DEL", "s"]);
+    assert_eq!(r.cmd(&["BITCOUNT", "s", "0", "-1"]), int(0));
+    assert_eq!(r.cmd(&["BITPOS", "s", "1", "0", "-1", "BIT"]), int(-1));
+}
+
+/// SETBIT and BITFIELD write (and count a change in `rdb_changes_since_last_save`) only when
+/// the key is new, the string grows or a bit changes, as Redis 8.
+#[test]
+fn setbit_and_bitfield_count_only_real_changes() {
+    let s = Server::start(&[]);
+    let mut r = s.raw();
+    let dirty =
+        |r: &mut Raw| info_u64(r, "persistence", "rdb_changes_since_last_save").unwrap();
+    let d0 = dirty(&mut r);
+    r.cmd(&["SETBIT", "foo", "0", "0"]);
+    r.cmd(&["BITFIELD", "foo2", "SET", "i5", "0", "0"]);
+    let d1 = dirty(&mut r);
+    assert_eq!(d1, d0 + 2, "new keys always count");
+    r.cmd(&["SETBIT", "foo", "0", "0"]);
+    r.cmd(&["BITFIELD", "foo2", "SET", "i5", "0", "0"]);
+    assert_eq!(dirty(&mut r), d1, "no change");
+    for v in ["1", "1", "0", "0"] {
+        r.cmd(&["SETBIT", "foo", "0", v]);
+        r.cmd(&["BITFIELD", "foo2", "SET", "i5", "0", v]);
+    }
+    let d2 = dirty(&mut r);
+    assert_eq!(d2, d1 + 4, "a change and a no change, twice each");
+    r.cmd(&["SETBIT", "foo", "90", "0"]);
+    r.cmd(&["BITFIELD", "foo2", "SET", "i5", "90", "0"]);
+    assert_eq!(dirty(&mut r), d2 + 2, "a longer string counts");
+    assert_eq!(r.cmd(&["GETBIT", "foo", "0"]), int(0));
+    assert_eq!(r.cmd(&["STRLEN", "foo"]), int(12));
+}

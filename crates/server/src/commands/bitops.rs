@@ -43,6 +43,7 @@ pub fn setbit(x: &mut Exec, a: &[&[u8]]) {
     let Ok(cur) = super::string::peek_str(x, a[1]) else {
         return;
     };
+    let cur_len = cur.as_ref().map(|c| c.len());
     let mut v = cur.unwrap_or_default();
     let byte = (offset >> 3) as usize;
     if v.len() <= byte {
@@ -51,8 +52,11 @@ pub fn setbit(x: &mut Exec, a: &[&[u8]]) {
     let old = bit_at(&v, offset);
     let shift = 7 - (offset & 7);
     v[byte] = (v[byte] & !(1 << shift)) | (on << shift);
-    // Redis writes (and creates the key) even when the bit does not change.
-    x.ks.put(x.db, a[1], &v, Expiry::Keep, x.now_ms);
+    // Redis 8 writes (and counts a change) when the key is new, the string grew or the
+    // bit changed; otherwise nothing is written.
+    if cur_len != Some(v.len()) || old != on {
+        x.ks.put(x.db, a[1], &v, Expiry::Keep, x.now_ms);
+    }
     x.reply.int(i64::from(old));
 }
 
@@ -142,15 +146,10 @@ fn range_in_bits(x: &mut Exec, arg: Option<&&[u8]>) -> Option<bool> {
 
 /// BITCOUNT key [start end [BYTE | BIT]]
 pub fn bitcount(x: &mut Exec, a: &[&[u8]]) {
-    let Ok(v) = super::string::read_str(x, a[1]) else {
-        return;
-    };
-    let Some(v) = v else {
-        x.reply.int(0);
-        return;
-    };
-    let range = match a.len() {
-        2 => clamp_range(v.len(), 0, -1, false),
+    // The arguments are checked before the key is looked at (Redis 8: a missing key no
+    // longer hides a syntax error).
+    let bounds = match a.len() {
+        2 => None,
         4 | 5 => {
             let (Some(start), Some(end)) = (parse_i64(a[2]), parse_i64(a[3])) else {
                 x.reply.error(NOT_INT);
@@ -159,16 +158,24 @@ pub fn bitcount(x: &mut Exec, a: &[&[u8]]) {
             let Some(in_bits) = range_in_bits(x, a.get(4)) else {
                 return;
             };
-            if start < 0 && end < 0 && start > end {
-                None
-            } else {
-                clamp_range(v.len(), start, end, in_bits)
-            }
+            Some((start, end, in_bits))
         }
         _ => {
             x.reply.error(SYNTAX);
             return;
         }
+    };
+    let Ok(v) = super::string::read_str(x, a[1]) else {
+        return;
+    };
+    let Some(v) = v else {
+        x.reply.int(0);
+        return;
+    };
+    let range = match bounds {
+        None => clamp_range(v.len(), 0, -1, false),
+        Some((start, end, _)) if start < 0 && end < 0 && start > end => None,
+        Some((start, end, in_bits)) => clamp_range(v.len(), start, end, in_bits),
     };
     x.reply.int(range.map_or(0, |r| count_ones(&v, r)) as i64);
 }
@@ -186,22 +193,13 @@ pub fn bitpos(x: &mut Exec, a: &[&[u8]]) {
             return;
         }
     };
-    let Ok(v) = super::string::read_str(x, a[1]) else {
-        return;
-    };
-    // A missing key is all zero bits: the first clear bit is 0, there is no set bit.
-    let Some(v) = v else {
-        x.reply.int(if bit == 1 { -1 } else { 0 });
-        return;
-    };
     if a.len() > 6 {
         x.reply.error(SYNTAX);
         return;
     }
-    let mut end_given = false;
-    let range = if a.len() == 3 {
-        clamp_range(v.len(), 0, -1, false)
-    } else {
+    // The arguments are checked before the key is looked at, as Redis 8 does.
+    let mut bounds = None;
+    if a.len() > 3 {
         let Some(start) = parse_i64(a[3]) else {
             x.reply.error(NOT_INT);
             return;
@@ -214,12 +212,24 @@ pub fn bitpos(x: &mut Exec, a: &[&[u8]]) {
                 x.reply.error(NOT_INT);
                 return;
             };
-            end_given = true;
-            e
+            Some(e)
         } else {
-            -1
+            None
         };
-        clamp_range(v.len(), start, end, in_bits)
+        bounds = Some((start, end, in_bits));
+    }
+    let Ok(v) = super::string::read_str(x, a[1]) else {
+        return;
+    };
+    // A missing key is all zero bits: the first clear bit is 0, there is no set bit.
+    let Some(v) = v else {
+        x.reply.int(if bit == 1 { -1 } else { 0 });
+        return;
+    };
+    let end_given = bounds.is_some_and(|(_, e, _)| e.is_some());
+    let range = match bounds {
+        None => clamp_range(v.len(), 0, -1, false),
+        Some((start, end, in_bits)) => clamp_range(v.len(), start, end.unwrap_or(-1), in_bits),
     };
     // An empty range holds neither a 0 nor a 1.
     let Some(r) = range else {
@@ -600,7 +610,10 @@ fn bitfield_generic(x: &mut Exec, a: &[&[u8]], read_only_cmd: bool) {
     if v.len() < need {
         v.resize(need, 0);
     }
-    let mut changed = v.len() != old_len;
+    let grew = v.len() != old_len;
+    // Redis's count of changes: every write that changed its field, or any write when
+    // the string grew.
+    let mut changes = 0u64;
     x.reply.array(fields.len());
     for f in &fields {
         if f.op == FieldOp::Get {
@@ -611,15 +624,17 @@ fn bitfield_generic(x: &mut Exec, a: &[&[u8]], read_only_cmd: bool) {
         match write_field(&mut v, f) {
             Some(r) => {
                 x.reply.int(r);
-                changed |= get_unsigned(&v, f.offset, f.bits) != before;
+                changes += u64::from(grew || get_unsigned(&v, f.offset, f.bits) != before);
             }
             None => x.reply.null(),
         }
     }
     // Redis creates or pads the string before running the operations, even when they
     // all fail.
-    if changed || !existed {
+    if grew || changes > 0 || !existed {
+        let dirty_before = x.ks.stats.dirty;
         x.ks.put(x.db, a[1], &v, Expiry::Keep, x.now_ms);
+        x.ks.count_changes_as(dirty_before, changes);
     }
 }
 
