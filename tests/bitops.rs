@@ -257,8 +257,7 @@ fn bitcount_and_bitpos_check_arguments_before_the_key() {
 fn setbit_and_bitfield_count_only_real_changes() {
     let s = Server::start(&[]);
     let mut r = s.raw();
-    let dirty =
-        |r: &mut Raw| info_u64(r, "persistence", "rdb_changes_since_last_save").unwrap();
+    let dirty = |r: &mut Raw| info_u64(r, "persistence", "rdb_changes_since_last_save").unwrap();
     let d0 = dirty(&mut r);
     r.cmd(&["SETBIT", "foo", "0", "0"]);
     r.cmd(&["BITFIELD", "foo2", "SET", "i5", "0", "0"]);

@@ -1267,3 +1267,38 @@ fn a_move_across_workers_waits_on_its_source_only() {
         p.cmd(&["DEL", &src]);
     }
 }
+
+/// A blocking command that times out, or that CLIENT UNBLOCK ends, counts as one call in
+/// INFO commandstats (a failed one when unblocked with an error), as in Redis.
+#[test]
+fn a_timed_out_or_unblocked_command_counts_one_call() {
+    let s = Server::start(&["--threads", "2"]);
+    let mut r = s.raw();
+    let stat = |r: &mut Raw| -> String {
+        let info = r.cmd(&["INFO", "commandstats"]).text();
+        info_field(&info, "cmdstat_blpop").unwrap_or_default()
+    };
+    assert_eq!(r.cmd(&["CONFIG", "RESETSTAT"]), ok());
+    let mut waiter = s.raw();
+    assert_eq!(
+        waiter.cmd(&["BLPOP", "nolist", "0.05"]),
+        Value::NullArray,
+        "times out"
+    );
+    let st = stat(&mut r);
+    assert!(st.starts_with("calls=1,"), "{st}");
+    assert!(st.ends_with("rejected_calls=0,failed_calls=0"), "{st}");
+    let Value::Integer(id) = waiter.cmd(&["CLIENT", "ID"]) else {
+        panic!("CLIENT ID")
+    };
+    waiter.send(&resp::encode(&["BLPOP", "nolist", "0"]));
+    wait_blocked(&mut r, 1);
+    assert_eq!(
+        r.cmd(&["CLIENT", "UNBLOCK", &id.to_string(), "ERROR"]),
+        int(1)
+    );
+    assert!(waiter.read_value().is_error());
+    let st = stat(&mut r);
+    assert!(st.starts_with("calls=2,"), "{st}");
+    assert!(st.ends_with("rejected_calls=0,failed_calls=1"), "{st}");
+}

@@ -196,6 +196,19 @@ pub(crate) fn key_args<'a>(idx: usize, argv: &[&'a [u8]]) -> SmallVec<[&'a [u8];
         .collect()
 }
 
+/// Records the call of blocking command `idx` that timed out or was unblocked: it ran no
+/// further, so no time; an error `reply` (CLIENT UNBLOCK ... ERROR) counts as failed.
+fn record_unblocked(shard: &mut Shard, idx: usize, reply: &[u8]) {
+    let st = &mut shard.stats;
+    let c = &mut st.commands[idx];
+    c.calls += 1;
+    st.total_commands += 1;
+    if reply.first() == Some(&b'-') {
+        c.failed += 1;
+        st.record_error(reply);
+    }
+}
+
 /// Records a command's (or subcommand's) call, time and error reply (if it replied with
 /// one); returns its time in nanoseconds.
 fn record(
@@ -1331,7 +1344,10 @@ impl Conn {
                             Some(Vec::new())
                         } else {
                             let unblocked = self.info.unblock.get();
-                            Some(ended_wait_reply(proto, unblocked, timeout))
+                            let out = ended_wait_reply(proto, unblocked, timeout);
+                            // Its one call, answered here (Redis's updateStatsOnUnblock).
+                            record_unblocked(&mut local_shard().borrow_mut(), idx, &out);
+                            Some(out)
                         }
                     }
                     // Being served right now: the reply is coming.
