@@ -343,8 +343,10 @@ pub fn write_args(r: &mut Reply, args: &[Arg]) {
     r.array(args.len());
     for a in args {
         let nested = matches!(a.type_, ArgType::Oneof | ArgType::Block);
+        // Redis 7.2+ shows a display text for every argument but blocks and choices: its
+        // own, else its name.
         r.map(
-            2 + usize::from(a.display_text.is_some())
+            2 + usize::from(!nested)
                 + usize::from(a.key_spec_index.is_some())
                 + usize::from(a.token.is_some())
                 + usize::from(a.summary.is_some())
@@ -357,9 +359,9 @@ pub fn write_args(r: &mut Reply, args: &[Arg]) {
         r.bulk_str(a.name);
         r.bulk_str("type");
         r.bulk_str(a.type_.as_str());
-        if let Some(t) = a.display_text {
+        if !nested {
             r.bulk_str("display_text");
-            r.bulk_str(t);
+            r.bulk_str(a.display_text.unwrap_or(a.name));
         }
         if let Some(i) = a.key_spec_index {
             r.bulk_str("key_spec_index");
