@@ -1357,27 +1357,81 @@ pub fn reads_values_always(idx: usize) -> bool {
 }
 
 /// Looks a command up by name, case-insensitively. Returns its table index.
+///
+/// The name is hashed as it is read (FNV-1a over each byte ORed with 0x20, which lowercases
+/// ASCII letters) into a small open-addressing table whose slots hold the lowercase names
+/// themselves, so a lookup touches one or two 32-byte slots and nothing else. Nothing is
+/// copied on the way: lowercasing into a buffer that a hash then read back as words stalled
+/// on store forwarding (5% of a pipelined PFADD's CPU).
 #[inline]
 pub fn lookup(name: &[u8]) -> Option<usize> {
-    if name.len() > 32 {
+    if name.is_empty() || name.len() > LOOKUP_NAME_MAX {
         return None;
     }
-    let mut lower = [0u8; 32];
-    let lower = &mut lower[..name.len()];
-    for (d, s) in lower.iter_mut().zip(name) {
-        *d = s.to_ascii_lowercase();
+    let t = lookup_table();
+    let mut slot = fold_hash(name) as usize & (LOOKUP_SLOTS - 1);
+    loop {
+        let s = &t[slot];
+        if s.idx == u16::MAX {
+            return None;
+        }
+        if usize::from(s.len) == name.len() && s.name[..name.len()].eq_ignore_ascii_case(name) {
+            return Some(usize::from(s.idx));
+        }
+        slot = (slot + 1) & (LOOKUP_SLOTS - 1);
     }
-    INDEX.with(|idx| idx.get(&lower[..]).copied())
 }
 
-thread_local! {
-    static INDEX: hashbrown::HashMap<&'static [u8], usize, foldhash::fast::FixedState> = {
-        let mut m = hashbrown::HashMap::with_hasher(foldhash::fast::FixedState::default());
+/// Slots of the lookup table (a power of two, at least twice the commands).
+const LOOKUP_SLOTS: usize = 512;
+/// Longest command name the table holds.
+const LOOKUP_NAME_MAX: usize = 29;
+
+/// A slot of the lookup table: a command's lowercase name and its table index.
+#[derive(Clone, Copy)]
+#[repr(C, align(32))]
+struct LookupSlot {
+    name: [u8; LOOKUP_NAME_MAX],
+    len: u8,
+    /// Index in [`COMMANDS`]; `u16::MAX` for an empty slot.
+    idx: u16,
+}
+
+/// FNV-1a of `name` with every byte ORed with 0x20, mixed so the low bits are usable.
+#[inline]
+fn fold_hash(name: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in name {
+        h = (h ^ u64::from(b | 0x20)).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    (h ^ (h >> 32)).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32
+}
+
+/// The lookup table, built once.
+fn lookup_table() -> &'static [LookupSlot; LOOKUP_SLOTS] {
+    static TABLE: std::sync::OnceLock<Box<[LookupSlot; LOOKUP_SLOTS]>> =
+        std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        assert!(COMMANDS.len() * 2 <= LOOKUP_SLOTS);
+        let empty = LookupSlot {
+            name: [0; LOOKUP_NAME_MAX],
+            len: 0,
+            idx: u16::MAX,
+        };
+        let mut t = Box::new([empty; LOOKUP_SLOTS]);
         for (i, c) in COMMANDS.iter().enumerate() {
-            m.insert(c.name.as_bytes(), i);
+            let n = c.name.as_bytes();
+            assert!(n.len() <= LOOKUP_NAME_MAX, "command name too long: {}", c.name);
+            let mut slot = fold_hash(n) as usize & (LOOKUP_SLOTS - 1);
+            while t[slot].idx != u16::MAX {
+                slot = (slot + 1) & (LOOKUP_SLOTS - 1);
+            }
+            t[slot].name[..n.len()].copy_from_slice(n);
+            t[slot].len = n.len() as u8;
+            t[slot].idx = i as u16;
         }
-        m
-    };
+        t
+    })
 }
 
 /// Parses an argument as a signed 64-bit integer with Redis's strictness (no spaces, no '+',
@@ -1511,6 +1565,32 @@ pub fn is(arg: &[u8], word: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lookup_is_case_insensitive_and_exact() {
+        for (i, c) in COMMANDS.iter().enumerate() {
+            assert_eq!(lookup(c.name.as_bytes()), Some(i));
+            assert_eq!(lookup(c.name.to_ascii_uppercase().as_bytes()), Some(i));
+            // A character that folds like one of the name's but is not it.
+            if let Some(p) = c.name.find('_') {
+                let mut odd = c.name.as_bytes().to_vec();
+                odd[p] = 0x7F;
+                assert_eq!(lookup(&odd), None, "{}", c.name);
+            }
+            let mut longer = c.name.as_bytes().to_vec();
+            longer.push(b'x');
+            assert_ne!(lookup(&longer), Some(i));
+        }
+        assert_eq!(lookup(b"GeT"), lookup(b"get"));
+        assert_eq!(lookup(b"bitfield_RO"), lookup(b"bitfield_ro"));
+        assert!(lookup(b"bitfield_ro").is_some());
+        assert_eq!(lookup(b""), None);
+        assert_eq!(lookup(b"g"), None);
+        assert_eq!(lookup(&[b'a'; 40]), None);
+        // A byte that folds to a name's character without being it: 0x7F | 0x20 is 0x7F,
+        // the fold of '_'.
+        assert_eq!(lookup(b"bitfield\x7fro"), None);
+    }
 
     #[test]
     fn table_is_consistent() {
