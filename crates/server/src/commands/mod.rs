@@ -1409,8 +1409,7 @@ fn fold_hash(name: &[u8]) -> u64 {
 
 /// The lookup table, built once.
 fn lookup_table() -> &'static [LookupSlot; LOOKUP_SLOTS] {
-    static TABLE: std::sync::OnceLock<Box<[LookupSlot; LOOKUP_SLOTS]>> =
-        std::sync::OnceLock::new();
+    static TABLE: std::sync::OnceLock<Box<[LookupSlot; LOOKUP_SLOTS]>> = std::sync::OnceLock::new();
     TABLE.get_or_init(|| {
         assert!(COMMANDS.len() * 2 <= LOOKUP_SLOTS);
         let empty = LookupSlot {
@@ -1421,7 +1420,11 @@ fn lookup_table() -> &'static [LookupSlot; LOOKUP_SLOTS] {
         let mut t = Box::new([empty; LOOKUP_SLOTS]);
         for (i, c) in COMMANDS.iter().enumerate() {
             let n = c.name.as_bytes();
-            assert!(n.len() <= LOOKUP_NAME_MAX, "command name too long: {}", c.name);
+            assert!(
+                n.len() <= LOOKUP_NAME_MAX,
+                "command name too long: {}",
+                c.name
+            );
             let mut slot = fold_hash(n) as usize & (LOOKUP_SLOTS - 1);
             while t[slot].idx != u16::MAX {
                 slot = (slot + 1) & (LOOKUP_SLOTS - 1);

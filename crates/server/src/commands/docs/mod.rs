@@ -1141,7 +1141,7 @@ mod tests {
     /// (documented through their subcommands; DEFRAG parses its own) and QUIT (it ignores its arguments).
     const NO_ARGUMENTS: &[&str] = &[
         "client", "object", "memory", "config", "command", "debug", "defrag", "function", "quit",
-        "pubsub", "script", "xgroup", "xinfo",
+        "pubsub", "script", "xgroup", "xinfo", "module", "slowlog",
     ];
 
     fn check_args(cmd: &str, args: &[Arg]) {
