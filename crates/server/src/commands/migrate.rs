@@ -175,21 +175,53 @@ fn start_sweeping() {
     .detach();
 }
 
+/// Why no connection could be had.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ConnectFail {
+    /// The address does not resolve, or the connection did not complete within the
+    /// time-out: Redis's "connecting" error.
+    Unreachable,
+    /// The connection failed at once (refused, ...). Redis's blocking connect waits only for
+    /// the socket to be writable, takes it as connected, and fails writing to it.
+    Refused,
+}
+
+/// Redis's `atoi` of the port (leading digits; 0 without any).
+fn atoi(b: &[u8]) -> u64 {
+    b.iter()
+        .take_while(|c| c.is_ascii_digit())
+        .take(19)
+        .fold(0, |n, &c| n * 10 + u64::from(c - b'0'))
+}
+
 /// Connects to `host:port` within `timeout`.
-async fn connect(host: &[u8], port: &[u8], timeout: Duration) -> Option<TcpStream> {
-    let host = std::str::from_utf8(host).ok()?;
-    let port: u16 = std::str::from_utf8(port).ok()?.parse().ok()?;
-    let stream = compio::time::timeout(timeout, TcpStream::connect((host, port)))
+async fn connect(host: &[u8], port: &[u8], timeout: Duration) -> Result<TcpStream, ConnectFail> {
+    use compio::net::ToSocketAddrsAsync;
+    let host = std::str::from_utf8(host).map_err(|_| ConnectFail::Unreachable)?;
+    // (An int's low 16 bits, as the port Redis's getaddrinfo ends up with.)
+    let port = atoi(port) as u16;
+    let addr = compio::time::timeout(timeout, (host, port).to_socket_addrs_async())
         .await
-        .ok()?
-        .ok()?;
+        .ok()
+        .and_then(Result::ok)
+        .and_then(|mut a| a.next())
+        .ok_or(ConnectFail::Unreachable)?;
+    let stream = compio::time::timeout(timeout, TcpStream::connect(addr))
+        .await
+        .map_err(|_| ConnectFail::Unreachable)?
+        .map_err(|_| ConnectFail::Refused)?;
     let _ = stream.set_nodelay(true);
-    Some(stream)
+    Ok(stream)
 }
 
 /// The cached connection to `name` (`host:port`), or a new one (cached when there is
-/// room); None when it cannot connect within `timeout`.
-async fn get_socket(name: &[u8], host: &[u8], port: &[u8], timeout: Duration) -> Option<Sock> {
+/// room).
+async fn get_socket(
+    name: &[u8],
+    host: &[u8],
+    port: &[u8],
+    timeout: Duration,
+) -> Result<Sock, ConnectFail> {
     let found = CACHE.with_borrow_mut(|c| {
         c.get_mut(name).map(|e| {
             e.last_use = Instant::now();
@@ -197,11 +229,11 @@ async fn get_socket(name: &[u8], host: &[u8], port: &[u8], timeout: Duration) ->
         })
     });
     match found {
-        Some((Some(stream), last_dbid)) => return Some(Sock::new(name, stream, last_dbid, true)),
+        Some((Some(stream), last_dbid)) => return Ok(Sock::new(name, stream, last_dbid, true)),
         Some((None, _)) => {
             // Another MIGRATE of this worker uses the cached one: a connection of its own.
             let stream = connect(host, port, timeout).await?;
-            return Some(Sock::new(name, stream, -1, false));
+            return Ok(Sock::new(name, stream, -1, false));
         }
         None => {}
     }
@@ -237,7 +269,7 @@ async fn get_socket(name: &[u8], host: &[u8], port: &[u8], timeout: Duration) ->
     if cached {
         start_sweeping();
     }
-    Some(Sock::new(name, stream, -1, cached))
+    Ok(Sock::new(name, stream, -1, cached))
 }
 
 /// Gives a connection in good state back to the cache (closed when it was not cached or its
@@ -572,8 +604,15 @@ async fn transfer(t: Transfer) -> Outcome {
     let n = t.restores.len();
     let mut may_retry = true;
     loop {
-        let Some(mut sock) = get_socket(&name, &t.host, &t.port, t.timeout).await else {
-            return (vec![false; n], Some(Failure::Connect));
+        let mut sock = match get_socket(&name, &t.host, &t.port, t.timeout).await {
+            Ok(sock) => sock,
+            Err(ConnectFail::Unreachable) => return (vec![false; n], Some(Failure::Connect)),
+            // As Redis: a failed write, tried once more.
+            Err(ConnectFail::Refused) if may_retry => {
+                may_retry = false;
+                continue;
+            }
+            Err(ConnectFail::Refused) => return (vec![false; n], Some(Failure::Write)),
         };
         let mut cmd = Vec::new();
         if let Some((user, pass)) = &t.auth {
