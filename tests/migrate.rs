@@ -783,3 +783,51 @@ fn command_info_docs_and_getkeys_match_redis8() {
         }
     }
 }
+
+/// Skerry-only: values that are only on the device after a restart (a chunked string, a
+/// grouped list, small keys of both workers) are read for the DUMP and migrate whole.
+#[test]
+fn values_read_from_the_device() {
+    skip_if_redis!();
+    let mut src = Server::start(&[
+        "--threads",
+        "2",
+        "--collection-group-bytes",
+        "512",
+        "--appendfsync",
+        "always",
+    ]);
+    let to = skerry_target(&[]);
+    let big: Vec<u8> = (0..3 * 1024 * 1024u32).map(|i| (i % 241) as u8).collect();
+    let small: Vec<String> = (0..10)
+        .map(|i| key_on(&format!("small{i}-"), i % 2))
+        .collect();
+    {
+        let mut r = src.raw();
+        r.cmd_bytes(&[b"SET", b"bigstr", &big]);
+        for j in 0..100 {
+            let items: Vec<String> = (0..50).map(|i| format!("item {j} {i}")).collect();
+            let mut a = vec!["RPUSH", "biglist"];
+            a.extend(items.iter().map(|s| s.as_str()));
+            r.cmd(&a);
+        }
+        for k in &small {
+            r.cmd(&["SET", k, k, "EX", "1000"]);
+        }
+    }
+    src.restart();
+    let mut r = src.raw();
+    let mut keys = vec!["bigstr".to_string(), "biglist".to_string()];
+    keys.extend(small.iter().cloned());
+    assert_eq!(migrate(&mut r, &to, "", "0", &keys_arg(&keys)), ok());
+    assert_eq!(r.cmd(&["DBSIZE"]), int(0));
+    let mut t = to.raw();
+    assert_eq!(t.cmd(&["GET", "bigstr"]), Value::Bulk(big));
+    assert_eq!(t.cmd(&["LLEN", "biglist"]), int(5000));
+    assert_eq!(t.cmd(&["LINDEX", "biglist", "4999"]), bulk("item 99 49"));
+    for k in &small {
+        assert_eq!(t.cmd(&["GET", k]), bulk(k));
+        let ttl = t.cmd(&["TTL", k]).int();
+        assert!((990..=1000).contains(&ttl), "{k}: {ttl}");
+    }
+}

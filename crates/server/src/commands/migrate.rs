@@ -38,11 +38,9 @@
 //! mechanism of WATCH/EXEC: any write, expiry, deletion, FLUSHDB or SWAPDB of the key sets
 //! it), and an acknowledged key is deleted only when its flag is still clear: a write that
 //! came after the DUMP is kept here (the target holds the value as it was at the DUMP),
-//! never lost silently. Flags are removed at the end, also when the command fails or its
-//! connection goes away.
+//! never lost silently. Flags are removed at the end, whatever way the command ends.
 //!
-//! Not done: MIGRATE inside MULTI or a script (Skerry refuses it there), and the redaction
-//! of AUTH passwords in SLOWLOG and MONITOR.
+//! Not done: MIGRATE inside MULTI or a script (Skerry refuses it there with an error).
 
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
