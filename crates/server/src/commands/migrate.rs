@@ -784,9 +784,10 @@ pub async fn migrate(c: &mut Conn, a: &[&[u8]]) {
     let name = [a[1], b":", a[2]].concat();
     let w = connection_worker(&name, c.shared.workers);
     let (acked, failure) = transfer_on(&c.shared, c.worker, w, t).await;
-    if !args.copy {
+    if !args.copy && acked.contains(&true) {
         delete_acked(c, &dumped, &acked, &mut flags).await;
     }
+    // (Otherwise the flags go when `flags` is dropped, without holding any worker.)
     match failure {
         None => c.reply.ok(),
         Some(Failure::Connect) => c
