@@ -831,3 +831,150 @@ fn values_read_from_the_device() {
         assert!((990..=1000).contains(&ttl), "{k}: {ttl}");
     }
 }
+
+/// One seeded random operation of the differential test, as arguments; `on_target` says
+/// where it runs.
+fn random_op(rng: &mut Rng, n: u64) -> (bool, Vec<String>) {
+    let key = |rng: &mut Rng| format!("k{}", rng.range(0, 16));
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<String>>();
+    let k = key(rng);
+    let v = format!("v{}", rng.range(0, 1000));
+    match rng.range(0, 14) {
+        0 => (false, s(&["SET", &k, &v])),
+        1 => (
+            false,
+            s(&["SET", &k, &v, "PX", &rng.range(20_000, 90_000).to_string()]),
+        ),
+        2 => (false, s(&["RPUSH", &k, &v, "x", "y"])),
+        3 => (false, s(&["SADD", &k, &v, "m"])),
+        4 => (false, s(&["ZADD", &k, &rng.range(0, 50).to_string(), &v])),
+        5 => (false, s(&["HSET", &k, "f", &v, "g", "1"])),
+        6 => (false, s(&["XADD", &k, &format!("{}-1", n + 1), "f", &v])),
+        7 => (false, s(&["DEL", &k])),
+        8 => (true, s(&["SET", &k, "busy"])),
+        9 => (true, s(&["DEL", &k])),
+        _ => {
+            let mut a = s(&["MIGRATE", "127.0.0.1", "PORT"]);
+            let many = rng.range(0, 2) == 0;
+            a.push(if many { String::new() } else { k.clone() });
+            a.push(rng.range(0, 3).to_string());
+            a.push("5000".to_string());
+            if rng.range(0, 3) == 0 {
+                a.push("COPY".to_string());
+            }
+            if rng.range(0, 2) == 0 {
+                a.push("REPLACE".to_string());
+            }
+            if many {
+                a.push("KEYS".to_string());
+                for _ in 0..rng.range(1, 6) {
+                    a.push(key(rng));
+                }
+            }
+            (false, a)
+        }
+    }
+}
+
+/// Everything about keys `k0..k15` in databases 0..3 of a server: type, contents and whether
+/// it has a TTL.
+/// (database, key, type, contents, has a TTL).
+type KeyState = (usize, String, String, Vec<Vec<u8>>, bool);
+
+fn state(r: &mut Raw) -> Vec<KeyState> {
+    let mut out = Vec::new();
+    for db in 0..3 {
+        r.cmd(&["SELECT", &db.to_string()]);
+        for i in 0..16 {
+            let k = format!("k{i}");
+            let (t, c) = contents(r, &k);
+            let ttl = r.cmd(&["PTTL", &k]).int() >= 0;
+            out.push((db, k, t, c, ttl));
+        }
+    }
+    r.cmd(&["SELECT", "0"]);
+    out
+}
+
+/// Differential: the same seeded operations (writes on the source, a few on the target,
+/// and MIGRATE with every option, missing, duplicate and busy keys, three databases) run
+/// with Skerry as the source and with the reference Redis 8.0 as the source, each towards a
+/// target of its own (Redis 8.0, or with `skerry_target` a Skerry for Skerry's source):
+/// every reply is the same, and so is every key on both sides.
+/// `SKERRY_MIGRATE_DIFF_OPS` sets the number of operations (default 2,000),
+/// `SKERRY_MIGRATE_DIFF_SEED` is added to the seed.
+fn differential(threads: &str, seed: u64, skerry_to_skerry: bool) {
+    let Some(ref_src) = reference_8() else { return };
+    let Some(ref_dst) = reference_8() else { return };
+    let sk_dst = if skerry_to_skerry {
+        skerry_target(&[])
+    } else {
+        match reference_8() {
+            Some(s) => s,
+            None => return,
+        }
+    };
+    let ops: u64 = std::env::var("SKERRY_MIGRATE_DIFF_OPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2000);
+    let seed = seed
+        + std::env::var("SKERRY_MIGRATE_DIFF_SEED")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0);
+    let sk_src = source(threads);
+    let (mut a, mut b) = (sk_src.raw(), ref_src.raw());
+    let (mut ta, mut tb) = (sk_dst.raw(), ref_dst.raw());
+    let mut rng = Rng::new(seed);
+    let mut migrates = 0;
+    for n in 0..ops {
+        let (on_target, mut args) = random_op(&mut rng, n);
+        let (x, y) = if on_target {
+            let argv: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+            (ta.cmd(&argv), tb.cmd(&argv))
+        } else if args[0] == "MIGRATE" {
+            migrates += 1;
+            args[2] = sk_dst.port().to_string();
+            let x = a.cmd(&args.iter().map(|s| s.as_str()).collect::<Vec<_>>());
+            args[2] = ref_dst.port().to_string();
+            let y = b.cmd(&args.iter().map(|s| s.as_str()).collect::<Vec<_>>());
+            (x, y)
+        } else {
+            let argv: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+            (a.cmd(&argv), b.cmd(&argv))
+        };
+        assert_eq!(x, y, "op {n}: {args:?} (seed {seed})");
+        if n % 200 == 199 || n + 1 == ops {
+            assert_eq!(
+                state(&mut a),
+                state(&mut b),
+                "source after op {n} (seed {seed})"
+            );
+            assert_eq!(
+                state(&mut ta),
+                state(&mut tb),
+                "target after op {n} (seed {seed})"
+            );
+        }
+    }
+    assert!(migrates > ops / 4, "{migrates} MIGRATEs");
+    eprintln!(
+        "{ops} operations, {migrates} MIGRATEs (seed {seed}, threads {threads}, skerry target {skerry_to_skerry})"
+    );
+}
+
+#[test]
+fn differential_with_redis_threads_1() {
+    differential("1", 27, false);
+}
+
+#[test]
+fn differential_with_redis_threads_2() {
+    differential("2", 28, false);
+}
+
+#[test]
+fn differential_skerry_to_skerry_threads_2() {
+    differential("2", 29, true);
+}

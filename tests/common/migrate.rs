@@ -44,7 +44,7 @@ pub fn contents(r: &mut Raw, key: &str) -> (String, Vec<Vec<u8>>) {
             }
             Value::Bulk(b) => out.push(b.clone()),
             Value::Integer(i) => out.push(i.to_string().into_bytes()),
-            Value::Error(e) => panic!("error reply: {e}"),
+            Value::Error(e) => out.push(format!("(error) {e}").into_bytes()),
             other => out.push(format!("{other:?}").into_bytes()),
         }
     }
