@@ -1,9 +1,12 @@
 //! MIGRATE end to end: keys of every type (with TTLs, big and grouped values, a value of
-//! several MB) moved or copied to a reference Redis 8.0 (`SKERRY_REDIS_SERVER`; those parts
-//! are skipped when it is not set) and to a second Skerry, with COPY, REPLACE, KEYS,
-//! AUTH / AUTH2, NOKEY, the target's errors, time-outs, cached connections (INFO
-//! `migrate_cached_sockets`, the retry on a connection the target closed), keys spread over
-//! two workers, and a write between the DUMP and the delete.
+//! several MB, values read back from the device) moved or copied to a reference Redis 8.0
+//! (`SKERRY_REDIS_SERVER`; those parts are skipped when it is not set) and to a second
+//! Skerry, with COPY, REPLACE, KEYS, AUTH / AUTH2, NOKEY, the target's errors, time-outs and
+//! connection errors, cached connections (INFO `migrate_cached_sockets`, the retry on a
+//! connection the target closed), keys spread over two workers, a write between the DUMP and
+//! the delete, COMMAND INFO / DOCS / GETKEYS against Redis 8.0, and differential runs
+//! (seeded operations and MIGRATEs with Skerry and with Redis 8.0 as the source, every reply
+//! and every key compared).
 //!
 //! Except where marked Skerry-only, these tests pass with Redis as the source too
 //! (`SKERRY_TEST_SERVER=redis`); the "second Skerry" target is then a Redis as well.
