@@ -93,8 +93,7 @@ thread_local! {
 }
 
 /// A connection a MIGRATE uses. Dropped (not given back with [`put_back`]), it is closed
-/// and its cache entry goes: Redis's `migrateCloseSocket` after a socket error, and what
-/// happens when the MIGRATE's client goes away midway.
+/// and its cache entry goes: Redis's `migrateCloseSocket` after a socket error.
 struct Sock {
     /// `host:port`.
     name: Vec<u8>,
