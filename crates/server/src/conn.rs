@@ -692,6 +692,7 @@ impl Conn {
             AsyncCmd::Pubsub => crate::commands::pubsub::pubsub(self, argv).await,
             AsyncCmd::Swapdb => k::swapdb(self, argv).await,
             AsyncCmd::Slowlog => sv::slowlog(self, argv).await,
+            AsyncCmd::Migrate => crate::commands::migrate::migrate(self, argv).await,
         }
         self.info.blocked_in_command.set(false);
         self.sync_multi_worker_writes(COMMANDS[idx].has_flag("write"))

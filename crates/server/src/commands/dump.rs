@@ -22,9 +22,9 @@
 use skerry_codec::{self as codec, PayloadError, RdbValue};
 use skerry_store::format::VALUE_TYPE_STRING;
 
-use super::{coll_error, is, parse_i64, Exec};
+use super::{is, parse_i64, Exec};
 use crate::coll::{hash, list, set, stream, zset, Coll, Thresholds};
-use crate::keyspace::{Expiry, Got, Value};
+use crate::keyspace::{CollError, Expiry, Got, Value};
 use crate::reply::errors::{NOT_INT, SYNTAX};
 
 /// The DUMP payload of a collection at `now_ms`; None for a hash whose fields have all
@@ -286,33 +286,53 @@ fn from_rdb(v: RdbValue, t: &Thresholds, now_ms: i64, listpack_ex: bool) -> Opti
     })
 }
 
-/// DUMP key
-pub fn dump(x: &mut Exec, a: &[&[u8]]) {
-    let Some(meta) = x.ks.meta(x.db, a[1], x.now_ms) else {
-        x.reply.null();
-        return;
+/// A value that could not be read: the keyspace kept the error (see
+/// [`crate::keyspace::Keyspace::take_error`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unreadable;
+
+/// The DUMP payload of `key` at `now_ms` and the key's expiry (Unix ms, 0: none), for DUMP
+/// and MIGRATE; `Ok(None)` when there is no key (or a hash whose fields have all expired),
+/// `Err` when its value could not be read. The value must be resident.
+pub fn dump_payload(
+    ks: &mut crate::keyspace::Keyspace,
+    db: usize,
+    key: &[u8],
+    now_ms: i64,
+) -> Result<Option<(Vec<u8>, i64)>, Unreadable> {
+    let Some(meta) = ks.meta(db, key, now_ms) else {
+        return Ok(None);
     };
     let payload = if meta.value_type == VALUE_TYPE_STRING {
-        match x.ks.get(x.db, a[1], x.now_ms) {
+        match ks.get(db, key, now_ms) {
             Some(Got {
                 value: Value::Str(v),
                 ..
             }) => codec::dump(&RdbValue::String(v)),
-            // Not readable: the kept error is the reply.
-            _ => return,
+            _ => return Err(Unreadable),
         }
     } else {
-        let now = x.now_ms;
-        match x.ks.coll(x.db, a[1], meta.value_type, now) {
-            Ok(Some(c)) => match dump_coll(c, now) {
+        match ks.coll(db, key, meta.value_type, now_ms) {
+            Ok(Some(c)) => match dump_coll(c, now_ms) {
                 Some(p) => p,
-                None => return x.reply.null(),
+                None => return Ok(None),
             },
-            Ok(None) => return x.reply.null(),
-            Err(e) => return coll_error(x.reply, e),
+            // (WRONGTYPE cannot be: the type asked is the key's own.)
+            Ok(None) | Err(CollError::WrongType) => return Ok(None),
+            Err(CollError::Failed) => return Err(Unreadable),
         }
     };
-    x.reply.bulk(&payload);
+    Ok(Some((payload, meta.expire_at_ms)))
+}
+
+/// DUMP key
+pub fn dump(x: &mut Exec, a: &[&[u8]]) {
+    match dump_payload(x.ks, x.db, a[1], x.now_ms) {
+        Ok(Some((payload, _))) => x.reply.bulk(&payload),
+        Ok(None) => x.reply.null(),
+        // Not readable: the kept error is the reply.
+        Err(Unreadable) => {}
+    }
 }
 
 /// RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]

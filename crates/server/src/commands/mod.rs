@@ -14,6 +14,7 @@ pub mod hll;
 pub mod keyspace;
 pub mod keyspecs;
 pub mod list;
+pub mod migrate;
 pub mod pubsub;
 pub mod server;
 pub mod set;
@@ -91,6 +92,8 @@ pub enum AsyncCmd {
     Swapdb,
     /// SLOWLOG (the logs of every worker).
     Slowlog,
+    /// MIGRATE (network I/O to another server; see `commands/migrate.rs`).
+    Migrate,
 }
 
 /// How a command runs.
@@ -818,6 +821,11 @@ pub static COMMANDS: &[CommandSpec] = &[
         ..spec("xinfo", -2, &[], (2, 2, 1), "stream", "5.0.0", "A container for stream introspection commands.", &["@slow"], keyed(stream::xinfo))
     },
     spec("xsetid", -3, WF, K1, "stream", "5.0.0", "An internal command for replicating stream values.", &["@write", "@stream", "@fast"], keyed(stream::xsetid)),
+    // migrate (commands/migrate.rs)
+    CommandSpec {
+        key_finder: Some(migrate::keys_migrate),
+        ..spec("migrate", -6, &["write", "movablekeys"], (3, 3, 1), "generic", "2.6.0", "Atomically transfers a key from one Redis instance to another.", &["@keyspace", "@write", "@slow", "@dangerous"], Handler::Async(AsyncCmd::Migrate))
+    },
 ];
 
 const PS_SUB: &[&str] = &["pubsub", "noscript", "loading", "stale"];

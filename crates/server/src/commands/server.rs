@@ -423,25 +423,12 @@ fn keys_and_flags(
             out
         }
         "migrate" => {
-            // migrateGetKeys: the KEYS list (when the key argument is empty), else the key.
+            // migrateGetKeys.
             let f = ks::KS_RW | ks::KS_ACCESS | ks::KS_DELETE;
-            if argv.len() > 6 && argv[3].is_empty() {
-                let mut i = 6;
-                while i < argv.len() {
-                    if is(argv[i], "keys") {
-                        return (i + 1..argv.len()).map(|p| (p, f)).collect();
-                    }
-                    if is(argv[i], "auth") {
-                        i += 1;
-                    } else if is(argv[i], "auth2") {
-                        i += 2;
-                    }
-                    i += 1;
-                }
-                Vec::new()
-            } else {
-                vec![(3, f)]
-            }
+            super::migrate::keys_migrate(argv)
+                .into_iter()
+                .map(|p| (p, f))
+                .collect()
         }
         _ => {
             // The keyed commands with a key function Skerry has (numkeys commands): their
@@ -1653,7 +1640,7 @@ fn render_info(c: &Conn, sections: &[String], w: &[WorkerInfo], pubsub: (usize, 
                 let ops = sum(&|x| x.total_commands);
                 let _ = write!(
                     o,
-                    "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:0\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_subkeys:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\ntotal_error_replies:{}\r\nclient_query_buffer_limit_disconnections:{}\r\nclient_output_buffer_limit_disconnections:{}\r\n",
+                    "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:0\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_subkeys:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\nmigrate_cached_sockets:{}\r\ntotal_error_replies:{}\r\nclient_query_buffer_limit_disconnections:{}\r\nclient_output_buffer_limit_disconnections:{}\r\n",
                     shared.total_connections.load(Ordering::Relaxed),
                     ops,
                     sum(&|x| x.net_in),
@@ -1665,6 +1652,7 @@ fn render_info(c: &Conn, sections: &[String], w: &[WorkerInfo], pubsub: (usize, 
                     sum(&|x| x.misses),
                     pubsub.0,
                     pubsub.1,
+                    super::migrate::cached_sockets(),
                     sum(&|x| x.total_error_replies),
                     sum(&|x| x.query_limit_kills),
                     sum(&|x| x.out_limit_kills),

@@ -13,6 +13,7 @@ mod geo;
 mod hash;
 mod hll;
 mod list;
+mod migrate;
 mod scripting;
 mod set;
 mod stream;
@@ -281,6 +282,7 @@ pub fn all_docs() -> impl Iterator<Item = &'static Doc> {
         .chain(hll::DOCS)
         .chain(dump::DOCS)
         .chain(stream::DOCS)
+        .chain(migrate::DOCS)
 }
 
 /// The arguments of `name` (lower case; `parent|sub` for subcommands); None when it takes
