@@ -276,7 +276,8 @@ fn write_sub_info(r: &mut Reply, s: &SubSpec) {
     r.int(i64::from(step));
     write_categories_and_tips(r, s.name, &[]);
     write_key_specs(r, s.name, first, last, step, s.flags.contains(&"write"));
-    r.array(0);
+    // No subcommands: an empty set, as Redis's addReplyCommandSubCommands.
+    r.set(0);
 }
 
 fn write_info(r: &mut Reply, c: &CommandSpec) {
@@ -301,7 +302,11 @@ fn write_info(r: &mut Reply, c: &CommandSpec) {
         c.step,
         c.has_flag("write"),
     );
-    r.array(c.subcommands.len());
+    if c.subcommands.is_empty() {
+        r.set(0);
+    } else {
+        r.array(c.subcommands.len());
+    }
     for s in c.subcommands {
         write_sub_info(r, s);
     }
