@@ -728,10 +728,10 @@ fn unbuilt_config_parameters_are_refused() {
             "no",
         ),
         (
-            "slowlog-log-slower-than",
+            "latency-monitor-threshold",
+            "100",
+            "the latency monitor is not supported by Skerry yet",
             "0",
-            "the slow log is not supported by Skerry yet",
-            "10000",
         ),
         (
             "protected-mode",

@@ -354,12 +354,13 @@ const WDEL: &[&str] = &["write"];
 const WDELF: &[&str] = &["write", "fast"];
 const R: &[&str] = &["readonly"];
 const RF: &[&str] = &["readonly", "fast"];
+#[allow(dead_code)] // the connection commands that have these flags are written out
 const CONN: &[&str] = &["noscript", "loading", "stale", "fast"];
 const ADMIN: &[&str] = &["admin", "noscript", "loading", "stale"];
 
-const A_STR_W: &[&str] = &["@write", "@string"];
+const A_STR_W: &[&str] = &["@write", "@string", "@slow"];
 const A_STR_WF: &[&str] = &["@write", "@string", "@fast"];
-const A_STR_R: &[&str] = &["@read", "@string"];
+const A_STR_R: &[&str] = &["@read", "@string", "@slow"];
 const A_STR_RF: &[&str] = &["@read", "@string", "@fast"];
 const A_BIT_W: &[&str] = &["@write", "@bitmap", "@slow"];
 const A_BIT_R: &[&str] = &["@read", "@bitmap", "@slow"];
@@ -381,7 +382,8 @@ const A_ZSET_W: &[&str] = &["@write", "@sortedset", "@slow"];
 const A_ZSET_WF: &[&str] = &["@write", "@sortedset", "@fast"];
 const A_ZSET_R: &[&str] = &["@read", "@sortedset", "@slow"];
 const A_ZSET_RF: &[&str] = &["@read", "@sortedset", "@fast"];
-const A_KS_W: &[&str] = &["@keyspace", "@write"];
+const A_KS_W: &[&str] = &["@keyspace", "@write", "@slow"];
+const A_KS_WF: &[&str] = &["@keyspace", "@write", "@fast"];
 const A_SORT_W: &[&str] = &[
     "@write",
     "@set",
@@ -467,7 +469,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("psetex", 4, W, K1, "string", "2.6.0", "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist.", A_STR_W, keyed(s::psetex)),
     spec("getset", 3, WF, K1, "string", "1.0.0", "Returns the previous string value of a key after setting it to a new value.", A_STR_WF, keyed(s::getset)),
     spec("getdel", 2, WDELF, K1, "string", "6.2.0", "Returns the string value of a key after deleting the key.", A_STR_WF, keyed(s::getdel)),
-    spec("getex", -2, WF, K1, "string", "6.2.0", "Returns the string value of a key after setting its expiration time.", A_STR_WF, keyed(s::getex)),
+    spec("getex", -2, WDELF, K1, "string", "6.2.0", "Returns the string value of a key after setting its expiration time.", A_STR_WF, keyed(s::getex)),
     spec("mget", -2, RF, KALL, "string", "1.0.0", "Atomically returns the string values of one or more keys.", A_STR_RF, keyed_x(s::mget, AsyncCmd::Mget)),
     spec("mset", -3, W, (1, -1, 2), "string", "1.0.1", "Atomically creates or modifies the string values of one or more keys.", A_STR_W, keyed_x(s::mset, AsyncCmd::Mset)),
     spec("msetnx", -3, W, (1, -1, 2), "string", "1.0.1", "Atomically modifies the string values of one or more keys only when all keys don't exist.", A_STR_W, keyed_x(s::msetnx, AsyncCmd::Msetnx)),
@@ -476,7 +478,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("incrbyfloat", 3, WF, K1, "string", "2.6.0", "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.", A_STR_WF, keyed(s::incrbyfloat)),
     spec("decr", 2, WF, K1, "string", "1.0.0", "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", A_STR_WF, keyed(s::decr)),
     spec("decrby", 3, WF, K1, "string", "1.0.0", "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.", A_STR_WF, keyed(s::decrby)),
-    spec("append", 3, W, K1, "string", "2.0.0", "Appends a string to the value of a key. Creates the key if it doesn't exist.", A_STR_W, keyed(s::append)),
+    spec("append", 3, WF, K1, "string", "2.0.0", "Appends a string to the value of a key. Creates the key if it doesn't exist.", A_STR_WF, keyed(s::append)),
     spec("strlen", 2, RF, K1, "string", "2.2.0", "Returns the length of a string value.", A_STR_RF, keyed(s::strlen)),
     spec("getrange", 4, R, K1, "string", "2.4.0", "Returns a substring of the string stored at a key.", A_STR_R, keyed(s::getrange)),
     spec("substr", 4, R, K1, "string", "1.0.0", "Returns a substring from a string value.", A_STR_R, keyed(s::getrange)),
@@ -637,26 +639,26 @@ pub static COMMANDS: &[CommandSpec] = &[
     //
     // generic (keyspace)
     spec("del", -2, WDEL, KALL, "generic", "1.0.0", "Deletes one or more keys.", A_KS_W, keyed_x(k::del, AsyncCmd::Del)),
-    spec("unlink", -2, WDELF, KALL, "generic", "4.0.0", "Asynchronously deletes one or more keys.", A_KS_W, keyed_x(k::del, AsyncCmd::Del)),
+    spec("unlink", -2, WDELF, KALL, "generic", "4.0.0", "Asynchronously deletes one or more keys.", A_KS_WF, keyed_x(k::del, AsyncCmd::Del)),
     spec("exists", -2, RF, KALL, "generic", "1.0.0", "Determines whether one or more keys exist.", A_KS_RF, keyed_x(k::exists, AsyncCmd::Exists)),
     spec("touch", -2, RF, KALL, "generic", "3.2.1", "Returns the number of existing keys out of those specified after updating the time they were last accessed.", A_KS_RF, keyed_x(k::exists, AsyncCmd::Exists)),
     spec("type", 2, RF, K1, "generic", "1.0.0", "Determines the type of value stored at a key.", A_KS_RF, keyed(k::type_)),
     spec("keys", 2, &["readonly"], NOKEY, "generic", "1.0.0", "Returns all key names that match a pattern.", &["@keyspace", "@read", "@slow", "@dangerous"], Handler::Async(AsyncCmd::Keys)),
     spec("scan", -2, &["readonly"], NOKEY, "generic", "2.8.0", "Iterates over the key names in the database.", &["@keyspace", "@read", "@slow"], Handler::Async(AsyncCmd::Scan)),
     spec("rename", 3, WDEL, (1, 2, 1), "generic", "1.0.0", "Renames a key and overwrites the destination.", A_KS_W, keyed_x(k::rename, AsyncCmd::Rename)),
-    spec("renamenx", 3, WDELF, (1, 2, 1), "generic", "1.0.0", "Renames a key only when the target key name doesn't exist.", A_KS_W, keyed_x(k::renamenx, AsyncCmd::Rename)),
+    spec("renamenx", 3, WDELF, (1, 2, 1), "generic", "1.0.0", "Renames a key only when the target key name doesn't exist.", A_KS_WF, keyed_x(k::renamenx, AsyncCmd::Rename)),
     spec("copy", -3, W, (1, 2, 1), "generic", "6.2.0", "Copies the value of a key to a new key.", A_KS_W, keyed_x(k::copy, AsyncCmd::Copy)),
-    spec("move", 3, WF, K1, "generic", "1.0.0", "Moves a key to another database.", A_KS_W, keyed(k::move_)),
+    spec("move", 3, WDELF, K1, "generic", "1.0.0", "Moves a key to another database.", A_KS_WF, keyed(k::move_)),
     spec("randomkey", 1, &["readonly"], NOKEY, "generic", "1.0.0", "Returns a random key name from the database.", &["@keyspace", "@read", "@slow"], Handler::Async(AsyncCmd::Randomkey)),
     spec("ttl", 2, RF, K1, "generic", "1.0.0", "Returns the expiration time in seconds of a key.", A_KS_RF, keyed(k::ttl)),
     spec("pttl", 2, RF, K1, "generic", "2.6.0", "Returns the expiration time in milliseconds of a key.", A_KS_RF, keyed(k::pttl)),
     spec("expiretime", 2, RF, K1, "generic", "7.0.0", "Returns the expiration time of a key as a Unix timestamp.", A_KS_RF, keyed(k::expiretime)),
     spec("pexpiretime", 2, RF, K1, "generic", "7.0.0", "Returns the expiration time of a key as a Unix milliseconds timestamp.", A_KS_RF, keyed(k::pexpiretime)),
-    spec("expire", -3, WF, K1, "generic", "1.0.0", "Sets the expiration time of a key in seconds.", A_KS_W, keyed(k::expire)),
-    spec("pexpire", -3, WF, K1, "generic", "2.6.0", "Sets the expiration time of a key in milliseconds.", A_KS_W, keyed(k::pexpire)),
-    spec("expireat", -3, WF, K1, "generic", "1.2.0", "Sets the expiration time of a key to a Unix timestamp.", A_KS_W, keyed(k::expireat)),
-    spec("pexpireat", -3, WF, K1, "generic", "2.6.0", "Sets the expiration time of a key to a Unix milliseconds timestamp.", A_KS_W, keyed(k::pexpireat)),
-    spec("persist", 2, WF, K1, "generic", "2.2.0", "Removes the expiration time of a key.", A_KS_W, keyed(k::persist)),
+    spec("expire", -3, WDELF, K1, "generic", "1.0.0", "Sets the expiration time of a key in seconds.", A_KS_WF, keyed(k::expire)),
+    spec("pexpire", -3, WDELF, K1, "generic", "2.6.0", "Sets the expiration time of a key in milliseconds.", A_KS_WF, keyed(k::pexpire)),
+    spec("expireat", -3, WDELF, K1, "generic", "1.2.0", "Sets the expiration time of a key to a Unix timestamp.", A_KS_WF, keyed(k::expireat)),
+    spec("pexpireat", -3, WDELF, K1, "generic", "2.6.0", "Sets the expiration time of a key to a Unix milliseconds timestamp.", A_KS_WF, keyed(k::pexpireat)),
+    spec("persist", 2, WDELF, K1, "generic", "2.2.0", "Removes the expiration time of a key.", A_KS_WF, keyed(k::persist)),
     CommandSpec {
         key_finder: Some(sort::sort_keys),
         ..spec("sort", -2, &["write", "denyoom", "movablekeys"], K1, "generic", "1.0.0", "Sorts the elements in a list, a set, or a sorted set, optionally storing the result.", A_SORT_W, Handler::Async(AsyncCmd::Sort))
@@ -667,7 +669,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         subcommands: OBJECT_SUBS,
-        ..spec("object", -2, &["readonly"], (2, 2, 1), "generic", "2.2.3", "A container for object introspection commands.", A_KS_R, keyed(k::object))
+        ..spec("object", -2, &[], (2, 2, 1), "generic", "2.2.3", "A container for object introspection commands.", &["@slow"], keyed(k::object))
     },
     CommandSpec {
         subcommands: MEMORY_SUBS,
@@ -684,7 +686,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("unwatch", 1, &["noscript", "loading", "stale", "fast", "allow_busy"], NOKEY, "transactions", "2.2.0", "Forgets about watched keys of a transaction.", &["@fast", "@transaction"], Handler::Conn(transaction::unwatch)),
     // connection
     spec("ping", -1, &["fast"], NOKEY, "connection", "1.0.0", "Returns the server's liveliness response.", A_CONN, Handler::Conn(c::ping)),
-    spec("echo", 2, &["fast"], NOKEY, "connection", "1.0.0", "Returns the given string.", A_CONN, Handler::Conn(c::echo)),
+    spec("echo", 2, &["loading", "stale", "fast"], NOKEY, "connection", "1.0.0", "Returns the given string.", A_CONN, Handler::Conn(c::echo)),
     spec("hello", -1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], NOKEY, "connection", "6.0.0", "Handshakes with the Redis server.", A_CONN, Handler::Conn(c::hello)),
     spec("auth", -2, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], NOKEY, "connection", "1.0.0", "Authenticates the connection.", A_CONN, Handler::Conn(c::auth)),
     spec("select", 2, &["loading", "stale", "fast"], NOKEY, "connection", "1.0.0", "Changes the selected database.", A_CONN, Handler::Conn(c::select)),
@@ -874,24 +876,28 @@ pub static PUBSUB_SUBS: &[SubSpec] = &[
     },
 ];
 
+/// Flags of CLIENT's connection subcommands (ID, SETNAME, ...): unlike most connection
+/// commands they are not `fast` in Redis.
+const CLIENT_CONN: &[&str] = &["noscript", "loading", "stale"];
+
 /// CLIENT's subcommands.
 pub static CLIENT_SUBS: &[SubSpec] = &[
     SubSpec {
         name: "client|id",
         arity: 2,
-        flags: CONN,
+        flags: CLIENT_CONN,
         summary: "Returns the unique client ID of the connection.",
     },
     SubSpec {
         name: "client|setname",
         arity: 3,
-        flags: CONN,
+        flags: CLIENT_CONN,
         summary: "Sets the connection name.",
     },
     SubSpec {
         name: "client|getname",
         arity: 2,
-        flags: CONN,
+        flags: CLIENT_CONN,
         summary: "Returns the name of the connection.",
     },
     SubSpec {
@@ -903,7 +909,7 @@ pub static CLIENT_SUBS: &[SubSpec] = &[
     SubSpec {
         name: "client|info",
         arity: 2,
-        flags: CONN,
+        flags: CLIENT_CONN,
         summary: "Returns information about the connection.",
     },
     SubSpec {
@@ -921,7 +927,7 @@ pub static CLIENT_SUBS: &[SubSpec] = &[
     SubSpec {
         name: "client|setinfo",
         arity: 4,
-        flags: CONN,
+        flags: CLIENT_CONN,
         summary: "Sets information specific to the client or connection.",
     },
     SubSpec {
@@ -933,20 +939,20 @@ pub static CLIENT_SUBS: &[SubSpec] = &[
     SubSpec {
         name: "client|no-touch",
         arity: 3,
-        flags: CONN,
+        flags: CLIENT_CONN,
         summary:
             "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.",
     },
     SubSpec {
         name: "client|reply",
         arity: 3,
-        flags: CONN,
+        flags: CLIENT_CONN,
         summary: "Instructs the server whether to reply to commands.",
     },
     SubSpec {
         name: "client|help",
         arity: 2,
-        flags: CONN,
+        flags: &["loading", "stale"],
         summary: "Returns helpful text about the different subcommands.",
     },
 ];

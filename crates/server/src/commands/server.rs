@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 
+use super::docs;
 use super::keyspecs as ks;
 use super::{is, lookup, CommandSpec, SubSpec, COMMANDS};
 use crate::config::{self, ConfigError};
@@ -213,26 +214,70 @@ fn write_key_specs(r: &mut Reply, name: &str, first: i32, last: i32, step: i32, 
     write_spec(r, &spec);
 }
 
+/// Command flags in the order COMMAND INFO prints them (Redis's `addReplyFlagsForCommand`;
+/// the flags it hides, such as `may_replicate`, are left out).
+const INFO_FLAG_ORDER: &[&str] = &[
+    "write",
+    "readonly",
+    "denyoom",
+    "module",
+    "admin",
+    "pubsub",
+    "noscript",
+    "blocking",
+    "loading",
+    "stale",
+    "skip_monitor",
+    "skip_slowlog",
+    "asking",
+    "fast",
+    "no_auth",
+    "no_mandatory_keys",
+    "no_async_loading",
+    "no_multi",
+    "movablekeys",
+    "allow_busy",
+];
+
+/// The flags COMMAND INFO prints for a command with the table's `flags`: those Redis shows,
+/// in its order, with `movablekeys` when the key specs make the command movable.
+fn info_flags(name: &str, flags: &[&str]) -> Vec<&'static str> {
+    let movable = ks::find(name).is_some_and(|k| k.movable);
+    INFO_FLAG_ORDER
+        .iter()
+        .copied()
+        .filter(|f| flags.contains(f) || (movable && *f == "movablekeys"))
+        .collect()
+}
+
+/// ACL categories and command tips of `name` (Redis's, or the command table's categories
+/// for a command Redis does not have), as COMMAND INFO prints them.
+fn write_categories_and_tips(r: &mut Reply, name: &str, table_acl: &[&str]) {
+    match docs::doc_of(name) {
+        Some(d) => {
+            write_flags(r, d.acl);
+            docs::write_tips(r, d.tips);
+        }
+        None => {
+            write_flags(r, table_acl);
+            r.set(0);
+        }
+    }
+}
+
 fn write_sub_info(r: &mut Reply, s: &SubSpec) {
     let (first, last, step) = ks::find(s.name).map_or((0, 0, 0), |k| (k.first, k.last, k.step));
-    let movable = ks::find(s.name).is_some_and(|k| k.movable) && !s.flags.contains(&"movablekeys");
     r.array(10);
     r.bulk_str(s.name);
     r.int(s.arity as i64);
-    if movable {
-        let mut flags = s.flags.to_vec();
-        flags.push("movablekeys");
-        write_flags(r, &flags);
-    } else {
-        write_flags(r, s.flags);
-    }
+    write_flags(r, &info_flags(s.name, s.flags));
     r.int(i64::from(first));
     r.int(i64::from(last));
     r.int(i64::from(step));
-    r.set(0);
-    r.set(0);
+    write_categories_and_tips(r, s.name, &[]);
     write_key_specs(r, s.name, first, last, step, s.flags.contains(&"write"));
-    r.array(0);
+    // No subcommands: an empty set, as Redis's addReplyCommandSubCommands.
+    r.set(0);
 }
 
 fn write_info(r: &mut Reply, c: &CommandSpec) {
@@ -244,12 +289,11 @@ fn write_info(r: &mut Reply, c: &CommandSpec) {
     r.array(10);
     r.bulk_str(c.name);
     r.int(c.arity as i64);
-    write_flags(r, c.flags);
+    write_flags(r, &info_flags(c.name, c.flags));
     r.int(i64::from(first));
     r.int(i64::from(last));
     r.int(i64::from(step));
-    write_flags(r, c.acl);
-    r.set(0);
+    write_categories_and_tips(r, c.name, c.acl);
     write_key_specs(
         r,
         c.name,
@@ -258,7 +302,11 @@ fn write_info(r: &mut Reply, c: &CommandSpec) {
         c.step,
         c.has_flag("write"),
     );
-    r.array(c.subcommands.len());
+    if c.subcommands.is_empty() {
+        r.set(0);
+    } else {
+        r.array(c.subcommands.len());
+    }
     for s in c.subcommands {
         write_sub_info(r, s);
     }
@@ -450,32 +498,24 @@ fn keys_and_flags(
     }
 }
 
-fn write_docs(r: &mut Reply, c: &CommandSpec) {
-    use super::docs;
-
-    let subs = !c.subcommands.is_empty();
-    r.map(3 + docs::field_count(c.name) + usize::from(subs));
-    r.bulk_str("summary");
-    r.bulk_str(c.summary);
-    r.bulk_str("since");
-    r.bulk_str(c.since);
-    r.bulk_str("group");
-    r.bulk_str(c.group);
-    docs::write_fields(r, c.name);
-    if subs {
-        r.bulk_str("subcommands");
-        r.map(c.subcommands.len());
-        for s in c.subcommands {
-            r.bulk_str(s.name);
-            r.map(3 + docs::field_count(s.name));
-            r.bulk_str("summary");
-            r.bulk_str(s.summary);
-            r.bulk_str("since");
-            r.bulk_str(docs::doc_of(s.name).map_or(c.since, |d| d.since));
-            r.bulk_str("group");
-            r.bulk_str(c.group);
-            docs::write_fields(r, s.name);
-        }
+/// COMMAND DOCS of a command (with its subcommands' when it is a container) or of a
+/// subcommand (`sub` is Some): its name and its map. A command without documentation
+/// writes nothing.
+fn write_docs(r: &mut Reply, c: &CommandSpec, sub: Option<&SubSpec>) {
+    let name = sub.map_or(c.name, |s| s.name);
+    let Some(d) = docs::doc_of(name) else {
+        return;
+    };
+    r.bulk_str(name);
+    if sub.is_none() && !c.subcommands.is_empty() {
+        let subs: Vec<&docs::Doc> = c
+            .subcommands
+            .iter()
+            .filter_map(|s| docs::doc_of(s.name))
+            .collect();
+        docs::write_doc(r, d, Some(&subs));
+    } else {
+        docs::write_doc(r, d, None);
     }
 }
 
@@ -504,8 +544,14 @@ fn find_command(name: &[u8]) -> Option<&'static CommandSpec> {
 
 /// Finds a `parent|sub` subcommand.
 fn find_subcommand(name: &[u8]) -> Option<&'static SubSpec> {
+    find_subcommand_of(name).map(|(_, s)| s)
+}
+
+/// Finds a `parent|sub` subcommand with its container.
+fn find_subcommand_of(name: &[u8]) -> Option<(&'static CommandSpec, &'static SubSpec)> {
     let bar = name.iter().position(|&b| b == b'|')?;
-    find_command(&name[..bar])?.subcommand(&name[bar + 1..])
+    let parent = find_command(&name[..bar])?;
+    Some((parent, parent.subcommand(&name[bar + 1..])?))
 }
 
 /// Every command name, subcommands after their parent (COMMAND LIST).
@@ -545,15 +591,26 @@ pub fn command(c: &mut Conn, a: &[&[u8]]) {
             }
         }
         b"docs" => {
-            let list: Vec<&CommandSpec> = if a.len() == 2 {
-                COMMANDS.iter().collect()
+            // Redis answers for each name it finds (`parent|sub` for a subcommand) and
+            // skips the others.
+            let found: Vec<(&CommandSpec, Option<&SubSpec>)> = if a.len() == 2 {
+                COMMANDS.iter().map(|cmd| (cmd, None)).collect()
             } else {
-                a[2..].iter().filter_map(|n| find_command(n)).collect()
+                a[2..]
+                    .iter()
+                    .filter_map(|name| match find_command(name) {
+                        Some(cmd) => Some((cmd, None)),
+                        None => find_subcommand_of(name).map(|(cmd, s)| (cmd, Some(s))),
+                    })
+                    .collect()
             };
-            c.reply.map(list.len());
-            for cmd in list {
-                c.reply.bulk_str(cmd.name);
-                write_docs(&mut c.reply, cmd);
+            let found: Vec<_> = found
+                .into_iter()
+                .filter(|(cmd, s)| docs::doc_of(s.map_or(cmd.name, |s| s.name)).is_some())
+                .collect();
+            c.reply.map(found.len());
+            for (cmd, s) in found {
+                write_docs(&mut c.reply, cmd, s);
             }
         }
         b"list" => {
@@ -570,11 +627,18 @@ pub fn command(c: &mut Conn, a: &[&[u8]]) {
                             .filter(|n| glob_match(v, n.as_bytes(), true))
                             .collect()
                     } else if is(a[3], "aclcat") {
+                        // Redis matches the category name case-insensitively, without the
+                        // `@`, against every command and subcommand.
                         let cat = format!("@{}", String::from_utf8_lossy(v).to_ascii_lowercase());
-                        COMMANDS
-                            .iter()
-                            .filter(|c| c.acl.contains(&cat.as_str()))
-                            .map(|c| c.name)
+                        all_names()
+                            .filter(|n| {
+                                docs::doc_of(n)
+                                    .map_or_else(
+                                        || find_command(n.as_bytes()).map_or(&[][..], |c| c.acl),
+                                        |d| d.acl,
+                                    )
+                                    .contains(&cat.as_str())
+                            })
                             .collect()
                     } else if is(a[3], "module") {
                         Vec::new()
