@@ -1541,10 +1541,7 @@ impl Keyspace {
             if matches!(old, Some((true, _))) {
                 self.stats.expired += 1;
             }
-            if old_type != VALUE_TYPE_STRING {
-                let k = self.buf_key(old_loc);
-                self.colls.remove(k);
-            }
+            self.forget_value(old_loc, old_type);
             self.log.release(old_loc.unpack());
             return Some(loc);
         }
@@ -1604,12 +1601,20 @@ impl Keyspace {
             .is_some()
     }
 
-    /// Drops the decoded copy of a collection entry being removed or replaced.
+    /// Drops the decoded copy of a collection entry being removed or replaced, and frees its
+    /// value from the value cache.
     fn forget_decoded(&mut self, e: &Entry) {
-        if e.value_type() != VALUE_TYPE_STRING {
-            let k = self.buf_key(e.loc());
+        self.forget_value(e.loc(), e.value_type());
+    }
+
+    /// Drops what is held in memory of the record at `loc` (of `value_type`), which was
+    /// replaced or removed: its decoded collection, and its value in the value cache.
+    fn forget_value(&mut self, loc: PackedLoc, value_type: u8) {
+        let k = self.buf_key(loc);
+        if value_type != VALUE_TYPE_STRING {
             self.colls.remove(k);
         }
+        self.cache.invalidate(k);
     }
 
     /// Removes `key`; true when a live key was removed.
