@@ -405,7 +405,9 @@ fn serve_key(s: &mut Shard, db: usize, key: &[u8]) {
             return;
         }
         let mut reply = Reply::new(proto);
-        let again = crate::conn::exec_keyed(s, idx, wdb, now_ms, &mut reply, &argv);
+        // Served again as a new call: its lookups are accesses (a blocked client's CLIENT
+        // NO-TOUCH is not kept with its wait).
+        let again = crate::conn::exec_keyed(s, idx, wdb, now_ms, &mut reply, &argv, false);
         let w = &s.blocking.waiters[&id];
         if again.is_some() {
             // Nothing for it after all: it keeps its place.

@@ -287,6 +287,25 @@ pub static PARAMS: &[Param] = &[
         "noeviction",
         true,
     ),
+    // The access clock's LFU counter (keyspace/clock.rs).
+    p(
+        "lfu-log-factor",
+        Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        "10",
+        true,
+    ),
+    p(
+        "lfu-decay-time",
+        Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        "1",
+        true,
+    ),
     p(
         "maxmemory-samples",
         Kind::Int {
@@ -597,6 +616,17 @@ pub struct Hot {
     pub coll: crate::coll::HotThresholds,
     /// `hll-sparse-max-bytes`.
     pub hll_sparse_max_bytes: AtomicU64,
+    /// How access clocks are kept (`maxmemory-policy`, `lfu-log-factor`,
+    /// `lfu-decay-time`): a [`crate::keyspace::clock::ClockMode`]'s bits.
+    pub access_clock: AtomicU64,
+}
+
+impl Hot {
+    /// How access clocks are kept now.
+    #[inline]
+    pub fn clock_mode(&self) -> crate::keyspace::clock::ClockMode {
+        crate::keyspace::clock::ClockMode::from_bits(self.access_clock.load(Ordering::Relaxed))
+    }
 }
 
 impl Hot {
@@ -917,6 +947,7 @@ impl Config {
                 pubsub_soft_seconds: AtomicU64::new(0),
                 coll: Default::default(),
                 hll_sparse_max_bytes: AtomicU64::new(0),
+                access_clock: AtomicU64::new(0),
             },
         };
         c.refresh_hot();
@@ -984,6 +1015,12 @@ impl Config {
         h.hll_sparse_max_bytes
             .store(num("hll-sparse-max-bytes"), Ordering::Relaxed);
         h.timeout_s.store(num("timeout"), Ordering::Relaxed);
+        let mode = crate::keyspace::clock::ClockMode {
+            lfu: get("maxmemory-policy").ends_with("-lfu"),
+            log_factor: num("lfu-log-factor") as u32,
+            decay_minutes: num("lfu-decay-time") as u32,
+        };
+        h.access_clock.store(mode.to_bits(), Ordering::Relaxed);
         h.auth_required
             .store(!get("requirepass").is_empty(), Ordering::Relaxed);
         h.query_buffer_limit

@@ -99,7 +99,8 @@ pub struct Multi {
 
 /// Executes a keyed command on the shard that owns its keys, recording statistics there.
 /// Returns the blocking command's request to wait, when it found nothing to serve (it
-/// replied nothing then; see `crate::blocking`).
+/// replied nothing then; see `crate::blocking`). `no_touch`: the client is in CLIENT
+/// NO-TOUCH (its lookups leave the keys' access clocks alone, except TOUCH's).
 pub fn exec_keyed(
     shard: &mut Shard,
     idx: usize,
@@ -107,6 +108,7 @@ pub fn exec_keyed(
     now_ms: i64,
     reply: &mut Reply,
     argv: &[&[u8]],
+    no_touch: bool,
 ) -> Option<crate::commands::BlockRequest> {
     let Handler::Keyed { run, .. } = COMMANDS[idx].handler else {
         unreachable!("exec_keyed on a non-keyed command")
@@ -122,7 +124,11 @@ pub fn exec_keyed(
         block: None,
     };
     x.ks.begin_command(may_write_several(idx, argv));
+    x.ks.set_clock_mode(x.config.hot.clock_mode());
+    x.ks.set_touch(crate::commands::keyspace::touches(idx, no_touch));
     run(&mut x, argv);
+    // Lookups outside a command (a cross-worker step's) are accesses.
+    x.ks.set_touch(true);
     let mut block = x.block.take();
     x.ks.end_command();
     if let Some(e) = shard.keyspace.take_error() {
@@ -528,9 +534,15 @@ impl Conn {
                     }
                     let mut s = shard.borrow_mut();
                     let mark = self.reply.buf.len();
-                    if let Some(req) =
-                        exec_keyed(&mut s, idx, self.db, self.now_ms, &mut self.reply, argv)
-                    {
+                    if let Some(req) = exec_keyed(
+                        &mut s,
+                        idx,
+                        self.db,
+                        self.now_ms,
+                        &mut self.reply,
+                        argv,
+                        self.info.no_touch.get(),
+                    ) {
                         crate::blocking::timeout_reply(&mut self.reply, req.on_timeout);
                     }
                     drop(s);
@@ -687,8 +699,13 @@ impl Conn {
     /// Sends the queued commands to their workers without waiting for their replies
     /// (see [`Conn::flush_pending`]).
     pub fn send_pending(&mut self) {
-        self.hops
-            .send(self.worker, self.info.id, self.reply.proto, self.now_ms);
+        self.hops.send(
+            self.worker,
+            self.info.id,
+            self.reply.proto,
+            self.now_ms,
+            self.info.no_touch.get(),
+        );
     }
 
     /// Sends queued commands to their workers and puts their replies in place: a barrier,
@@ -933,7 +950,15 @@ impl Conn {
                 return err(&e);
             }
             let mut reply = Reply::new(proto);
-            let block = exec_keyed(&mut s, idx, db, now, &mut reply, argv);
+            let block = exec_keyed(
+                &mut s,
+                idx,
+                db,
+                now,
+                &mut reply,
+                argv,
+                self.info.no_touch.get(),
+            );
             let changes = s.keyspace.end_lend();
             (changes, block, reply.buf)
         };
@@ -1094,13 +1119,14 @@ impl Conn {
                     let keys: Vec<Vec<u8>> =
                         key_args(idx, &argv).iter().map(|k| k.to_vec()).collect();
                     let (db, now) = (self.db, self.now_ms);
+                    let no_touch = self.info.no_touch.get();
                     drop(argv);
                     let out = txn
                         .run_resident(w, db, keys, now, move |s| {
                             let argv: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
                             let mut r = Reply::lazy(proto);
                             let writes = s.keyspace.writes();
-                            if exec_keyed(s, idx, db, now, &mut r, &argv).is_some() {
+                            if exec_keyed(s, idx, db, now, &mut r, &argv, no_touch).is_some() {
                                 deny_blocking_reply(idx, &mut r);
                             }
                             (r.buf, s.keyspace.writes() != writes)
@@ -1271,8 +1297,11 @@ impl Conn {
         let mut p = crate::hop::Pending::take(w);
         p.push(idx, self.db, argv);
         let wait = (state.clone(), self.info.fd);
-        self.submit_job(w, crate::hop::blocking_job(p, proto, now_ms, tx, wait))
-            .await;
+        self.submit_job(
+            w,
+            crate::hop::blocking_job(p, proto, now_ms, self.info.no_touch.get(), tx, wait),
+        )
+        .await;
         let started = Instant::now();
         // Not idle while blocked (the `timeout` config spares it, as Redis does).
         self.info.blocked_in_command.set(true);
@@ -1502,6 +1531,7 @@ mod s_cross {
         let groups = group_by_owner(c, keys);
         let (db, now) = (c.db, c.now_ms);
         let delete = matches!(COMMANDS[idx].name, "del" | "unlink");
+        let touch = crate::commands::keyspace::touches(idx, c.info.no_touch.get());
         let mut total = 0i64;
         for (w, group) in groups.into_iter().enumerate() {
             if group.is_empty() {
@@ -1509,7 +1539,8 @@ mod s_cross {
             }
             total += txn
                 .run(w, move |s| {
-                    group
+                    s.keyspace.set_touch(touch);
+                    let n = group
                         .iter()
                         .filter(|(_, k)| {
                             if delete {
@@ -1518,7 +1549,9 @@ mod s_cross {
                                 s.keyspace.exists(db, k, now)
                             }
                         })
-                        .count() as i64
+                        .count() as i64;
+                    s.keyspace.set_touch(true);
+                    n
                 })
                 .await;
         }
