@@ -837,8 +837,11 @@ async fn expire_hash_fields(shared: &Shared) {
             }
             match read {
                 Ok(_) => {
+                    // Not an access: the hash's access clock stays (keyspace/clock.rs).
+                    s.keyspace.set_touch(false);
                     s.keyspace
                         .hfe_expire_fields(db, &key, now_ms, &thresholds, 1000);
+                    s.keyspace.set_touch(true);
                 }
                 Err(e) => {
                     tracing::warn!("active expiry of hash fields: {e}");
