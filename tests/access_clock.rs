@@ -145,7 +145,17 @@ fn no_touch_clients_leave_the_clock_alone_except_touch() {
     for threads in ["1", "2"] {
         let s = start(threads);
         let mut r = s.raw();
-        let names = ["get", "set", "eval", "multi", "touch", "evaltouch", "off"];
+        let names = [
+            "get",
+            "set",
+            "eval",
+            "multi",
+            "mget",
+            "touch",
+            "touch2",
+            "evaltouch",
+            "off",
+        ];
         let k: Vec<[String; 2]> = names.iter().map(|n| keys(&format!("nt{n}:"))).collect();
         for pair in &k {
             for key in pair {
@@ -155,8 +165,15 @@ fn no_touch_clients_leave_the_clock_alone_except_touch() {
         assert_eq!(r.cmd(&["CLIENT", "NO-TOUCH", "on"]), ok());
         std::thread::sleep(IDLE_SLEEP);
         for (i, pair) in k.iter().enumerate() {
+            // Both keys at once (across the two workers with two threads).
+            match names[i] {
+                "mget" => assert_eq!(r.cmd(&["MGET", &pair[0], &pair[1]]), bulks(&["v", "v"])),
+                "touch2" => assert_eq!(r.cmd(&["TOUCH", &pair[0], &pair[1]]), int(2)),
+                _ => {}
+            }
             for key in pair {
                 match names[i] {
+                    "mget" | "touch2" => {}
                     "get" => assert_eq!(r.cmd(&["GET", key]), bulk("v")),
                     // An overwrite keeps the old value's clock (Redis's dbSetValue).
                     "set" => assert_eq!(r.cmd(&["SET", key, "w"]), ok()),
@@ -187,7 +204,7 @@ fn no_touch_clients_leave_the_clock_alone_except_touch() {
             for key in pair {
                 let t = idle(&mut r, key);
                 match names[i] {
-                    "touch" | "evaltouch" | "off" => {
+                    "touch" | "touch2" | "evaltouch" | "off" => {
                         assert!(t <= 1, "{}: {key} idle {t} threads {threads}", names[i])
                     }
                     _ => assert!(t >= 2, "{}: {key} idle {t} threads {threads}", names[i]),

@@ -1402,7 +1402,9 @@ mod s_cross {
     /// Holds every worker owning one of `keys` for one atomic multi-worker step.
     pub async fn hold_owners<'k>(c: &Conn, keys: impl Iterator<Item = &'k [u8]>) -> Txn {
         let workers: Vec<usize> = keys.map(|k| slot::owner(k, c.shared.workers)).collect();
-        Txn::begin(&c.shared, c.worker, workers).await
+        Txn::begin(&c.shared, c.worker, workers)
+            .await
+            .with_no_touch(c.info.no_touch.get())
     }
 
     fn group_by_owner(

@@ -458,6 +458,9 @@ pub struct Txn {
     me: usize,
     id: u64,
     workers: Vec<usize>,
+    /// Its steps are for a client in CLIENT NO-TOUCH: their lookups leave access clocks
+    /// alone (see [`Txn::with_no_touch`]).
+    no_touch: bool,
 }
 
 impl Txn {
@@ -487,7 +490,16 @@ impl Txn {
             me,
             id,
             workers,
+            no_touch: false,
         }
+    }
+
+    /// Marks the transaction's steps as those of a client in CLIENT NO-TOUCH (`on`): the
+    /// keyspace lookups of [`Txn::run`] and [`Txn::run_resident`] steps are then not
+    /// accesses (keyspace/clock.rs; a keyed command run inside a step decides for itself).
+    pub fn with_no_touch(mut self, on: bool) -> Txn {
+        self.no_touch = on;
+        self
     }
 
     /// The transaction's id (its jobs pass the holds it took).
@@ -510,7 +522,11 @@ impl Txn {
             self.workers.contains(&w),
             "worker {w} is not held by this transaction"
         );
-        run_in(&self.shared, self.me, w, self.id, f).await
+        let no_touch = self.no_touch;
+        run_in(&self.shared, self.me, w, self.id, move |s: &mut Shard| {
+            untouched(s, no_touch, f)
+        })
+        .await
     }
 
     /// Runs one step on worker `w` that reads the values of `keys` (in `db`): they are made
@@ -541,6 +557,8 @@ impl Txn {
             let mut s = shard.borrow_mut();
             Ok(f(&mut s))
         }
+        let no_touch = self.no_touch;
+        let f = move |s: &mut Shard| untouched(s, no_touch, f);
         if w == self.me {
             return step(db, keys, now_ms, f).await;
         }
@@ -559,6 +577,17 @@ impl Txn {
         }
         rx.recv_async().await.expect("worker dropped a job")
     }
+}
+
+/// Runs `f` on `s` with its keyspace lookups not counted as accesses when `no_touch`.
+fn untouched<R>(s: &mut Shard, no_touch: bool, f: impl FnOnce(&mut Shard) -> R) -> R {
+    if !no_touch {
+        return f(s);
+    }
+    s.keyspace.set_touch(false);
+    let r = f(s);
+    s.keyspace.set_touch(true);
+    r
 }
 
 impl Drop for Txn {
