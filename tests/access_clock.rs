@@ -264,6 +264,23 @@ fn lfu_policy_counts_accesses_logarithmically() {
         }
         r.cmd(&["TOUCH", &a]);
         assert_eq!(freq(&mut r, &a), before + 51);
+        // A command that reads then writes a key counts one access, as in Redis.
+        for key in keys("rmw:") {
+            let list = format!("{key}:l");
+            assert_eq!(r.cmd(&["SET", &key, "100000"]), ok());
+            assert_eq!(r.cmd(&["RPUSH", &list, "a"]), int(1));
+            let (f0, l0) = (freq(&mut r, &key), freq(&mut r, &list));
+            for _ in 0..10 {
+                r.cmd(&["INCR", &key]);
+                r.cmd(&["LPUSH", &list, "x"]);
+            }
+            for _ in 0..5 {
+                r.cmd(&["APPEND", &key, "9"]);
+                r.cmd(&["LPOP", &list]);
+            }
+            assert_eq!(freq(&mut r, &key), f0 + 15, "INCR and APPEND of {key}");
+            assert_eq!(freq(&mut r, &list), l0 + 15, "LPUSH and LPOP of {list}");
+        }
         // Up to 255.
         for _ in 0..300 {
             r.cmd(&["GET", &a]);

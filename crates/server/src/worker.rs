@@ -579,12 +579,10 @@ impl Txn {
     }
 }
 
-/// Runs `f` on `s` with its keyspace lookups not counted as accesses when `no_touch`.
+/// Runs `f` on `s` as one step (see `Keyspace::set_touch`), with its keyspace lookups not
+/// counted as accesses when `no_touch`.
 fn untouched<R>(s: &mut Shard, no_touch: bool, f: impl FnOnce(&mut Shard) -> R) -> R {
-    if !no_touch {
-        return f(s);
-    }
-    s.keyspace.set_touch(false);
+    s.keyspace.set_touch(!no_touch);
     let r = f(s);
     s.keyspace.set_touch(true);
     r

@@ -334,6 +334,12 @@ pub struct Keyspace {
     touch: bool,
     /// Random numbers for LFU counter increments.
     rng: clock::Rng,
+    /// Counts [`Keyspace::set_touch`] calls: the commands (and multi-worker steps) run.
+    touch_serial: u64,
+    /// Under LFU, the last key whose lookup counted an access: `(touch_serial, db, hash)`.
+    /// A write to that key in the same command counts no second access (Redis's write
+    /// after `lookupKeyWrite` keeps the clock it left).
+    lfu_last: (u64, usize, u64),
 }
 
 /// An access to `e` at `now_ms`: its clock becomes the current second (stored only when it
@@ -703,6 +709,8 @@ impl Keyspace {
             clock_mode: clock::ClockMode::default(),
             touch: true,
             rng: clock::Rng::default(),
+            touch_serial: 0,
+            lfu_last: (u64::MAX, 0, 0),
         };
         ks.phys = (0..ks.dbs.len()).collect();
         ks.logi = ks.phys.clone();
@@ -1320,6 +1328,9 @@ impl Keyspace {
         }
         if self.touch {
             touch_entry(e, self.clock_mode, now_ms, &mut self.rng);
+            if self.clock_mode.lfu {
+                self.lfu_last = (self.touch_serial, db, hash);
+            }
         }
         Some((e.loc(), e.expire_at_ms(), e.value_type()))
     }
@@ -1351,6 +1362,9 @@ impl Keyspace {
         }
         if self.touch {
             touch_entry(e, self.clock_mode, now_ms, &mut self.rng);
+            if self.clock_mode.lfu {
+                self.lfu_last = (self.touch_serial, db, hash);
+            }
         }
         self.dbs[db].table.get(hash, key)
     }
@@ -1361,9 +1375,13 @@ impl Keyspace {
     /// `lookupKey` without `LOOKUP_NOTOUCH`): the dispatcher sets it for each command
     /// (false for TYPE, TTL, EXISTS, OBJECT, ... and for a client in CLIENT NO-TOUCH
     /// unless the command is TOUCH).
+    ///
+    /// Each call also starts a new command for the LFU counter: a key looked up and then
+    /// written by one command counts one access, as in Redis.
     #[inline]
     pub fn set_touch(&mut self, on: bool) {
         self.touch = on;
+        self.touch_serial = self.touch_serial.wrapping_add(1);
     }
 
     /// Sets how access clocks are read and updated (from the configuration).
@@ -1446,6 +1464,9 @@ impl Keyspace {
             if self.touch {
                 let e = self.dbs[db].table.at_quiet_mut(slot);
                 touch_entry(e, self.clock_mode, now_ms, &mut self.rng);
+                if self.clock_mode.lfu {
+                    self.lfu_last = (self.touch_serial, db, hash_key(key));
+                }
             }
             self.stats.hits += 1;
             return Ok(Some(f(&[&v[..]])));
@@ -1634,7 +1655,11 @@ impl Keyspace {
             self.mark_ready(db, key);
         }
         self.touch(db, key);
-        let (touch, mode) = (self.touch, self.clock_mode);
+        let (mut touch, mode) = (self.touch, self.clock_mode);
+        if mode.lfu && self.lfu_last == (self.touch_serial, db, hash) {
+            // Looked up (and counted) by this command already.
+            touch = false;
+        }
         let d = &mut self.dbs[db];
         if let Some(e) = d.table.get_mut(hash, key) {
             let old_loc = e.loc();
