@@ -264,9 +264,13 @@ fn ttl_replace_and_absttl() {
     assert!(wait_until(Duration::from_secs(5), || r
         .cmd(&["EXISTS", "short"])
         == int(0)));
-    // IDLETIME and FREQ are accepted.
+    // IDLETIME and FREQ are accepted; IDLETIME sets the idle time (no LFU policy here, so
+    // FREQ is ignored: tests/access_clock.rs has both policies).
     assert_eq!(restore(&mut r, "i", "0", &p, &["IDLETIME", "1000"]), ok());
+    let idle = r.cmd(&["OBJECT", "IDLETIME", "i"]).int();
+    assert!((1000..=1002).contains(&idle), "idle {idle}");
     assert_eq!(restore(&mut r, "f", "0", &p, &["FREQ", "100"]), ok());
+    assert!(r.cmd(&["OBJECT", "IDLETIME", "f"]).int() <= 1);
     assert_eq!(
         restore(&mut r, "f", "0", &p, &["REPLACE", "ABSTTL", "FREQ", "0"]),
         ok()

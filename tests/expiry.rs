@@ -438,7 +438,7 @@ fn expire_time_overflow_and_bad_numbers() {
     assert_eq!(pexpiretime(&mut r, "k"), before, "an error changed the TTL");
     assert_eq!(r.cmd(&["EXISTS", "missing"]), int(0));
     // The largest times that fit are accepted (kept exactly: see
-    // `expire_times_beyond_year_10889_are_kept_exactly`).
+    // `expire_times_beyond_year_2527_are_kept_exactly`).
     assert_eq!(r.cmd(&["PEXPIREAT", "k", "9223372036854775807"]), int(1));
     assert!(r.cmd(&["TTL", "k"]).int() > 100 * 365 * 86_400);
     assert_eq!(r.cmd(&["EXPIREAT", "k", "9223372036854775"]), int(1));
@@ -449,9 +449,9 @@ fn expire_time_overflow_and_bad_numbers() {
 
 /// Redis keeps any expiry up to i64::MAX ms exactly.
 #[test]
-#[ignore = "Skerry's index entries hold the expiry in 48 bits (keyspace/entry.rs), so times \
-            after year 10889 are clamped to 2^48-1 ms; passes against Redis"]
-fn expire_times_beyond_year_10889_are_kept_exactly() {
+#[ignore = "Skerry's index entries hold the expiry in 44 bits (keyspace/entry.rs), so times \
+            after year 2527 are clamped to 2^44-1 ms; passes against Redis"]
+fn expire_times_beyond_year_2527_are_kept_exactly() {
     let (_s, mut r) = start();
     assert_eq!(r.cmd(&["SET", "k", "v"]), ok());
     assert_eq!(r.cmd(&["PEXPIREAT", "k", "9223372036854775807"]), int(1));

@@ -287,6 +287,25 @@ pub static PARAMS: &[Param] = &[
         "noeviction",
         true,
     ),
+    // The access clock's LFU counter (keyspace/clock.rs).
+    p(
+        "lfu-log-factor",
+        Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        "10",
+        true,
+    ),
+    p(
+        "lfu-decay-time",
+        Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        "1",
+        true,
+    ),
     p(
         "maxmemory-samples",
         Kind::Int {
@@ -601,6 +620,17 @@ pub struct Hot {
     pub slowlog_slower_than_us: std::sync::atomic::AtomicI64,
     /// `slowlog-max-len`.
     pub slowlog_max_len: AtomicU64,
+    /// How access clocks are kept (`maxmemory-policy`, `lfu-log-factor`,
+    /// `lfu-decay-time`): a [`crate::keyspace::clock::ClockMode`]'s bits.
+    pub access_clock: AtomicU64,
+}
+
+impl Hot {
+    /// How access clocks are kept now.
+    #[inline]
+    pub fn clock_mode(&self) -> crate::keyspace::clock::ClockMode {
+        crate::keyspace::clock::ClockMode::from_bits(self.access_clock.load(Ordering::Relaxed))
+    }
 }
 
 impl Hot {
@@ -921,6 +951,7 @@ impl Config {
                 hll_sparse_max_bytes: AtomicU64::new(0),
                 slowlog_slower_than_us: std::sync::atomic::AtomicI64::new(10_000),
                 slowlog_max_len: AtomicU64::new(128),
+                access_clock: AtomicU64::new(0),
             },
         };
         c.refresh_hot();
@@ -996,6 +1027,12 @@ impl Config {
         );
         h.slowlog_max_len
             .store(num("slowlog-max-len"), Ordering::Relaxed);
+        let mode = crate::keyspace::clock::ClockMode {
+            lfu: get("maxmemory-policy").ends_with("-lfu"),
+            log_factor: num("lfu-log-factor") as u32,
+            decay_minutes: num("lfu-decay-time") as u32,
+        };
+        h.access_clock.store(mode.to_bits(), Ordering::Relaxed);
         h.auth_required
             .store(!get("requirepass").is_empty(), Ordering::Relaxed);
         h.query_buffer_limit

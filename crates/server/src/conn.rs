@@ -100,7 +100,9 @@ pub struct Multi {
 /// Executes a keyed command of client `client` (its CLIENT ID, for the slow log) on the
 /// shard that owns its keys, recording statistics there. Returns the blocking command's
 /// request to wait, when it found nothing to serve (it replied nothing then; see
-/// `crate::blocking`).
+/// `crate::blocking`). `no_touch`: the client is in CLIENT NO-TOUCH (its lookups leave the
+/// keys' access clocks alone, except TOUCH's).
+#[allow(clippy::too_many_arguments)]
 pub fn exec_keyed(
     shard: &mut Shard,
     idx: usize,
@@ -109,6 +111,7 @@ pub fn exec_keyed(
     reply: &mut Reply,
     argv: &[&[u8]],
     client: u64,
+    no_touch: bool,
 ) -> Option<crate::commands::BlockRequest> {
     let Handler::Keyed { run, .. } = COMMANDS[idx].handler else {
         unreachable!("exec_keyed on a non-keyed command")
@@ -124,7 +127,11 @@ pub fn exec_keyed(
         block: None,
     };
     x.ks.begin_command(may_write_several(idx, argv));
+    x.ks.set_clock_mode(x.config.hot.clock_mode());
+    x.ks.set_touch(crate::commands::keyspace::touches(idx, no_touch));
     run(&mut x, argv);
+    // Lookups outside a command (a cross-worker step's) are accesses.
+    x.ks.set_touch(true);
     let mut block = x.block.take();
     x.ks.end_command();
     if let Some(e) = shard.keyspace.take_error() {
@@ -556,6 +563,7 @@ impl Conn {
                         &mut self.reply,
                         argv,
                         self.info.id,
+                        self.info.no_touch.get(),
                     ) {
                         crate::blocking::timeout_reply(&mut self.reply, req.on_timeout);
                     }
@@ -716,8 +724,13 @@ impl Conn {
     /// Sends the queued commands to their workers without waiting for their replies
     /// (see [`Conn::flush_pending`]).
     pub fn send_pending(&mut self) {
-        self.hops
-            .send(self.worker, self.info.id, self.reply.proto, self.now_ms);
+        self.hops.send(
+            self.worker,
+            self.info.id,
+            self.reply.proto,
+            self.now_ms,
+            self.info.no_touch.get(),
+        );
     }
 
     /// Sends queued commands to their workers and puts their replies in place: a barrier,
@@ -962,7 +975,16 @@ impl Conn {
                 return err(&e);
             }
             let mut reply = Reply::new(proto);
-            let block = exec_keyed(&mut s, idx, db, now, &mut reply, argv, self.info.id);
+            let block = exec_keyed(
+                &mut s,
+                idx,
+                db,
+                now,
+                &mut reply,
+                argv,
+                self.info.id,
+                self.info.no_touch.get(),
+            );
             let changes = s.keyspace.end_lend();
             (changes, block, reply.buf)
         };
@@ -1126,13 +1148,16 @@ impl Conn {
                     let keys: Vec<Vec<u8>> =
                         key_args(idx, &argv).iter().map(|k| k.to_vec()).collect();
                     let (db, now, client) = (self.db, self.now_ms, self.info.id);
+                    let no_touch = self.info.no_touch.get();
                     drop(argv);
                     let out = txn
                         .run_resident(w, db, keys, now, move |s| {
                             let argv: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
                             let mut r = Reply::lazy(proto);
                             let writes = s.keyspace.writes();
-                            if exec_keyed(s, idx, db, now, &mut r, &argv, client).is_some() {
+                            if exec_keyed(s, idx, db, now, &mut r, &argv, client, no_touch)
+                                .is_some()
+                            {
                                 deny_blocking_reply(idx, &mut r);
                             }
                             (r.buf, s.keyspace.writes() != writes)
@@ -1312,8 +1337,11 @@ impl Conn {
         p.client = self.info.id;
         p.push(idx, self.db, argv);
         let wait = (state.clone(), self.info.fd);
-        self.submit_job(w, crate::hop::blocking_job(p, proto, now_ms, tx, wait))
-            .await;
+        self.submit_job(
+            w,
+            crate::hop::blocking_job(p, proto, now_ms, self.info.no_touch.get(), tx, wait),
+        )
+        .await;
         let started = Instant::now();
         // Not idle while blocked (the `timeout` config spares it, as Redis does).
         self.info.blocked_in_command.set(true);
@@ -1417,7 +1445,9 @@ mod s_cross {
     /// Holds every worker owning one of `keys` for one atomic multi-worker step.
     pub async fn hold_owners<'k>(c: &Conn, keys: impl Iterator<Item = &'k [u8]>) -> Txn {
         let workers: Vec<usize> = keys.map(|k| slot::owner(k, c.shared.workers)).collect();
-        Txn::begin(&c.shared, c.worker, workers).await
+        Txn::begin(&c.shared, c.worker, workers)
+            .await
+            .with_no_touch(c.info.no_touch.get())
     }
 
     fn group_by_owner(
@@ -1546,6 +1576,7 @@ mod s_cross {
         let groups = group_by_owner(c, keys);
         let (db, now) = (c.db, c.now_ms);
         let delete = matches!(COMMANDS[idx].name, "del" | "unlink");
+        let touch = crate::commands::keyspace::touches(idx, c.info.no_touch.get());
         let mut total = 0i64;
         for (w, group) in groups.into_iter().enumerate() {
             if group.is_empty() {
@@ -1553,7 +1584,8 @@ mod s_cross {
             }
             total += txn
                 .run(w, move |s| {
-                    group
+                    s.keyspace.set_touch(touch);
+                    let n = group
                         .iter()
                         .filter(|(_, k)| {
                             if delete {
@@ -1562,7 +1594,9 @@ mod s_cross {
                                 s.keyspace.exists(db, k, now)
                             }
                         })
-                        .count() as i64
+                        .count() as i64;
+                    s.keyspace.set_touch(true);
+                    n
                 })
                 .await;
         }

@@ -118,6 +118,7 @@ pub(crate) fn blocking_job(
     p: Pending,
     proto: Proto,
     now_ms: i64,
+    no_touch: bool,
     tx: flume::Sender<Vec<u8>>,
     wait: (Arc<crate::blocking::WaitState>, std::os::fd::RawFd),
 ) -> crate::worker::Job {
@@ -126,6 +127,7 @@ pub(crate) fn blocking_job(
             p,
             proto,
             now_ms,
+            no_touch,
             tx: ReplyTo::One(tx),
             wait: Some(wait),
         }
@@ -140,6 +142,8 @@ pub enum HopWork {
         p: Pending,
         proto: Proto,
         now_ms: i64,
+        /// The client is in CLIENT NO-TOUCH.
+        no_touch: bool,
         tx: ReplyTo,
         wait: Option<(Arc<crate::blocking::WaitState>, std::os::fd::RawFd)>,
     },
@@ -155,6 +159,7 @@ impl HopWork {
                 mut p,
                 proto,
                 now_ms,
+                no_touch,
                 tx,
                 wait,
             } => {
@@ -167,6 +172,7 @@ impl HopWork {
                     reply: Reply { buf, proto },
                     ends,
                     now_ms,
+                    no_touch,
                     tx,
                     mark: None,
                     wait,
@@ -190,6 +196,8 @@ struct Batch {
     /// End of each finished command's reply in `reply.buf` (turn batches only).
     ends: Vec<u32>,
     now_ms: i64,
+    /// The client is in CLIENT NO-TOUCH.
+    no_touch: bool,
     tx: ReplyTo,
     /// Read-buffer mark of the command waiting for its values (see `Keyspace::read_mark`).
     mark: Option<u64>,
@@ -273,8 +281,16 @@ fn run_batch(s: &mut Shard, mut b: Batch) {
                     }
                 }
                 let writes = s.keyspace.writes();
-                let asks_to_wait =
-                    exec_keyed(s, idx, db, b.now_ms, &mut b.reply, &argv, b.p.client);
+                let asks_to_wait = exec_keyed(
+                    s,
+                    idx,
+                    db,
+                    b.now_ms,
+                    &mut b.reply,
+                    &argv,
+                    b.p.client,
+                    b.no_touch,
+                );
                 b.wrote |= s.keyspace.writes() != writes;
                 if asks_to_wait.is_none() {
                     if let Some((wait, _)) = &b.wait {
@@ -475,7 +491,7 @@ impl Hops {
 
     /// Sends every queued batch to its worker (they run in parallel); their replies are
     /// taken by [`Hops::gather`].
-    pub fn send(&mut self, me: usize, client: u64, proto: Proto, now_ms: i64) {
+    pub fn send(&mut self, me: usize, client: u64, proto: Proto, now_ms: i64, no_touch: bool) {
         if self.queued.is_empty() {
             return;
         }
@@ -494,6 +510,7 @@ impl Hops {
                 p,
                 proto,
                 now_ms,
+                no_touch,
                 tx: to,
                 wait: None,
             };

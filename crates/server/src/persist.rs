@@ -305,8 +305,10 @@ pub fn open(cfg: &Config, workers: usize, databases: usize, now_ms: i64) -> Resu
             );
         }
         let mut keys = 0usize;
+        // Access clocks are not persisted: every key starts as accessed now.
+        let clock = cfg.hot.clock_mode().new_clock(now_ms);
         for idx in &mut per_worker {
-            keys += idx.finish(now_ms, |loc| store.add_live(loc));
+            keys += idx.finish(now_ms, clock, |loc| store.add_live(loc));
         }
         store.recovery_done();
         // One block per worker stays free for defrag's copies (fewer on a tiny store: one

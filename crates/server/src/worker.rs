@@ -460,6 +460,9 @@ pub struct Txn {
     me: usize,
     id: u64,
     workers: Vec<usize>,
+    /// Its steps are for a client in CLIENT NO-TOUCH: their lookups leave access clocks
+    /// alone (see [`Txn::with_no_touch`]).
+    no_touch: bool,
 }
 
 impl Txn {
@@ -489,7 +492,16 @@ impl Txn {
             me,
             id,
             workers,
+            no_touch: false,
         }
+    }
+
+    /// Marks the transaction's steps as those of a client in CLIENT NO-TOUCH (`on`): the
+    /// keyspace lookups of [`Txn::run`] and [`Txn::run_resident`] steps are then not
+    /// accesses (keyspace/clock.rs; a keyed command run inside a step decides for itself).
+    pub fn with_no_touch(mut self, on: bool) -> Txn {
+        self.no_touch = on;
+        self
     }
 
     /// The transaction's id (its jobs pass the holds it took).
@@ -512,7 +524,11 @@ impl Txn {
             self.workers.contains(&w),
             "worker {w} is not held by this transaction"
         );
-        run_in(&self.shared, self.me, w, self.id, f).await
+        let no_touch = self.no_touch;
+        run_in(&self.shared, self.me, w, self.id, move |s: &mut Shard| {
+            untouched(s, no_touch, f)
+        })
+        .await
     }
 
     /// Runs one step on worker `w` that reads the values of `keys` (in `db`): they are made
@@ -543,6 +559,8 @@ impl Txn {
             let mut s = shard.borrow_mut();
             Ok(f(&mut s))
         }
+        let no_touch = self.no_touch;
+        let f = move |s: &mut Shard| untouched(s, no_touch, f);
         if w == self.me {
             return step(db, keys, now_ms, f).await;
         }
@@ -561,6 +579,15 @@ impl Txn {
         }
         rx.recv_async().await.expect("worker dropped a job")
     }
+}
+
+/// Runs `f` on `s` as one step (see `Keyspace::set_touch`), with its keyspace lookups not
+/// counted as accesses when `no_touch`.
+fn untouched<R>(s: &mut Shard, no_touch: bool, f: impl FnOnce(&mut Shard) -> R) -> R {
+    s.keyspace.set_touch(!no_touch);
+    let r = f(s);
+    s.keyspace.set_touch(true);
+    r
 }
 
 impl Drop for Txn {
@@ -840,8 +867,11 @@ async fn expire_hash_fields(shared: &Shared) {
             }
             match read {
                 Ok(_) => {
+                    // Not an access: the hash's access clock stays (keyspace/clock.rs).
+                    s.keyspace.set_touch(false);
                     s.keyspace
                         .hfe_expire_fields(db, &key, now_ms, &thresholds, 1000);
+                    s.keyspace.set_touch(true);
                 }
                 Err(e) => {
                     tracing::warn!("active expiry of hash fields: {e}");

@@ -67,7 +67,7 @@ async fn open(dev: RamDevice) -> (Keyspace, Rc<Writer>) {
     })
     .await
     .expect("store opens");
-    index.finish(NOW_MS, |l| store.add_live(l));
+    index.finish(NOW_MS, 0, |l| store.add_live(l));
     store.recovery_done();
     let log = Rc::new(
         Writer::open(store, 0, Durability::Always, rec.max_mutation_seq)

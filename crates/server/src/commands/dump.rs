@@ -16,8 +16,10 @@
 //! (Redis keeps them until its expiry deletes them), creates no key when none is left, and
 //! the hash goes into the active-expiry index as any stored hash does.
 //!
-//! Skerry keeps no access time or frequency per key: RESTORE checks IDLETIME and FREQ as
-//! Redis does and then has nothing to set.
+//! RESTORE's IDLETIME and FREQ set the restored key's access clock as Redis's
+//! `objectSetLRUOrLFU` does (`keyspace/clock.rs`: IDLETIME under an LRU policy, FREQ under
+//! an LFU one, the other ignored); without them the key is new (just accessed, or
+//! `LFU_INIT_VAL`).
 
 use skerry_codec::{self as codec, PayloadError, RdbValue};
 use skerry_store::format::VALUE_TYPE_STRING;
@@ -431,8 +433,19 @@ pub fn restore(x: &mut Exec, a: &[&[u8]]) {
         Restored::Nothing => return x.reply.ok(),
     };
     if ok {
+        set_restored_clock(x, key, idle, freq);
         x.reply.ok();
     }
+}
+
+/// Sets the access clock of `key`, just restored, from RESTORE's IDLETIME or FREQ (as
+/// Redis's `objectSetLRUOrLFU`), else to a new key's.
+pub fn set_restored_clock(x: &mut Exec, key: &[u8], idle: Option<i64>, freq: Option<i64>) {
+    let mode = x.ks.clock_mode();
+    let clock = mode
+        .restored(idle, freq, x.now_ms)
+        .unwrap_or_else(|| mode.new_clock(x.now_ms));
+    x.ks.set_access_clock(x.db, key, clock);
 }
 
 #[cfg(test)]

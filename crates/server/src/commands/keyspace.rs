@@ -9,6 +9,38 @@ use crate::keyspace::table::SCAN_GRANULE_BITS;
 use crate::keyspace::{Expiry, Got};
 use crate::reply::errors::*;
 
+/// Commands whose key lookups are not accesses (Redis's `LOOKUP_NOTOUCH`, or a lookup
+/// through `dbFind`): their keys' access clocks stay as they are.
+const NO_TOUCH_COMMANDS: &[&str] = &[
+    "type",
+    "ttl",
+    "pttl",
+    "expiretime",
+    "pexpiretime",
+    "exists",
+    "object",
+    "memory",
+];
+
+/// True when keyed command `idx` updates the access clocks of the keys it looks up (see
+/// `keyspace/clock.rs`): not for [`NO_TOUCH_COMMANDS`], and for a client in CLIENT
+/// NO-TOUCH (`client_no_touch`) only for TOUCH (Redis's `lookupKey`).
+#[inline]
+pub fn touches(idx: usize, client_no_touch: bool) -> bool {
+    static TOUCHES: std::sync::LazyLock<Vec<(bool, bool)>> = std::sync::LazyLock::new(|| {
+        super::COMMANDS
+            .iter()
+            .map(|c| (!NO_TOUCH_COMMANDS.contains(&c.name), c.name == "touch"))
+            .collect()
+    });
+    let (touches, is_touch) = TOUCHES[idx];
+    if client_no_touch {
+        is_touch
+    } else {
+        touches
+    }
+}
+
 /// DEL / UNLINK key [key ...] (keys on this worker)
 pub fn del(x: &mut Exec, a: &[&[u8]]) {
     let n = a[1..]
@@ -787,14 +819,25 @@ pub fn object(x: &mut Exec, a: &[&[u8]]) {
         }
         return;
     }
-    if is(a[1], "idletime") {
-        // Skerry keeps no access time per key: refuse rather than answer a made-up 0. The
-        // 32-byte index entry has 8 spare bits (meta bits 48..56), not the 24 of Redis's
-        // LRU clock; a clock would grow every entry to 40 bytes (a quarter more index
-        // memory) and add a write to every read's entry.
-        x.reply.error(
-            "ERR OBJECT IDLETIME is not supported by Skerry yet: it keeps no access time per key",
-        );
+    if is(a[1], "idletime") || is(a[1], "freq") {
+        // The access clock (keyspace/clock.rs); OBJECT does not touch the key.
+        let Some(clock) = x.ks.access_clock(x.db, key, x.now_ms) else {
+            x.reply.null();
+            return;
+        };
+        let mode = x.ks.clock_mode();
+        if is(a[1], "idletime") {
+            if mode.lfu {
+                x.reply.error("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.");
+            } else {
+                let idle = crate::keyspace::clock::idle_ms(clock, x.now_ms) / 1000;
+                x.reply.int(idle as i64);
+            }
+        } else if mode.lfu {
+            x.reply.int(i64::from(mode.decayed(clock, x.now_ms)));
+        } else {
+            x.reply.error("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.");
+        }
         return;
     }
     if !x.ks.exists(x.db, key, x.now_ms) {
@@ -816,8 +859,6 @@ pub fn object(x: &mut Exec, a: &[&[u8]]) {
                     .unwrap_or(false)
         });
         x.reply.int(if shared { i64::from(i32::MAX) } else { 1 });
-    } else {
-        x.reply.error("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.");
     }
 }
 

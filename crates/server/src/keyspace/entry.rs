@@ -9,8 +9,17 @@
 //! | 0..16  | key: inline bytes 0..15 with byte 15 = length (0..=15), or a heap key:      |
 //! |        | bytes 0..8 = pointer of a leaked `Box<[u8]>`, 8..12 = length, 15 = `HEAP`   |
 //! | 16..24 | location: device (4 bits), block (20), offset / 8 (20), length / 8 (20)      |
-//! | 24..32 | meta: expiry in Unix ms (low 48 bits, 0 = none), value type (high 8 bits)    |
+//! | 24..32 | meta: expiry in Unix ms (bits 0..44, 0 = none), value type (bits 44..48),    |
+//! |        | access clock (bits 48..64; see below)                                       |
 //!
+//! The expiry's 44 bits reach Unix ms 2^44 - 1 (year 2527); a later expiry is clamped to
+//! it (the record on the device keeps the exact time; only TTL replies see the clamp). Value
+//! types are 0..=5 (4 bits leave room for ten more).
+//!
+//! The access clock is Redis's `lru` field in 16 bits (`keyspace/clock.rs`, decision 0029):
+//! under an LRU (or no-eviction) `maxmemory-policy` the Unix time in seconds modulo 2^16 of
+//! the last access; under an LFU policy the Unix time in minutes modulo 2^8 of the last
+//! decrement (high 8 bits) and the logarithmic access counter (low 8 bits).
 //! The hash of the key is not stored: the table recomputes it (foldhash over at most a few
 //! dozen bytes) when a segment splits or a SCAN orders a segment.
 
@@ -30,7 +39,12 @@ pub const MAX_BLOCKS_PER_DEVICE: u64 = 1 << 20;
 /// bits).
 pub const MAX_BLOCK_SIZE_BYTES: u64 = 8 << 20;
 
-const EXPIRY_MASK: u64 = (1 << 48) - 1;
+/// The largest expiry an entry holds (Unix ms, year 2527); later ones are clamped to it.
+pub const EXPIRY_MAX_MS: i64 = (1 << 44) - 1;
+const EXPIRY_MASK: u64 = (1 << 44) - 1;
+const TYPE_SHIFT: u32 = 44;
+const TYPE_MASK: u64 = 0xF << TYPE_SHIFT;
+const CLOCK_SHIFT: u32 = 48;
 
 /// A record location packed into 64 bits (see the module doc for the limits the store is
 /// checked against at startup).
@@ -173,7 +187,7 @@ impl Entry {
         (self.meta & EXPIRY_MASK) as i64
     }
 
-    /// Sets the absolute expiry (0 = none; clamped to the 48-bit range, year 10889).
+    /// Sets the absolute expiry (0 = none; clamped to [`EXPIRY_MAX_MS`], year 2527).
     #[inline]
     pub fn set_expire_at_ms(&mut self, at_ms: i64) {
         let at = (at_ms.max(0) as u64).min(EXPIRY_MASK);
@@ -183,13 +197,26 @@ impl Entry {
     /// The value type (the store's `VALUE_TYPE_*`).
     #[inline]
     pub fn value_type(&self) -> u8 {
-        (self.meta >> 56) as u8
+        ((self.meta & TYPE_MASK) >> TYPE_SHIFT) as u8
     }
 
-    /// Sets the value type.
+    /// Sets the value type (0..=15).
     #[inline]
     pub fn set_value_type(&mut self, t: u8) {
-        self.meta = (self.meta & !(0xFF << 56)) | (u64::from(t) << 56);
+        debug_assert!(t < 16, "value type {t} does not fit the entry");
+        self.meta = (self.meta & !TYPE_MASK) | ((u64::from(t) << TYPE_SHIFT) & TYPE_MASK);
+    }
+
+    /// The access clock (Redis's `lru` field in 16 bits; `keyspace/clock.rs`).
+    #[inline]
+    pub fn clock(&self) -> u16 {
+        (self.meta >> CLOCK_SHIFT) as u16
+    }
+
+    /// Sets the access clock.
+    #[inline]
+    pub fn set_clock(&mut self, clock: u16) {
+        self.meta = (self.meta & !(0xFFFF << CLOCK_SHIFT)) | (u64::from(clock) << CLOCK_SHIFT);
     }
 
     /// True when the key has an expiry that is due at `now_ms`.
@@ -233,6 +260,7 @@ impl std::fmt::Debug for Entry {
             .field("loc", &self.loc.unpack())
             .field("expire_at_ms", &self.expire_at_ms())
             .field("value_type", &self.value_type())
+            .field("clock", &self.clock())
             .finish()
     }
 }
@@ -253,6 +281,23 @@ mod tests {
     #[test]
     fn entry_is_32_bytes() {
         assert_eq!(std::mem::size_of::<Entry>(), 32);
+    }
+
+    #[test]
+    fn expiry_is_clamped_to_44_bits_without_touching_type_or_clock() {
+        let mut e = Entry::new(b"k", PackedLoc::from_bits(0), 15, i64::MAX);
+        e.set_clock(0xFFFF);
+        assert_eq!(e.expire_at_ms(), EXPIRY_MAX_MS);
+        e.set_expire_at_ms(EXPIRY_MAX_MS + 1);
+        assert_eq!(e.expire_at_ms(), EXPIRY_MAX_MS);
+        assert_eq!((e.value_type(), e.clock()), (15, 0xFFFF));
+        e.set_expire_at_ms(-5);
+        assert_eq!(e.expire_at_ms(), 0, "a negative expiry is none");
+        // Year 2500 fits exactly.
+        let y2500 = 16_725_225_600_000;
+        e.set_expire_at_ms(y2500);
+        assert_eq!(e.expire_at_ms(), y2500);
+        assert_eq!((e.value_type(), e.clock()), (15, 0xFFFF));
     }
 
     #[test]
@@ -294,6 +339,25 @@ mod tests {
             e.set_expire_at_ms(5);
             assert!(e.expired(5) && !e.expired(4));
             assert_eq!(e.heap_bytes() > 0, key.len() > INLINE_KEY_MAX_BYTES);
+            e.set_clock(0xBEEF);
+            e.set_value_type(5);
+            e.set_expire_at_ms(1_700_000_000_123);
+            assert_eq!(
+                (e.clock(), e.value_type(), e.expire_at_ms()),
+                (0xBEEF, 5, 1_700_000_000_123),
+                "the three meta fields are independent"
+            );
+            e.set_clock(0);
+            assert_eq!((e.value_type(), e.expire_at_ms()), (5, 1_700_000_000_123));
+            e.set_clock(0xFFFF);
+            e.set_value_type(0);
+            e.set_expire_at_ms(0);
+            assert_eq!(
+                (e.clock(), e.value_type(), e.expire_at_ms()),
+                (0xFFFF, 0, 0)
+            );
+            e.set_value_type(3);
+            e.set_expire_at_ms(5);
             // What a batch lookup prefetches: the key's bytes exactly when they are not in
             // the entry.
             match e.heap_key() {

@@ -16,6 +16,7 @@
 
 pub mod cache;
 pub mod chunked;
+pub mod clock;
 mod colls;
 mod defrag;
 pub mod entry;
@@ -34,7 +35,7 @@ pub use defrag::Relocation;
 use entry::{Entry, PackedLoc};
 use skerry_store::format::{RecordKind, RecordMeta, VALUE_TYPE_STRING};
 use skerry_store::{Location, StoreError, Writer};
-use table::{hash_key, Keyed, SegTable};
+use table::{hash_key, Keyed, SegTable, SlotRef};
 
 /// A value read from the data devices.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -331,6 +332,33 @@ pub struct Keyspace {
     phys: Vec<usize>,
     /// The inverse of `phys`.
     logi: Vec<usize>,
+    /// How access clocks are read and updated (`maxmemory-policy`, `lfu-*`; see
+    /// [`clock`]), as the running command found the configuration.
+    clock_mode: clock::ClockMode,
+    /// Lookups update the access clock of the key they find (see [`Keyspace::set_touch`]).
+    touch: bool,
+    /// Random numbers for LFU counter increments.
+    rng: clock::Rng,
+    /// Counts [`Keyspace::set_touch`] calls: the commands (and multi-worker steps) run.
+    touch_serial: u64,
+    /// Under LFU, the last key whose lookup counted an access: `(touch_serial, db, hash)`.
+    /// A write to that key in the same command counts no second access (Redis's write
+    /// after `lookupKeyWrite` keeps the clock it left).
+    lfu_last: (u64, usize, u64),
+}
+
+/// An access to `e` at `now_ms`: its clock becomes the current second (stored only when it
+/// changes), or under LFU its counter decays and counts the access (Redis's `updateLFU`).
+#[inline(always)]
+fn touch_entry(e: &mut Entry, mode: clock::ClockMode, now_ms: i64, rng: &mut clock::Rng) {
+    if !mode.lfu {
+        let c = clock::seconds(now_ms);
+        if e.clock() != c {
+            e.set_clock(c);
+        }
+        return;
+    }
+    e.set_clock(mode.touched(e.clock(), now_ms, || rng.next_f64()));
 }
 
 /// Most keys [`Keyspace::prefetch`] takes at once.
@@ -343,6 +371,8 @@ pub const PREFETCH_MAX_KEYS: usize = 16;
 /// and command time; [`Keyspace::end_command`] drops it.
 struct Prepared {
     db: usize,
+    /// Where the key's entry is (its access clock is updated through it).
+    slot: SlotRef,
     table_changes: u64,
     now_ms: i64,
     value: cache::SharedValue,
@@ -583,7 +613,10 @@ impl RecoveredIndex {
     /// Drops keys whose time ran out (their tombstones are written when the worker starts,
     /// see [`Keyspace::new`]) and calls `live` with the location of every record still
     /// needed. Returns the number of keys kept.
-    pub fn finish(&mut self, now_ms: i64, mut live: impl FnMut(&Location)) -> usize {
+    ///
+    /// Every key kept gets `clock` as its access clock (the clock of a key accessed at the
+    /// load: access clocks are not persisted, decision 0029).
+    pub fn finish(&mut self, now_ms: i64, clock: u16, mut live: impl FnMut(&Location)) -> usize {
         self.end_load();
         let mut kept = 0;
         let mut freed_heap = 0;
@@ -595,6 +628,7 @@ impl RecoveredIndex {
                     expired.push((db, e.key().to_vec(), e.loc()));
                     false
                 } else {
+                    e.set_clock(clock);
                     true
                 }
             });
@@ -677,6 +711,11 @@ impl Keyspace {
             hfe: hfe::HfeIndex::discovering(),
             phys: Vec::new(),
             logi: Vec::new(),
+            clock_mode: clock::ClockMode::default(),
+            touch: true,
+            rng: clock::Rng::default(),
+            touch_serial: 0,
+            lfu_last: (u64::MAX, 0, 0),
         };
         ks.phys = (0..ks.dbs.len()).collect();
         ks.logi = ks.phys.clone();
@@ -1055,13 +1094,18 @@ impl Keyspace {
 
     /// The string value [`Keyspace::missing`] prepared for `key`, if it is still the key's
     /// (nothing changed in the table since, same command time).
-    fn take_prepared(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<cache::SharedValue> {
+    fn take_prepared(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        now_ms: i64,
+    ) -> Option<(cache::SharedValue, SlotRef)> {
         let p = self.prepared.take()?;
         (p.db == db
             && p.now_ms == now_ms
             && p.table_changes == self.dbs[db].table.changes()
             && self.prepared_key == key)
-            .then_some(p.value)
+            .then_some((p.value, p.slot))
     }
 
     /// The value at `loc`, which the caller made resident; None (and an error for the
@@ -1158,7 +1202,9 @@ impl Keyspace {
         let mut out = Locations::new();
         for key in keys {
             let hash = hash_key(key);
-            let Some((loc, _, value_type)) = self.live_loc_typed(db, hash, key, now_ms) else {
+            // Not an access yet: the handler's lookup is (or, for the value prepared here,
+            // [`Keyspace::with_value_parts`] through `slot`).
+            let Some((slot, loc, value_type)) = self.live_slot(db, hash, key, now_ms) else {
                 continue;
             };
             let grouped = self.is_grouped_key(db, key);
@@ -1176,6 +1222,7 @@ impl Keyspace {
                     self.prepared_key.extend_from_slice(key);
                     self.prepared = Some(Prepared {
                         db,
+                        slot,
                         table_changes: self.dbs[db].table.changes(),
                         now_ms,
                         value,
@@ -1269,7 +1316,8 @@ impl Keyspace {
     }
 
     /// The location of the live key's record, its expiry and its value type (one table
-    /// lookup; an expired key is removed).
+    /// lookup; an expired key is removed). An access: the key's clock is updated unless
+    /// the command does not touch ([`Keyspace::set_touch`]).
     #[inline]
     fn live_loc_typed(
         &mut self,
@@ -1278,22 +1326,103 @@ impl Keyspace {
         key: &[u8],
         now_ms: i64,
     ) -> Option<(PackedLoc, i64, u8)> {
-        let e = self.dbs[db].table.get(hash, key)?;
+        let e = self.dbs[db].table.get_quiet_mut(hash, key)?;
         if e.expired(now_ms) {
             self.remove_expired(db, hash, key);
             return None;
         }
+        if self.touch {
+            touch_entry(e, self.clock_mode, now_ms, &mut self.rng);
+            if self.clock_mode.lfu {
+                self.lfu_last = (self.touch_serial, db, hash);
+            }
+        }
         Some((e.loc(), e.expire_at_ms(), e.value_type()))
     }
 
-    fn live_entry(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
-        let hash = hash_key(key);
-        let due = self.dbs[db].table.get(hash, key)?.expired(now_ms);
-        if due {
+    /// [`Keyspace::live_loc_typed`] without the access, with where the entry is.
+    #[inline]
+    fn live_slot(
+        &mut self,
+        db: usize,
+        hash: u64,
+        key: &[u8],
+        now_ms: i64,
+    ) -> Option<(SlotRef, PackedLoc, u8)> {
+        let (slot, e) = self.dbs[db].table.find_ref(hash, key)?;
+        if e.expired(now_ms) {
             self.remove_expired(db, hash, key);
             return None;
         }
+        Some((slot, e.loc(), e.value_type()))
+    }
+
+    /// The live key's entry (an access, as for [`Keyspace::live_loc_typed`]).
+    fn live_entry(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
+        let hash = hash_key(key);
+        let e = self.dbs[db].table.get_quiet_mut(hash, key)?;
+        if e.expired(now_ms) {
+            self.remove_expired(db, hash, key);
+            return None;
+        }
+        if self.touch {
+            touch_entry(e, self.clock_mode, now_ms, &mut self.rng);
+            if self.clock_mode.lfu {
+                self.lfu_last = (self.touch_serial, db, hash);
+            }
+        }
         self.dbs[db].table.get(hash, key)
+    }
+
+    // ----- the access clock -----
+
+    /// Whether the next lookups are accesses that update the key's clock (Redis's
+    /// `lookupKey` without `LOOKUP_NOTOUCH`): the dispatcher sets it for each command
+    /// (false for TYPE, TTL, EXISTS, OBJECT, ... and for a client in CLIENT NO-TOUCH
+    /// unless the command is TOUCH).
+    ///
+    /// Each call also starts a new command for the LFU counter: a key looked up and then
+    /// written by one command counts one access, as in Redis.
+    #[inline]
+    pub fn set_touch(&mut self, on: bool) {
+        self.touch = on;
+        self.touch_serial = self.touch_serial.wrapping_add(1);
+    }
+
+    /// Sets how access clocks are read and updated (from the configuration).
+    #[inline]
+    pub fn set_clock_mode(&mut self, mode: clock::ClockMode) {
+        self.clock_mode = mode;
+    }
+
+    /// How access clocks are read and updated.
+    pub fn clock_mode(&self) -> clock::ClockMode {
+        self.clock_mode
+    }
+
+    /// The access clock of the live key (no access; expired keys are removed), None when
+    /// the key does not exist. A key lent to the running command reads as just accessed.
+    pub fn access_clock(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<u16> {
+        if let Some(l) = self.lent_for(db, key) {
+            return l
+                .get(db, key, now_ms)
+                .map(|_| self.clock_mode.new_clock(now_ms));
+        }
+        let hash = hash_key(key);
+        self.live_slot(db, hash, key, now_ms)?;
+        self.dbs[db].table.get(hash, key).map(|e| e.clock())
+    }
+
+    /// Sets the access clock of an existing key (RESTORE's IDLETIME and FREQ); false when
+    /// the key does not exist.
+    pub fn set_access_clock(&mut self, db: usize, key: &[u8], clock: u16) -> bool {
+        match self.dbs[db].table.get_quiet_mut(hash_key(key), key) {
+            Some(e) => {
+                e.set_clock(clock);
+                true
+            }
+            None => false,
+        }
     }
 
     /// The live key's value and expiry, counting a hit or a miss. None also when the value
@@ -1334,9 +1463,16 @@ impl Keyspace {
         now_ms: i64,
         f: impl FnOnce(&[&[u8]]) -> R,
     ) -> Result<Option<R>, WrongType> {
-        if let Some(v) = self.take_prepared(db, key, now_ms) {
+        if let Some((v, slot)) = self.take_prepared(db, key, now_ms) {
             // Found by this command's `missing` (never a big string's root): no second
-            // probe.
+            // probe; the access goes through the slot found then.
+            if self.touch {
+                let e = self.dbs[db].table.at_quiet_mut(slot);
+                touch_entry(e, self.clock_mode, now_ms, &mut self.rng);
+                if self.clock_mode.lfu {
+                    self.lfu_last = (self.touch_serial, db, hash_key(key));
+                }
+            }
             self.stats.hits += 1;
             return Ok(Some(f(&[&v[..]])));
         }
@@ -1525,11 +1661,23 @@ impl Keyspace {
             self.mark_ready(db, key);
         }
         self.touch(db, key);
+        let (mut touch, mode) = (self.touch, self.clock_mode);
+        if mode.lfu && self.lfu_last == (self.touch_serial, db, hash) {
+            // Looked up (and counted) by this command already.
+            touch = false;
+        }
         let d = &mut self.dbs[db];
         if let Some(e) = d.table.get_mut(hash, key) {
             let old_loc = e.loc();
             let old_type = e.value_type();
             let was_volatile = e.expire_at_ms() != 0;
+            // A write is an access (Redis's lookupKeyWrite before it keeps the old
+            // object's clock); a key whose time had run out is a new key.
+            match old {
+                Some((true, _)) => e.set_clock(mode.new_clock(now_ms)),
+                _ if touch => touch_entry(e, mode, now_ms, &mut self.rng),
+                _ => {}
+            }
             e.set_loc(loc);
             e.set_expire_at_ms(at);
             e.set_value_type(value_type);
@@ -1548,7 +1696,8 @@ impl Keyspace {
         if at != 0 {
             d.volatile += 1;
         }
-        let e = Entry::new(key, loc, value_type, at);
+        let mut e = Entry::new(key, loc, value_type, at);
+        e.set_clock(mode.new_clock(now_ms));
         self.heap_key_bytes += e.heap_bytes();
         d.table.insert(e);
         Some(loc)
@@ -2727,7 +2876,7 @@ mod tests {
             let (store, rec, mut index, tombstones, control) =
                 recover(control.durable_image()).await;
             assert_eq!(tombstones, 0);
-            assert_eq!(index.finish(5000, |l| store.add_live(l)), 1, "k expired");
+            assert_eq!(index.finish(5000, 0, |l| store.add_live(l)), 1, "k expired");
             store.recovery_done();
             let log = Rc::new(
                 Writer::open(store, 0, Durability::EverySec, rec.max_mutation_seq)
@@ -2743,7 +2892,7 @@ mod tests {
             drop(log);
             let (_, _, mut index, tombstones, _) = recover(control.durable_image()).await;
             assert_eq!(tombstones, 1, "the tombstone is on the device");
-            assert_eq!(index.finish(5000, |_| {}), 1);
+            assert_eq!(index.finish(5000, 0, |_| {}), 1);
         });
     }
 

@@ -142,6 +142,13 @@ impl<T: Keyed> Bucket<T> {
     }
 }
 
+/// Where an entry is in a [`SegTable`]: valid until the table's next change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlotRef {
+    seg: u32,
+    slot: u32,
+}
+
 /// One segment: slot `i` is `buckets[i / GROUP].slots[i % GROUP]`, in use when its control
 /// byte is below 0x80.
 struct Segment<T> {
@@ -522,6 +529,40 @@ impl<T: Keyed> SegTable<T> {
         let s = self.segment_of(hash);
         let seg = &mut self.segments[s];
         seg.find(hash, key).map(move |i| seg.slot_mut(i))
+    }
+
+    /// Where `key`'s entry is ([`SegTable::at_quiet_mut`] finds it again without a probe
+    /// while [`SegTable::changes`] stays the same), and the entry.
+    #[inline]
+    pub fn find_ref(&self, hash: u64, key: &[u8]) -> Option<(SlotRef, &T)> {
+        let s = self.segment_of(hash);
+        let seg = &self.segments[s];
+        seg.find(hash, key).map(|i| {
+            (
+                SlotRef {
+                    seg: s as u32,
+                    slot: i as u32,
+                },
+                seg.slot(i),
+            )
+        })
+    }
+
+    /// The entry for `key`, mutable, without counting a change: only for bookkeeping no
+    /// reader of [`SegTable::changes`] depends on (the access clock: never the key, the
+    /// location or the expiry).
+    #[inline]
+    pub fn get_quiet_mut(&mut self, hash: u64, key: &[u8]) -> Option<&mut T> {
+        let s = self.segment_of(hash);
+        let seg = &mut self.segments[s];
+        seg.find(hash, key).map(move |i| seg.slot_mut(i))
+    }
+
+    /// The entry at `r` (from [`SegTable::find_ref`], with no change since), mutable, as
+    /// [`SegTable::get_quiet_mut`] gives it.
+    #[inline]
+    pub fn at_quiet_mut(&mut self, r: SlotRef) -> &mut T {
+        self.segments[r.seg as usize].slot_mut(r.slot as usize)
     }
 
     /// Inserts `entry`, replacing and returning an entry with the same key.
