@@ -48,6 +48,7 @@ PIPELINES=${PIPELINES:-1 16}
 RANGE=${RANGE:-100000000}       # redis-benchmark -r: elements (and new keys) are random below it
 SKERRY_BIN=${SKERRY_BIN:-$ROOT/target/release/skerry}
 SKERRY_ARGS=${SKERRY_ARGS:-}
+SKERRY_THREADS=${SKERRY_THREADS:-1}   # Skerry's --threads; "default": none (one worker per CPU), all threads then on SERVER_CPU
 SKERRY_DATA_SIZE=${SKERRY_DATA_SIZE:-4gb}
 REDIS_BIN=${REDIS_BIN:-}
 DATA_DIR=${DATA_DIR:-$ROOT/bench/tmp/hll}
@@ -60,7 +61,8 @@ Usage: $PROG [--quick] [--servers "skerry redis"] [--repeats N] [--n N] [--out D
 Environment (defaults): BENCH_N=1000000 requests per point, REPEATS=3, FILL_N=1000000,
 QUICK=1 (200000 requests, 1 repeat, 300000 fill), SERVERS="skerry redis", SERVER_CPU=0,
 CLIENT_CPU=1, CLIENTS=50, TESTS="pfadd pfcount pfcount3 pfnew", PIPELINES="1 16",
-RANGE=100000000, SKERRY_BIN (target/release/skerry, built when missing), SKERRY_ARGS,
+RANGE=100000000, SKERRY_BIN (target/release/skerry, built when missing), SKERRY_THREADS=1 ("default":
+no --threads, every thread then moved onto SERVER_CPU), SKERRY_ARGS,
 SKERRY_DATA_SIZE=4gb, REDIS_BIN (Debian's redis-server), DATA_DIR=bench/tmp/hll,
 OUT=bench/results/<date>-hll.
 EOF
@@ -129,7 +131,7 @@ printf 'server\ttest\tpipeline\trep\trequests\twall_s\trps\tserver_cpu_s\tops_pe
 {
     echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
     echo "host: $(uname -srm), $NCPU CPUs, $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
-    [[ " ${SERVER_LIST[*]} " == *" skerry "* ]] && echo "skerry: $(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo '?') $SKERRY_BIN --threads 1 --data-size $SKERRY_DATA_SIZE $SKERRY_ARGS"
+    [[ " ${SERVER_LIST[*]} " == *" skerry "* ]] && echo "skerry: $(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo '?') $SKERRY_BIN --threads $SKERRY_THREADS --data-size $SKERRY_DATA_SIZE $SKERRY_ARGS"
     [[ -n $REDIS_BIN ]] && echo "redis: $("$REDIS_BIN" --version) --save \"\" --appendonly no"
     echo "client: $(redis-benchmark --version 2>/dev/null || echo redis-benchmark)"
     echo "params: servers=[$SERVERS] server_cpu=$SERVER_CPU client_cpu=$CLIENT_CPU clients=$CLIENTS tests=[$TESTS] pipelines=[$PIPELINES] n=$BENCH_N repeats=$REPEATS fill_n=$FILL_N range=$RANGE"
@@ -146,11 +148,22 @@ start_server() { # NAME
     mkdir -p "$dir"
     case $s in
         # shellcheck disable=SC2206  # SKERRY_ARGS is word-split on purpose
-        skerry) cmd=("$SKERRY_BIN" --port "$port" --bind 127.0.0.1 --threads 1 --dir "$dir" --data-size "$SKERRY_DATA_SIZE" $SKERRY_ARGS) ;;
+        skerry)
+            cmd=("$SKERRY_BIN" --port "$port" --bind 127.0.0.1 --dir "$dir" --data-size "$SKERRY_DATA_SIZE")
+            [[ $SKERRY_THREADS == default ]] || cmd+=(--threads "$SKERRY_THREADS")
+            # shellcheck disable=SC2206  # SKERRY_ARGS is word-split on purpose
+            cmd+=($SKERRY_ARGS) ;;
         redis) cmd=("$REDIS_BIN" --port "$port" --bind 127.0.0.1 --save "" --appendonly no --daemonize no --dir "$dir") ;;
     esac
-    echo "# taskset -c $SERVER_CPU ${cmd[*]}" >"$OUT/$s.server.log"
-    taskset -c "$SERVER_CPU" "${cmd[@]}" >>"$OUT/$s.server.log" 2>&1 &
+    if [[ $s == skerry && $SKERRY_THREADS == default ]]; then
+        # The default configuration (one worker per CPU): started unpinned, so that it sizes
+        # itself from every CPU, then every thread is moved onto SERVER_CPU.
+        echo "# ${cmd[*]} (then taskset -a -p -c $SERVER_CPU)" >"$OUT/$s.server.log"
+        "${cmd[@]}" >>"$OUT/$s.server.log" 2>&1 &
+    else
+        echo "# taskset -c $SERVER_CPU ${cmd[*]}" >"$OUT/$s.server.log"
+        taskset -c "$SERVER_CPU" "${cmd[@]}" >>"$OUT/$s.server.log" 2>&1 &
+    fi
     PID[$s]=$!
     PORT[$s]=$port
     t0=$SECONDS
@@ -159,6 +172,11 @@ start_server() { # NAME
         ((SECONDS - t0 < 30)) || die "$s did not answer PING within 30 s"
         sleep 0.1
     done
+    if [[ $s == skerry && $SKERRY_THREADS == default ]]; then
+        # INFO visits every worker: once it answers, every worker thread exists.
+        redis-cli -p "$port" INFO >/dev/null
+        for _ in 1 2; do taskset -a -p -c "$SERVER_CPU" "${PID[$s]}" >/dev/null; sleep 0.2; done
+    fi
     log "$s: pid ${PID[$s]}, port $port, CPU $SERVER_CPU"
 }
 
