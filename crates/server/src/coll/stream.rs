@@ -210,8 +210,55 @@ pub struct Stream {
 }
 
 /// First record id of a consumer group's group record; page ids are below it, so a
-/// grouped stream's records come in id order: its pages (in ID order), then its groups.
+/// grouped stream's records come in id order: its pages (in ID order), its index records,
+/// then its consumer groups.
 const CGROUP_ID_BASE: u64 = 1 << 63;
+
+/// First record id of an index record: index record `INDEX_ID_BASE + c` lists the pages
+/// whose ids are in `c * INDEX_PAGES .. (c + 1) * INDEX_PAGES` with their master IDs, so
+/// that a stream can be loaded partially (root, index, consumer groups, then the pages a
+/// command needs, see [`Need`]). Page ids are below it.
+pub const INDEX_ID_BASE: u64 = 1 << 62;
+
+/// Pages listed per index record (about 6 KiB of record at most).
+const INDEX_PAGES: u64 = 512;
+
+/// The root's format version byte that says the stream has index records (roots written
+/// before them end after the consumer-group index and are loaded whole).
+const ROOT_INDEXED: u64 = 1;
+
+/// What a command needs of a grouped stream beyond its root, index, consumer groups and
+/// its head and tail pages (which a partially loaded stream always holds): the keyspace
+/// loads those pages before the command runs (`keyspace/groups.rs`), so that a command
+/// reads a few records of a big stream, not all of them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Need {
+    /// Every page (the default for any command not known to need less).
+    All,
+    /// Nothing more.
+    Skeleton,
+    /// The pages that may hold entries from `start` to `end` (inclusive), scanning up
+    /// (down when `rev`), at most `pages` of them (a COUNT of n entries needs n + 1
+    /// pages: every page holds an entry).
+    Scan {
+        /// Lowest ID.
+        start: StreamId,
+        /// Highest ID.
+        end: StreamId,
+        /// From the end.
+        rev: bool,
+        /// At most this many pages (None: all in the range).
+        pages: Option<usize>,
+    },
+    /// The pages holding any of these IDs.
+    Ids(Vec<StreamId>),
+    /// The entries after consumer group `0`'s last ID, at most `1` pages.
+    AfterGroup(Vec<u8>, Option<usize>),
+    /// The head pages a trim looks at (the pages it removes and the first it keeps).
+    Trim(Trim, u64),
+    /// Several needs together.
+    Each(Vec<Need>),
+}
 
 /// The stored layout of a stream (see the module documentation, "Grouped form").
 #[derive(Clone, Debug, Default)]
@@ -245,6 +292,34 @@ struct Layout {
     /// are changed in place by the commands, so a write compares their encodings with
     /// these to find the ones that changed.
     cgroup_shadow: BTreeMap<u64, Vec<u8>>,
+    /// Page ids of the pages not loaded (a stream loaded partially; grouped only). Their
+    /// nodes are not in `nodes`, their entries not in `entries`.
+    unloaded: BTreeSet<u64>,
+    /// Entries in the pages not loaded.
+    unloaded_len: usize,
+    /// Index records (by number: page id / [`INDEX_PAGES`]) to write again.
+    index_dirty: BTreeSet<u64>,
+}
+
+impl Layout {
+    /// True when no page before the one of `master` is unloaded.
+    fn none_unloaded_before(&self, master: StreamId) -> bool {
+        match (self.unloaded.iter().next(), self.pages.get(&master)) {
+            (None, _) => true,
+            (Some(&u), Some(&id)) => u > id,
+            (Some(_), None) => false,
+        }
+    }
+
+    /// The page (master, id) that holds `id`'s entry if it exists: the last page whose
+    /// master is not above it (the first page holds anything before its master).
+    fn page_of(&self, id: StreamId) -> Option<(StreamId, u64)> {
+        self.pages
+            .range(..=id)
+            .next_back()
+            .or_else(|| self.pages.iter().next())
+            .map(|(m, p)| (*m, *p))
+    }
 }
 
 impl PartialEq for Layout {
@@ -338,12 +413,12 @@ impl Stream {
 
     /// Number of entries.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.entries.len() + self.layout.unloaded_len
     }
 
     /// True when the stream has no entries (the key still exists).
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.len() == 0
     }
 
     /// The entry `id`.
@@ -402,7 +477,7 @@ impl Stream {
 
     /// Number of modelled nodes (XINFO's `radix-tree-keys`).
     pub fn node_count(&self) -> usize {
-        self.nodes.len()
+        self.nodes.len() + self.layout.unloaded.len()
     }
 
     /// Appends entry `id` (greater than `last_id`, checked by the caller), in nodes of
@@ -528,19 +603,24 @@ impl Stream {
         let mut deleted: u64 = 0;
         loop {
             if let Trim::MaxLen(max) = how {
-                if self.entries.len() as u64 <= max {
+                if self.len() as u64 <= max {
                     break;
                 }
             }
             let Some((&master, node)) = self.nodes.iter().next() else {
                 break;
             };
+            if !self.layout.none_unloaded_before(master) {
+                // Not expected: the command's need loads the head pages a trim looks at.
+                debug_assert!(false, "trim reached a page that is not loaded");
+                break;
+            }
             let live = node.live as u64;
             if limit > 0 && deleted + live > limit {
                 break;
             }
             let remove_node = match how {
-                Trim::MaxLen(max) => self.entries.len() as u64 - live >= max,
+                Trim::MaxLen(max) => self.len() as u64 - live >= max,
                 Trim::MinId(min) => node.last < min,
             };
             if remove_node {
@@ -567,7 +647,7 @@ impl Stream {
             let mut n = 0u32;
             loop {
                 let stop = match how {
-                    Trim::MaxLen(max) => self.entries.len() as u64 <= max,
+                    Trim::MaxLen(max) => self.len() as u64 <= max,
                     Trim::MinId(min) => self
                         .entries
                         .range(master..=last)
@@ -598,7 +678,7 @@ impl Stream {
     /// True when a deleted entry may lie between `start` and `end` (Redis's
     /// `streamRangeHasTombstones`).
     pub fn range_has_tombstones(&self, start: StreamId, end: StreamId) -> bool {
-        if self.entries.is_empty() || self.max_deleted_id.is_zero() {
+        if self.is_empty() || self.max_deleted_id.is_zero() {
             return false;
         }
         start <= self.max_deleted_id && self.max_deleted_id <= end
@@ -610,7 +690,7 @@ impl Stream {
             return Some(0);
         }
         let added = self.entries_added as i64;
-        if self.entries.is_empty() && id <= self.last_id {
+        if self.is_empty() && id <= self.last_id {
             return Some(added);
         }
         if !id.is_zero() && id < self.max_deleted_id {
@@ -623,7 +703,7 @@ impl Stream {
         }
         let first = self.first_id();
         if self.max_deleted_id.is_zero() || self.max_deleted_id < first {
-            let len = self.entries.len() as i64;
+            let len = self.len() as i64;
             match id.cmp(&first) {
                 std::cmp::Ordering::Less => return Some(added - len),
                 std::cmp::Ordering::Equal => return Some(added - len + 1),
@@ -635,12 +715,12 @@ impl Stream {
 
     /// The lag of group `g` (None: not obtainable), as Redis's `streamReplyWithCGLag`.
     pub fn lag(&self, g: &Group) -> Option<i64> {
-        if self.entries_added == 0 || self.entries.is_empty() {
+        if self.entries_added == 0 || self.is_empty() {
             return Some(0);
         }
         let first = self.first_id();
         if g.last_id < first && self.max_deleted_id < first {
-            return Some(self.entries.len() as i64);
+            return Some(self.len() as i64);
         }
         if g.entries_read != -1 && !self.range_has_tombstones(g.last_id, StreamId::MAX) {
             return Some(self.entries_added as i64 - g.entries_read);
@@ -667,8 +747,11 @@ impl Stream {
     pub fn ram_bytes(&self) -> usize {
         // From the encoded-size estimate, not a walk of the entries (the decoded cache asks
         // at every write).
-        let mut n =
-            128 + self.nodes.len() * 96 + self.entries.len() * 80 + self.layout.entry_bytes * 2;
+        let mut n = 128
+            + self.nodes.len() * 96
+            + self.entries.len() * 80
+            + self.layout.entry_bytes * 2
+            + self.layout.pages.len() * 96;
         for (name, g) in &self.groups {
             n += 128 + name.len() + g.pel.len() * 96;
             for (c, _) in g.consumers.iter() {
@@ -714,13 +797,59 @@ impl Stream {
         put_varint(out, self.layout.next_page);
         put_varint(out, self.layout.next_cgroup);
         // Counts, so that a page record gone missing is reported, not a shorter stream.
-        put_varint(out, self.entries.len() as u64);
-        put_varint(out, self.nodes.len() as u64);
+        put_varint(out, self.len() as u64);
+        put_varint(out, self.node_count() as u64);
         put_varint(out, self.layout.cgroups.len() as u64);
         for (name, id) in &self.layout.cgroups {
             put_bytes(out, name);
             put_varint(out, *id);
         }
+        put_varint(out, ROOT_INDEXED);
+    }
+
+    /// True when a grouped stream's root record value says the stream has index records
+    /// (so that it can be loaded partially, [`Stream::decode_partial`]).
+    pub fn root_is_indexed(root: &[u8]) -> bool {
+        let mut r = Reader::new(root);
+        let head = (|| -> Result<bool, DecodeError> {
+            if r.byte()? != super::FLAG_GROUPED {
+                return Ok(false);
+            }
+            for _ in 0..9 {
+                r.varint()?;
+            }
+            let n = r.count(2)?;
+            for _ in 0..n {
+                r.bytes()?;
+                r.varint()?;
+            }
+            Ok(r.pos() < root.len() && r.varint()? == ROOT_INDEXED)
+        })();
+        head.unwrap_or(false)
+    }
+
+    /// Appends the record value of index record `c` (pages `c * INDEX_PAGES ..`).
+    fn encode_index(&self, c: u64, out: &mut Vec<u8>) {
+        out.push(0);
+        let lo = c * INDEX_PAGES;
+        let range = self.layout.masters.range(lo..lo + INDEX_PAGES);
+        put_varint(out, range.clone().count() as u64);
+        for (id, m) in range {
+            put_varint(out, id - lo);
+            put_id(out, *m);
+        }
+    }
+
+    /// The numbers of the index records of the pages there are.
+    fn index_records(&self) -> Vec<u64> {
+        let mut v: Vec<u64> = Vec::new();
+        for id in self.layout.masters.keys() {
+            let c = id / INDEX_PAGES;
+            if v.last() != Some(&c) {
+                v.push(c);
+            }
+        }
+        v
     }
 
     /// Appends the record value of group record `id` of a grouped stream: a page (one
@@ -735,6 +864,9 @@ impl Stream {
             out.extend_from_slice(b);
             return;
         }
+        if id >= INDEX_ID_BASE {
+            return self.encode_index(id - INDEX_ID_BASE, out);
+        }
         let master = self.layout.masters[&id];
         let node = &self.nodes[&master];
         out.push(0);
@@ -744,7 +876,8 @@ impl Stream {
         let first = self.layout.pages.keys().next() == Some(&master);
         let from = if first { StreamId::MIN } else { master };
         let next = self
-            .nodes
+            .layout
+            .pages
             .range((
                 std::ops::Bound::Excluded(master),
                 std::ops::Bound::Unbounded,
@@ -799,8 +932,23 @@ impl Stream {
     }
 
     /// Decodes a grouped stream: its root record value and its group records (id, value)
-    /// in id order (pages, then consumer groups).
+    /// in id order (pages, index records, then consumer groups).
     pub fn decode_grouped(root: &[u8], groups: &[(u64, &[u8])]) -> Result<Stream, DecodeError> {
+        let s = Stream::decode_partial(root, groups)?;
+        if !s.layout.unloaded.is_empty() {
+            return Err(DecodeError(format!(
+                "grouped stream misses {} of its pages",
+                s.layout.unloaded.len()
+            )));
+        }
+        Ok(s)
+    }
+
+    /// Decodes a grouped stream from its root record value and some of its group records
+    /// (id, value; in id order): with index records (see [`Stream::root_is_indexed`]), all
+    /// of them and every consumer group, and any of the pages (the others stay unloaded
+    /// until [`Stream::load_pages`]); without, every record.
+    pub fn decode_partial(root: &[u8], groups: &[(u64, &[u8])]) -> Result<Stream, DecodeError> {
         let mut r = Reader::new(root);
         if r.byte()? != super::FLAG_GROUPED {
             return Err(DecodeError("unknown grouped stream root".into()));
@@ -823,9 +971,27 @@ impl Stream {
             }
             s.layout.cgroups.insert(name, id);
         }
+        let indexed = if r.pos() < root.len() {
+            match r.varint()? {
+                ROOT_INDEXED => true,
+                v => return Err(DecodeError(format!("unknown stream root version {v}"))),
+            }
+        } else {
+            false
+        };
         r.finish()?;
-        let names: BTreeMap<u64, &Vec<u8>> =
-            s.layout.cgroups.iter().map(|(n, id)| (*id, n)).collect();
+        if s.layout.next_page > INDEX_ID_BASE {
+            return Err(DecodeError("stream page ids out of range".into()));
+        }
+        let names: BTreeMap<u64, Vec<u8>> = s
+            .layout
+            .cgroups
+            .iter()
+            .map(|(n, id)| (*id, n.clone()))
+            .collect();
+        let mut index: BTreeMap<u64, StreamId> = BTreeMap::new();
+        let mut loaded: Vec<u64> = Vec::new();
+        let mut page_records: Vec<(u64, Reader)> = Vec::new();
         for &(id, v) in groups {
             let mut r = Reader::new(v);
             if r.byte()? != 0 {
@@ -834,7 +1000,7 @@ impl Stream {
             if id >= CGROUP_ID_BASE {
                 let (name, g) = get_cgroup(&mut r)?;
                 r.finish()?;
-                if names.get(&id) != Some(&&name) {
+                if names.get(&id) != Some(&name) {
                     return Err(DecodeError(format!(
                         "consumer group record {id} not in the stream's index"
                     )));
@@ -843,22 +1009,42 @@ impl Stream {
                 s.groups.insert(name, g);
                 continue;
             }
+            if id >= INDEX_ID_BASE {
+                if !indexed {
+                    return Err(DecodeError("stream index record of no index".into()));
+                }
+                let lo = (id - INDEX_ID_BASE) * INDEX_PAGES;
+                let n = r.count(3)?;
+                for _ in 0..n {
+                    let off = r.varint()?;
+                    let m = get_id(&mut r)?;
+                    if off >= INDEX_PAGES || lo + off >= s.layout.next_page {
+                        return Err(DecodeError("stream index entry out of range".into()));
+                    }
+                    if index.insert(lo + off, m).is_some() {
+                        return Err(DecodeError("stream page indexed twice".into()));
+                    }
+                }
+                r.finish()?;
+                continue;
+            }
             if id >= s.layout.next_page {
                 return Err(DecodeError(format!("stream page id {id} out of range")));
             }
-            let (m, node) = get_node(&mut r)?;
-            let n = r.count(3)?;
-            for _ in 0..n {
-                let (i, f) = get_entry(&mut r)?;
-                s.layout.entry_bytes += entry_bytes(&f);
-                s.entries.insert(i, f);
-            }
+            page_records.push((id, r));
+        }
+        // Pages after the index records (which come after them in id order).
+        for (id, mut r) in page_records {
+            let m = s.decode_page(&mut r)?;
             r.finish()?;
-            if s.nodes.insert(m, node).is_some() {
-                return Err(DecodeError("two stream pages of one node".into()));
+            if indexed {
+                if index.get(&id) != Some(&m) {
+                    return Err(DecodeError(format!("stream page {id} not in the index")));
+                }
+            } else {
+                index.insert(id, m);
             }
-            s.layout.pages.insert(m, id);
-            s.layout.masters.insert(id, m);
+            loaded.push(id);
         }
         if s.groups.len() != s.layout.cgroups.len() {
             return Err(DecodeError(format!(
@@ -867,21 +1053,234 @@ impl Stream {
                 s.groups.len()
             )));
         }
-        if s.entries.len() as u64 != want_entries || s.nodes.len() as u64 != want_pages {
+        // The index: page ids in the order of their masters, one node per master.
+        let mut prev: Option<StreamId> = None;
+        for (&id, &m) in &index {
+            if prev.is_some_and(|p| p >= m) {
+                return Err(DecodeError("stream pages out of order".into()));
+            }
+            prev = Some(m);
+            s.layout.pages.insert(m, id);
+            s.layout.masters.insert(id, m);
+        }
+        if s.layout.pages.len() != index.len() {
+            return Err(DecodeError("two stream pages of one node".into()));
+        }
+        let loaded: BTreeSet<u64> = loaded.into_iter().collect();
+        if loaded.len() != s.nodes.len() {
+            return Err(DecodeError("two stream pages of one node".into()));
+        }
+        s.layout.unloaded = index.keys().filter(|id| !loaded.contains(id)).copied().collect();
+        let have = s.entries.len() as u64;
+        if index.len() as u64 != want_pages
+            || have > want_entries
+            || (s.layout.unloaded.is_empty() && have != want_entries)
+        {
             return Err(DecodeError(format!(
                 "grouped stream of {want_entries} entries in {want_pages} pages has {} in {}",
-                s.entries.len(),
-                s.nodes.len()
+                have,
+                index.len()
             )));
         }
-        s.layout.root_shadow = Some(root.to_vec());
+        s.layout.unloaded_len = (want_entries - have) as usize;
+        if indexed {
+            s.layout.root_shadow = Some(root.to_vec());
+        } else {
+            // Written before index records: they are written at the next change, with the
+            // root that says so.
+            s.layout.index_dirty = s.index_records().into_iter().collect();
+            s.layout.layout_changed = true;
+        }
         Ok(s)
+    }
+
+    /// Decodes a page record's node and entries (after its flags byte) into the stream;
+    /// its master ID.
+    fn decode_page(&mut self, r: &mut Reader) -> Result<StreamId, DecodeError> {
+        let (m, node) = get_node(r)?;
+        let n = r.count(3)?;
+        for _ in 0..n {
+            let (i, f) = get_entry(r)?;
+            self.layout.entry_bytes += entry_bytes(&f);
+            if self.entries.insert(i, f).is_some() {
+                return Err(DecodeError("stream entry in two pages".into()));
+            }
+        }
+        if self.nodes.insert(m, node).is_some() {
+            return Err(DecodeError("two stream pages of one node".into()));
+        }
+        Ok(m)
+    }
+
+    /// True when some of the pages are not loaded.
+    pub fn is_partial(&self) -> bool {
+        !self.layout.unloaded.is_empty()
+    }
+
+    /// Loads pages (id, record value) that are not loaded yet.
+    pub fn load_pages(&mut self, pages: &[(u64, &[u8])]) -> Result<(), DecodeError> {
+        for &(id, v) in pages {
+            if !self.layout.unloaded.contains(&id) {
+                continue;
+            }
+            let before = self.entries.len();
+            let mut r = Reader::new(v);
+            if r.byte()? != 0 {
+                return Err(DecodeError("unknown stream group record flags".into()));
+            }
+            let m = self.decode_page(&mut r)?;
+            r.finish()?;
+            if self.layout.masters.get(&id) != Some(&m) {
+                return Err(DecodeError(format!("stream page {id} not in the index")));
+            }
+            let n = self.entries.len() - before;
+            if n > self.layout.unloaded_len {
+                return Err(DecodeError("stream pages hold more entries than the root".into()));
+            }
+            self.layout.unloaded_len -= n;
+            self.layout.unloaded.remove(&id);
+        }
+        if self.layout.unloaded.is_empty() && self.layout.unloaded_len != 0 {
+            return Err(DecodeError("stream pages hold fewer entries than the root".into()));
+        }
+        Ok(())
+    }
+
+    /// The ids of the pages not loaded that `need` asks for, ascending; the head and
+    /// tail pages always.
+    pub fn pages_needed(&self, need: &Need) -> Vec<u64> {
+        let l = &self.layout;
+        if l.unloaded.is_empty() {
+            return Vec::new();
+        }
+        let mut out: BTreeSet<u64> = BTreeSet::new();
+        for p in [l.masters.keys().next(), l.masters.keys().next_back()]
+            .into_iter()
+            .flatten()
+        {
+            out.insert(*p);
+        }
+        self.need_pages(need, &mut out);
+        out.retain(|p| l.unloaded.contains(p));
+        out.into_iter().collect()
+    }
+
+    fn need_pages(&self, need: &Need, out: &mut BTreeSet<u64>) {
+        let l = &self.layout;
+        match need {
+            Need::All => out.extend(l.unloaded.iter().copied()),
+            Need::Skeleton => {}
+            Need::Each(v) => {
+                for n in v {
+                    self.need_pages(n, out);
+                }
+            }
+            Need::Ids(ids) => {
+                // With the pages around: a deletion that empties a page leaves the stream's
+                // first and last entries in its neighbours.
+                for id in ids {
+                    if let Some((m, p)) = l.page_of(*id) {
+                        out.insert(p);
+                        out.extend(l.pages.range(..m).next_back().map(|(_, p)| *p));
+                        out.extend(
+                            l.pages
+                                .range((std::ops::Bound::Excluded(m), std::ops::Bound::Unbounded))
+                                .next()
+                                .map(|(_, p)| *p),
+                        );
+                    }
+                }
+            }
+            &Need::Scan {
+                start,
+                end,
+                rev,
+                pages,
+            } => {
+                if start > end {
+                    return;
+                }
+                let max = pages.map_or(usize::MAX, |n| n.saturating_add(1));
+                let (Some((first, _)), Some((last, _))) = (l.page_of(start), l.page_of(end))
+                else {
+                    return;
+                };
+                let range = l.pages.range(first..=last).map(|(_, p)| *p);
+                if rev {
+                    out.extend(range.rev().take(max));
+                } else {
+                    out.extend(range.take(max));
+                }
+            }
+            Need::AfterGroup(name, pages) => {
+                if let Some(g) = self.groups.get(name) {
+                    if let Some(start) = g.last_id.incr() {
+                        self.need_pages(
+                            &Need::Scan {
+                                start,
+                                end: StreamId::MAX,
+                                rev: false,
+                                pages: *pages,
+                            },
+                            out,
+                        );
+                    }
+                }
+            }
+            &Need::Trim(how, limit) => {
+                // Walks the head pages as the trim would, through the loaded ones; the
+                // first unloaded page it reaches is needed, with a guess of how many after
+                // it (the next round goes on from there).
+                let mut len = self.len() as u64;
+                let mut deleted = 0u64;
+                let avg = (len / l.pages.len().max(1) as u64).max(1);
+                // The first page kept is needed too: it becomes the head.
+                for (m, p) in &l.pages {
+                    let Some(node) = self.nodes.get(m) else {
+                        let more = match how {
+                            Trim::MaxLen(max) => len.saturating_sub(max) / avg + 1,
+                            Trim::MinId(_) => 8,
+                        };
+                        out.extend(
+                            l.pages
+                                .range(*m..)
+                                .map(|(_, p)| *p)
+                                .take(more.min(1024) as usize),
+                        );
+                        return;
+                    };
+                    out.insert(*p);
+                    if let Trim::MaxLen(max) = how {
+                        if len <= max {
+                            return;
+                        }
+                    }
+                    let live = node.live as u64;
+                    if limit > 0 && deleted + live > limit {
+                        return;
+                    }
+                    let gone = match how {
+                        Trim::MaxLen(max) => len - live >= max,
+                        Trim::MinId(min) => node.last < min,
+                    };
+                    if !gone {
+                        return;
+                    }
+                    len -= live;
+                    deleted += live;
+                }
+            }
+        }
     }
 
     /// Re-plans the stored layout for group records of about `group_bytes` (the pages
     /// themselves are Redis's nodes, sized by `stream-node-max-*`): grouped past twice
     /// that, compact again under half of it.
     pub fn plan_layout(&mut self, group_bytes: usize) {
+        if self.is_partial() {
+            // Only a stream loaded whole can become one record again.
+            return;
+        }
         let g = group_bytes.max(64);
         let total = self.layout.entry_bytes
             + self
@@ -933,6 +1332,7 @@ impl Stream {
             return Vec::new();
         }
         let mut ids: Vec<u64> = self.layout.masters.keys().copied().collect();
+        ids.extend(self.index_records().into_iter().map(|c| INDEX_ID_BASE + c));
         let mut c: Vec<u64> = self.layout.cgroups.values().copied().collect();
         c.sort_unstable();
         ids.extend(c);
@@ -945,6 +1345,7 @@ impl Stream {
         let l = &mut self.layout;
         if !l.grouped {
             l.dirty.clear();
+            l.index_dirty.clear();
             l.root_shadow = None;
             return Changes {
                 root: true,
@@ -963,6 +1364,7 @@ impl Stream {
                         l.next_page += 1;
                         l.pages.insert(master, id);
                         l.masters.insert(id, master);
+                        l.index_dirty.insert(id / INDEX_PAGES);
                         layout = true;
                         id
                     }
@@ -970,8 +1372,17 @@ impl Stream {
                 groups.push(id);
             } else if let Some(id) = l.pages.remove(&master) {
                 l.masters.remove(&id);
+                l.index_dirty.insert(id / INDEX_PAGES);
                 layout = true;
             }
+        }
+        // Index records of pages added or removed (those left without pages are gone).
+        for c in std::mem::take(&mut l.index_dirty) {
+            let lo = c * INDEX_PAGES;
+            if l.masters.range(lo..lo + INDEX_PAGES).next().is_some() {
+                groups.push(INDEX_ID_BASE + c);
+            }
+            layout = true;
         }
         // Consumer groups: removed ones, then changed or new ones (only when handed out
         // for changes: an XADD costs nothing per group).
@@ -1272,7 +1683,7 @@ mod tests {
     }
 
     /// A store of records as the keyspace keeps them: the root and the group records by id.
-    #[derive(Default)]
+    #[derive(Clone, Default)]
     struct Store {
         root: Vec<u8>,
         groups: BTreeMap<u64, Vec<u8>>,
@@ -1430,6 +1841,194 @@ mod tests {
             let c = back.take_changes();
             assert!(c.groups.is_empty() && !c.root, "{c:?}");
         }
+    }
+
+    impl Store {
+        /// The stream decoded partially, as the keyspace first loads it: root, index
+        /// records, consumer groups, head and tail pages.
+        fn skeleton(&self) -> Stream {
+            let pages: Vec<u64> = self
+                .groups
+                .keys()
+                .copied()
+                .filter(|g| *g < INDEX_ID_BASE)
+                .collect();
+            let gs: Vec<(u64, &[u8])> = self
+                .groups
+                .iter()
+                .filter(|(g, _)| {
+                    **g >= INDEX_ID_BASE || Some(*g) == pages.first() || Some(*g) == pages.last()
+                })
+                .map(|(g, v)| (*g, &v[..]))
+                .collect();
+            Stream::decode_partial(&self.root, &gs).unwrap()
+        }
+
+        /// Loads what `need` asks for into `s`, round after round as the keyspace does;
+        /// the number of pages read.
+        fn load(&self, s: &mut Stream, need: &Need) -> usize {
+            let mut n = 0;
+            loop {
+                let want = s.pages_needed(need);
+                if want.is_empty() {
+                    return n;
+                }
+                n += want.len();
+                let gs: Vec<(u64, &[u8])> =
+                    want.iter().map(|g| (*g, &self.groups[g][..])).collect();
+                s.load_pages(&gs).unwrap();
+            }
+        }
+    }
+
+    fn same_view(a: &Stream, b: &Stream) {
+        assert_eq!(a.len(), b.len());
+        assert_eq!(a.first_id(), b.first_id());
+        assert_eq!(a.last_valid_id(), b.last_valid_id());
+        assert_eq!(a.node_count(), b.node_count());
+        assert_eq!(a.last_id, b.last_id);
+        assert_eq!(a.groups(), b.groups());
+    }
+
+    /// A stream loaded partially answers every need as the whole stream does, and its
+    /// writes leave the store as the whole stream's do.
+    #[test]
+    fn partial_loads_answer_like_the_whole_stream() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(2712);
+        let mut s = Stream::default();
+        let mut st = Store::default();
+        for i in 0..3000u64 {
+            s.append(StreamId::new(10 + i / 3, i % 3), f(&"v".repeat((i % 13) as usize)), 10, 300);
+        }
+        s.groups_mut().insert(
+            b"g".to_vec(),
+            Group {
+                last_id: StreamId::new(500, 0),
+                entries_read: -1,
+                ..Default::default()
+            },
+        );
+        let mut full = st.write(&mut s, 512);
+        assert!(full.is_grouped() && full.node_count() > 200);
+        let any_id = |rng: &mut rand::rngs::StdRng, s: &Stream| {
+            StreamId::new(rng.random_range(0..s.last_id.ms + 5), rng.random_range(0..4))
+        };
+        for trial in 0..400 {
+            let mut part = st.skeleton();
+            assert!(part.is_partial());
+            same_view(&part, &full);
+            let op = rng.random_range(0..5);
+            if op == 0 {
+                let (a, b) = (any_id(&mut rng, &full), any_id(&mut rng, &full));
+                let (start, end) = (a.min(b), a.max(b));
+                let rev = rng.random_bool(0.5);
+                let count = rng.random_range(1..30);
+                let read = st.load(
+                    &mut part,
+                    &Need::Scan {
+                        start,
+                        end,
+                        rev,
+                        pages: Some(count),
+                    },
+                );
+                assert!(read <= count + 1, "trial {trial}: {read} pages for {count}");
+                let got = |s: &Stream| -> Vec<StreamId> {
+                    if rev {
+                        s.range(start, end).rev().take(count).map(|(i, _)| *i).collect()
+                    } else {
+                        s.range(start, end).take(count).map(|(i, _)| *i).collect()
+                    }
+                };
+                assert_eq!(got(&part), got(&full), "trial {trial}");
+                continue;
+            }
+            if op == 1 {
+                let g = full.groups()[&b"g"[..]].clone();
+                st.load(&mut part, &Need::AfterGroup(b"g".to_vec(), Some(5)));
+                let after = |s: &Stream| -> Vec<StreamId> {
+                    s.range(g.last_id.incr().unwrap(), StreamId::MAX)
+                        .take(5)
+                        .map(|(i, _)| *i)
+                        .collect()
+                };
+                assert_eq!(after(&part), after(&full));
+                let mut gp = g.clone();
+                let mut gf = g.clone();
+                part.advance_group(&mut gp, StreamId::new(600, 1));
+                full.advance_group(&mut gf, StreamId::new(600, 1));
+                assert_eq!(gp, gf);
+                continue;
+            }
+            // Changes: both copies changed alike, then written; the store must agree.
+            let mut st2 = st.clone();
+            if op == 2 {
+                let ids: Vec<StreamId> = (0..rng.random_range(1..4))
+                    .map(|_| any_id(&mut rng, &full))
+                    .collect();
+                st.load(&mut part, &Need::Ids(ids.clone()));
+                for id in ids {
+                    assert_eq!(part.delete(id), full.delete(id), "trial {trial}");
+                }
+            } else if op == 3 {
+                let how = if rng.random_bool(0.5) {
+                    Trim::MaxLen(full.len() as u64 - rng.random_range(0..40))
+                } else {
+                    Trim::MinId(StreamId::new(full.first_id().ms + rng.random_range(0..15), 1))
+                };
+                let approx = rng.random_bool(0.5);
+                let limit = if approx { rng.random_range(0..60) } else { 0 };
+                let read = st.load(&mut part, &Need::Trim(how, limit));
+                assert!(read < 80, "trial {trial}: {read} pages for a small trim");
+                assert_eq!(part.trim(how, approx, limit), full.trim(how, approx, limit));
+
+            } else {
+                st.load(&mut part, &Need::Skeleton);
+                for _ in 0..rng.random_range(1..30) {
+                    let id = full.last_id.incr().unwrap();
+                    full.append(id, f("new"), 10, 300);
+                    part.append(id, f("new"), 10, 300);
+                }
+            }
+            same_view(&part, &full);
+            let back_full = st.write(&mut full, 512);
+            let back_part = st2.write(&mut part, 512);
+            assert_eq!(st.root, st2.root, "trial {trial}");
+            assert_eq!(st.groups, st2.groups, "trial {trial}");
+            assert_eq!(back_full, back_part);
+            full = back_full;
+        }
+    }
+
+    #[test]
+    fn roots_without_index_records_load_whole_and_get_them() {
+        let mut s = Stream::default();
+        for i in 1..=1000u64 {
+            s.append(StreamId::new(i, 0), f("x"), 10, 300);
+        }
+        let mut st = Store::default();
+        st.write(&mut s, 512);
+        // The root and records as written before index records existed.
+        let mut old_root = st.root.clone();
+        assert_eq!(old_root.pop(), Some(ROOT_INDEXED as u8));
+        let old: Vec<(u64, &[u8])> = st
+            .groups
+            .iter()
+            .filter(|(g, _)| **g < INDEX_ID_BASE)
+            .map(|(g, v)| (*g, &v[..]))
+            .collect();
+        assert!(!Stream::root_is_indexed(&old_root));
+        assert!(Stream::root_is_indexed(&st.root));
+        let mut back = Stream::decode_grouped(&old_root, &old).unwrap();
+        assert_eq!(back, s);
+        let c = back.take_changes();
+        assert!(c.root && c.layout);
+        let index: Vec<u64> = c.groups.iter().copied().filter(|g| *g >= INDEX_ID_BASE).collect();
+        assert_eq!(index.len(), 1, "{c:?}");
+        let mut buf = Vec::new();
+        back.encode_group(index[0], &mut buf);
+        assert_eq!(buf, st.groups[&index[0]]);
     }
 
     #[test]
