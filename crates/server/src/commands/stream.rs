@@ -1711,15 +1711,15 @@ pub fn needs(name: &str, a: &[&[u8]], node_max_entries: u64) -> Option<Vec<Need>
             else {
                 return one(Need::Skeleton);
             };
-            let mut pages = None;
+            let mut count = None;
             if a.len() == 6 && is(a[4], "count") {
-                pages = parse_i64(a[5]).map(|c| c.max(0) as usize);
+                count = parse_i64(a[5]).map(|c| c.max(0) as usize);
             }
             one(Need::Scan {
                 start,
                 end,
                 rev,
-                pages,
+                count,
             })
         }
         "xdel" => {
@@ -1765,7 +1765,7 @@ pub fn needs(name: &str, a: &[&[u8]], node_max_entries: u64) -> Option<Vec<Need>
                             start,
                             end: StreamId::MAX,
                             rev: false,
-                            pages,
+                            count: pages,
                         },
                         None => Need::Skeleton,
                     }

@@ -131,8 +131,11 @@ impl Keyspace {
             if !Stream::root_is_indexed(&root) {
                 return self.missing_groups(db, key, mark, out);
             }
-            let records: Vec<(u64, &[u8])> =
-                want.iter().zip(&values).map(|(g, v)| (*g, &v[..])).collect();
+            let records: Vec<(u64, &[u8])> = want
+                .iter()
+                .zip(&values)
+                .map(|(g, v)| (*g, &v[..]))
+                .collect();
             match Stream::decode_partial(&root, &records) {
                 Ok(s) => self.colls.insert(k, Coll::Stream(s)),
                 Err(e) => {
@@ -155,8 +158,11 @@ impl Keyspace {
             let Some(Coll::Stream(mut s)) = self.colls.take(k) else {
                 return;
             };
-            let records: Vec<(u64, &[u8])> =
-                want.iter().zip(&values).map(|(g, v)| (*g, &v[..])).collect();
+            let records: Vec<(u64, &[u8])> = want
+                .iter()
+                .zip(&values)
+                .map(|(g, v)| (*g, &v[..]))
+                .collect();
             match s.load_pages(&records) {
                 Ok(()) => self.colls.insert(k, Coll::Stream(s)),
                 Err(e) => {
