@@ -220,6 +220,30 @@ const CGROUP_ID_BASE: u64 = 1 << 63;
 /// command needs, see [`Need`]). Page ids are below it.
 pub const INDEX_ID_BASE: u64 = 1 << 62;
 
+/// First record id of a consumer group's pending-entries (PEL) records: those of consumer
+/// group record `CGROUP_ID_BASE + n` are `PEL_ID_BASE + (n << 32) + page`, page
+/// [`PEL_DIR_PAGE`] being their directory (first ID of each page). A group's PEL is
+/// split by ID into pages of at most [`PEL_PAGE_MAX`] entries, so that XREADGROUP and XACK
+/// write a page, not the PEL.
+const PEL_ID_BASE: u64 = CGROUP_ID_BASE + (1 << 62);
+
+/// The page number of a PEL's directory record.
+const PEL_DIR_PAGE: u32 = u32::MAX;
+
+/// A PEL page past this many entries is split in pages of [`PEL_PAGE_SPLIT`].
+const PEL_PAGE_MAX: usize = 128;
+
+/// Entries per page when a PEL page is split.
+const PEL_PAGE_SPLIT: usize = 64;
+
+/// Flags of a consumer-group record whose PEL is in pages (0: the PEL is in the record).
+const CGROUP_PAGED: u8 = 1;
+
+/// The record id of page `page` of the PEL of consumer group record `cgroup`.
+fn pel_record_id(cgroup: u64, page: u32) -> u64 {
+    PEL_ID_BASE + ((cgroup - CGROUP_ID_BASE) << 32) + u64::from(page)
+}
+
 /// Pages listed per index record (about 6 KiB of record at most).
 const INDEX_PAGES: u64 = 512;
 
@@ -298,6 +322,13 @@ struct Layout {
     unloaded_len: usize,
     /// Index records (by number: page id / [`INDEX_PAGES`]) to write again.
     index_dirty: BTreeSet<u64>,
+    /// Each consumer group's PEL pages (by consumer-group record id): first ID → page
+    /// number (the first page also holds anything below its first ID).
+    pel_dirs: BTreeMap<u64, BTreeMap<StreamId, u32>>,
+    /// The next PEL page number of each consumer group.
+    pel_next: BTreeMap<u64, u32>,
+    /// Each PEL record's value (pages and directories) as last written, by record id.
+    pel_shadow: BTreeMap<u64, Vec<u8>>,
 }
 
 impl Layout {
@@ -854,6 +885,15 @@ impl Stream {
     /// Appends the record value of group record `id` of a grouped stream: a page (one
     /// node and its entries) or a consumer group.
     pub fn encode_group(&self, id: u64, out: &mut Vec<u8>) {
+        if id >= PEL_ID_BASE {
+            let b = self
+                .layout
+                .pel_shadow
+                .get(&id)
+                .expect("PEL record encoded by take_changes");
+            out.extend_from_slice(b);
+            return;
+        }
         if id >= CGROUP_ID_BASE {
             let b = self
                 .layout
@@ -991,13 +1031,27 @@ impl Stream {
         let mut index: BTreeMap<u64, StreamId> = BTreeMap::new();
         let mut loaded: Vec<u64> = Vec::new();
         let mut page_records: Vec<(u64, Reader)> = Vec::new();
+        let mut pel_records: Vec<(u64, &[u8])> = Vec::new();
         for &(id, v) in groups {
             let mut r = Reader::new(v);
-            if r.byte()? != 0 {
-                return Err(DecodeError("unknown stream group record flags".into()));
+            let flags = r.byte()?;
+            if id >= PEL_ID_BASE {
+                pel_records.push((id, v));
+                continue;
             }
             if id >= CGROUP_ID_BASE {
-                let (name, g) = get_cgroup(&mut r)?;
+                let (name, g) = match flags {
+                    0 => {
+                        // Written before PEL pages: paged at the next write.
+                        s.layout.groups_touched = true;
+                        get_cgroup(&mut r)?
+                    }
+                    CGROUP_PAGED => {
+                        s.layout.pel_dirs.insert(id, BTreeMap::new());
+                        get_cgroup_head(&mut r)?
+                    }
+                    f => return Err(DecodeError(format!("unknown consumer group flags {f}"))),
+                };
                 r.finish()?;
                 if names.get(&id) != Some(&name) {
                     return Err(DecodeError(format!(
@@ -1007,6 +1061,9 @@ impl Stream {
                 s.layout.cgroup_shadow.insert(id, v.to_vec());
                 s.groups.insert(name, g);
                 continue;
+            }
+            if flags != 0 {
+                return Err(DecodeError("unknown stream group record flags".into()));
             }
             if id >= INDEX_ID_BASE {
                 if !indexed {
@@ -1052,6 +1109,7 @@ impl Stream {
                 s.groups.len()
             )));
         }
+        s.decode_pel_records(&names, &pel_records)?;
         // The index: page ids in the order of their masters, one node per master.
         let mut prev: Option<StreamId> = None;
         for (&id, &m) in &index {
@@ -1095,6 +1153,86 @@ impl Stream {
             s.layout.layout_changed = true;
         }
         Ok(s)
+    }
+
+    /// Decodes the PEL records (directories, then pages, in id order) of the paged consumer
+    /// groups (`names`: consumer group record id → name).
+    fn decode_pel_records(
+        &mut self,
+        names: &BTreeMap<u64, Vec<u8>>,
+        records: &[(u64, &[u8])],
+    ) -> Result<(), DecodeError> {
+        let split = |rid: u64| {
+            let cgroup = CGROUP_ID_BASE + ((rid - PEL_ID_BASE) >> 32);
+            (cgroup, (rid & 0xffff_ffff) as u32)
+        };
+        // Directories first (each is its group's last PEL record in id order).
+        for &(rid, v) in records {
+            let (cgroup, page) = split(rid);
+            if page != PEL_DIR_PAGE {
+                continue;
+            }
+            let Some(dir) = self.layout.pel_dirs.get_mut(&cgroup) else {
+                return Err(DecodeError(
+                    "PEL directory of no paged consumer group".into(),
+                ));
+            };
+            let mut r = Reader::new(v);
+            if r.byte()? != 0 {
+                return Err(DecodeError("unknown PEL directory flags".into()));
+            }
+            let next = r.varint()?;
+            let n = r.count(3)?;
+            for _ in 0..n {
+                let lo = get_id(&mut r)?;
+                let p = r.varint()?;
+                if p >= next || p >= u64::from(PEL_DIR_PAGE) || dir.insert(lo, p as u32).is_some() {
+                    return Err(DecodeError("bad PEL directory entry".into()));
+                }
+            }
+            r.finish()?;
+            self.layout.pel_next.insert(cgroup, next as u32);
+            self.layout.pel_shadow.insert(rid, v.to_vec());
+        }
+        for (cgroup, dir) in &self.layout.pel_dirs {
+            if !self.layout.pel_next.contains_key(cgroup) {
+                return Err(DecodeError(
+                    "paged consumer group without its PEL directory".into(),
+                ));
+            }
+            // Every page of the directory must come.
+            for p in dir.values() {
+                let rid = pel_record_id(*cgroup, *p);
+                if !records.iter().any(|(r, _)| *r == rid) {
+                    return Err(DecodeError("a PEL page is missing".into()));
+                }
+            }
+        }
+        for &(rid, v) in records {
+            let (cgroup, page) = split(rid);
+            if page == PEL_DIR_PAGE {
+                continue;
+            }
+            let in_dir = self
+                .layout
+                .pel_dirs
+                .get(&cgroup)
+                .is_some_and(|d| d.values().any(|p| *p == page));
+            let Some(name) = names.get(&cgroup).filter(|_| in_dir) else {
+                return Err(DecodeError("PEL page of no consumer group".into()));
+            };
+            let Some(g) = self.groups.get_mut(name) else {
+                return Err(DecodeError("PEL page of no consumer group".into()));
+            };
+            let mut r = Reader::new(v);
+            if r.byte()? != 0 {
+                return Err(DecodeError("unknown PEL page flags".into()));
+            }
+            get_pel(&mut r, g)?;
+            r.finish()?;
+            self.layout.pel_shadow.insert(rid, v.to_vec());
+        }
+        Ok(())
     }
 
     /// Decodes a page record's node and entries (after its flags byte) into the stream;
@@ -1353,6 +1491,9 @@ impl Stream {
         l.masters.clear();
         l.cgroups.clear();
         l.cgroup_shadow.clear();
+        l.pel_dirs.clear();
+        l.pel_next.clear();
+        l.pel_shadow.clear();
         l.next_page = 1;
         l.next_cgroup = CGROUP_ID_BASE;
         l.dirty = self.nodes.keys().copied().collect();
@@ -1376,6 +1517,7 @@ impl Stream {
         let mut c: Vec<u64> = self.layout.cgroups.values().copied().collect();
         c.sort_unstable();
         ids.extend(c);
+        ids.extend(self.layout.pel_shadow.keys().copied());
         ids
     }
 
@@ -1438,14 +1580,18 @@ impl Stream {
         for n in gone {
             if let Some(id) = l.cgroups.remove(&n) {
                 l.cgroup_shadow.remove(&id);
+                l.pel_dirs.remove(&id);
+                l.pel_next.remove(&id);
+                let pel = pel_record_id(id, 0)..=pel_record_id(id, PEL_DIR_PAGE);
+                l.pel_shadow.retain(|r, _| !pel.contains(r));
                 layout = true;
             }
         }
         let mut buf = Vec::new();
         for (name, g) in &self.groups {
             buf.clear();
-            buf.push(0);
-            put_cgroup(&mut buf, name, g);
+            buf.push(CGROUP_PAGED);
+            put_cgroup_head(&mut buf, name, g);
             let id = match l.cgroups.get(name) {
                 Some(id) => *id,
                 None => {
@@ -1460,6 +1606,7 @@ impl Stream {
                 l.cgroup_shadow.insert(id, buf.clone());
                 groups.push(id);
             }
+            layout |= write_pel_pages(l, id, g, &mut groups);
         }
         self.finish_changes(groups, layout)
     }
@@ -1480,6 +1627,94 @@ impl Stream {
             layout,
         }
     }
+}
+
+/// A PEL page being laid out: its first ID, its page number, its entries.
+type PelPage<'a> = (StreamId, u32, Vec<(&'a StreamId, &'a Pending)>);
+
+/// Splits consumer group record `cgroup`'s PEL (`g.pel`) in its pages (new pages for
+/// those past [`PEL_PAGE_MAX`], none for empty ones), encodes each and its directory, and
+/// adds the record ids of those whose encoding changed to `out`; true when records were
+/// added or removed.
+fn write_pel_pages(l: &mut Layout, cgroup: u64, g: &Group, out: &mut Vec<u64>) -> bool {
+    let dir = l.pel_dirs.entry(cgroup).or_default();
+    let next = l.pel_next.entry(cgroup).or_insert(0);
+    // The entries of each page, by the current directory.
+    let mut pages: Vec<PelPage> = dir.iter().map(|(lo, p)| (*lo, *p, Vec::new())).collect();
+    if pages.is_empty() && !g.pel.is_empty() {
+        pages.push((StreamId::MIN, *next, Vec::new()));
+        *next += 1;
+    }
+    let mut at = 0;
+    for (id, p) in &g.pel {
+        while at + 1 < pages.len() && pages[at + 1].0 <= *id {
+            at += 1;
+        }
+        pages[at].2.push((id, p));
+    }
+    // The new directory: empty pages gone, full ones split.
+    let mut new_pages: Vec<PelPage> = Vec::new();
+    for (lo, page, entries) in pages {
+        if entries.is_empty() {
+            continue;
+        }
+        if entries.len() <= PEL_PAGE_MAX {
+            new_pages.push((lo, page, entries));
+            continue;
+        }
+        for (k, chunk) in entries.chunks(PEL_PAGE_SPLIT).enumerate() {
+            if k == 0 {
+                new_pages.push((lo, page, chunk.to_vec()));
+            } else {
+                new_pages.push((*chunk[0].0, *next, chunk.to_vec()));
+                *next += 1;
+            }
+        }
+    }
+    let new_dir: BTreeMap<StreamId, u32> = new_pages.iter().map(|(lo, p, _)| (*lo, *p)).collect();
+    let mut layout = false;
+    let mut buf = Vec::new();
+    let mut live: BTreeSet<u64> = BTreeSet::new();
+    for (_, page, entries) in &new_pages {
+        let rid = pel_record_id(cgroup, *page);
+        live.insert(rid);
+        buf.clear();
+        buf.push(0);
+        put_pel(&mut buf, entries.len(), entries.iter().copied());
+        match l.pel_shadow.get(&rid) {
+            Some(b) if *b == buf => {}
+            old => {
+                layout |= old.is_none();
+                l.pel_shadow.insert(rid, buf.clone());
+                out.push(rid);
+            }
+        }
+    }
+    let dir_rid = pel_record_id(cgroup, PEL_DIR_PAGE);
+    live.insert(dir_rid);
+    buf.clear();
+    buf.push(0);
+    put_varint(&mut buf, u64::from(*next));
+    put_varint(&mut buf, new_dir.len() as u64);
+    for (lo, p) in &new_dir {
+        put_id(&mut buf, *lo);
+        put_varint(&mut buf, u64::from(*p));
+    }
+    match l.pel_shadow.get(&dir_rid) {
+        Some(b) if *b == buf => {}
+        old => {
+            layout |= old.is_none();
+            l.pel_shadow.insert(dir_rid, buf);
+            out.push(dir_rid);
+        }
+    }
+    let range = pel_record_id(cgroup, 0)..=dir_rid;
+    let before = l.pel_shadow.len();
+    l.pel_shadow
+        .retain(|r, _| !range.contains(r) || live.contains(r));
+    layout |= l.pel_shadow.len() != before;
+    l.pel_dirs.insert(cgroup, new_dir);
+    layout
 }
 
 fn put_id(out: &mut Vec<u8>, i: StreamId) {
@@ -1544,7 +1779,8 @@ fn get_entry(r: &mut Reader) -> Result<(StreamId, Fields), DecodeError> {
     Ok((i, f))
 }
 
-fn put_cgroup(out: &mut Vec<u8>, name: &[u8], g: &Group) {
+/// A consumer group without its PEL: name, last ID, entries read, consumers.
+fn put_cgroup_head(out: &mut Vec<u8>, name: &[u8], g: &Group) {
     put_bytes(out, name);
     put_id(out, g.last_id);
     put_varint(out, (g.entries_read + 1) as u64);
@@ -1554,8 +1790,16 @@ fn put_cgroup(out: &mut Vec<u8>, name: &[u8], g: &Group) {
         put_varint(out, zigzag(c.seen_time));
         put_varint(out, zigzag(c.active_time));
     }
-    put_varint(out, g.pel.len() as u64);
-    for (i, p) in &g.pel {
+}
+
+/// Pending entries: a count, then each.
+fn put_pel<'a>(
+    out: &mut Vec<u8>,
+    n: usize,
+    pel: impl Iterator<Item = (&'a StreamId, &'a Pending)>,
+) {
+    put_varint(out, n as u64);
+    for (i, p) in pel {
         put_id(out, *i);
         put_bytes(out, &p.consumer);
         put_varint(out, zigzag(p.delivery_time));
@@ -1563,7 +1807,20 @@ fn put_cgroup(out: &mut Vec<u8>, name: &[u8], g: &Group) {
     }
 }
 
+/// A consumer group with its PEL (compact records, and consumer-group records written
+/// before PEL pages).
+fn put_cgroup(out: &mut Vec<u8>, name: &[u8], g: &Group) {
+    put_cgroup_head(out, name, g);
+    put_pel(out, g.pel.len(), g.pel.iter());
+}
+
 fn get_cgroup(r: &mut Reader) -> Result<(Vec<u8>, Group), DecodeError> {
+    let (name, mut g) = get_cgroup_head(r)?;
+    get_pel(r, &mut g)?;
+    Ok((name, g))
+}
+
+fn get_cgroup_head(r: &mut Reader) -> Result<(Vec<u8>, Group), DecodeError> {
     let name = r.bytes()?.to_vec();
     let mut g = Group {
         last_id: get_id(r)?,
@@ -1584,6 +1841,11 @@ fn get_cgroup(r: &mut Reader) -> Result<(Vec<u8>, Group), DecodeError> {
             },
         );
     }
+    Ok((name, g))
+}
+
+/// Reads pending entries into `g` (their consumers must exist); how many.
+fn get_pel(r: &mut Reader, g: &mut Group) -> Result<usize, DecodeError> {
     let np = r.count(5)?;
     for _ in 0..np {
         let i = get_id(r)?;
@@ -1596,7 +1858,7 @@ fn get_cgroup(r: &mut Reader) -> Result<(Vec<u8>, Group), DecodeError> {
             }
             None => return Err(DecodeError("pending entry of no consumer".into())),
         }
-        g.pel.insert(
+        let dup = g.pel.insert(
             i,
             Pending {
                 consumer,
@@ -1604,8 +1866,11 @@ fn get_cgroup(r: &mut Reader) -> Result<(Vec<u8>, Group), DecodeError> {
                 delivery_count,
             },
         );
+        if dup.is_some() {
+            return Err(DecodeError("pending entry in two pages".into()));
+        }
     }
-    Ok((name, g))
+    Ok(np)
 }
 
 fn zigzag(v: i64) -> u64 {
@@ -2091,6 +2356,86 @@ mod tests {
         let mut buf = Vec::new();
         back.encode_group(index[0], &mut buf);
         assert_eq!(buf, st.groups[&index[0]]);
+    }
+
+    /// A big PEL is stored in pages: acknowledging or delivering an entry writes a page
+    /// (and the group's head), not the PEL; consumer-group records written before pages
+    /// (the PEL inline) still load, and are paged at the next write.
+    #[test]
+    fn big_pending_lists_are_paged() {
+        let mut s = Stream::default();
+        for i in 1..=30_000u64 {
+            s.append(StreamId::new(i, 0), f("x"), 100, 4096);
+        }
+        let mut g = Group {
+            entries_read: -1,
+            ..Default::default()
+        };
+        g.create_consumer(b"alice", 1);
+        g.create_consumer(b"bob", 1);
+        for i in 1..=20_000u64 {
+            let c: &[u8] = if i % 3 == 0 { b"bob" } else { b"alice" };
+            g.pel.insert(
+                StreamId::new(i, 0),
+                Pending {
+                    consumer: c.to_vec(),
+                    delivery_time: i as i64,
+                    delivery_count: 1,
+                },
+            );
+            g.consumers
+                .get_mut(c)
+                .unwrap()
+                .pel
+                .insert(StreamId::new(i, 0));
+        }
+        g.last_id = StreamId::new(20_000, 0);
+        s.groups_mut().insert(b"g".to_vec(), g);
+        let mut st = Store::default();
+        let mut back = st.write(&mut s, 8192);
+        assert_eq!(back, s);
+        let pel_records = st.groups.keys().filter(|g| **g >= PEL_ID_BASE).count();
+        assert!(
+            pel_records > 20_000 / PEL_PAGE_MAX,
+            "{pel_records} PEL records"
+        );
+        // XACKs here and there, deliveries at the end: each write a few small records.
+        for k in 0..40u64 {
+            let g = back.groups_mut().get_mut(&b"g"[..]).unwrap();
+            assert!(g.remove_pending(StreamId::new(1 + k * 97, 0)));
+            let id = StreamId::new(20_001 + k, 0);
+            g.pel.insert(
+                id,
+                Pending {
+                    consumer: b"alice".to_vec(),
+                    delivery_time: 5,
+                    delivery_count: 1,
+                },
+            );
+            g.consumers.get_mut(&b"alice"[..]).unwrap().pel.insert(id);
+            g.last_id = id;
+            if k % 10 == 0 {
+                let want = back.clone();
+                back = st.write(&mut back, 8192);
+                assert_eq!(back, want);
+            } else {
+                back = st.write(&mut back, 8192);
+            }
+            assert!(st.written < 8000, "step {k}: {} bytes written", st.written);
+        }
+        // An old consumer-group record (the PEL inline, flags 0) loads whole, then pages.
+        let cid = back.layout.cgroups[&b"g"[..]];
+        let mut old = vec![0u8];
+        put_cgroup(&mut old, b"g", &back.groups()[&b"g"[..]]);
+        let mut legacy = st.clone();
+        legacy.groups.retain(|g, _| *g < PEL_ID_BASE);
+        legacy.groups.insert(cid, old);
+        let gs: Vec<(u64, &[u8])> = legacy.groups.iter().map(|(g, v)| (*g, &v[..])).collect();
+        let mut from_old = Stream::decode_grouped(&legacy.root, &gs).unwrap();
+        assert_eq!(from_old, back);
+        let c = from_old.take_changes();
+        assert!(c.layout && c.groups.contains(&cid), "{c:?}");
+        assert!(c.groups.iter().filter(|g| **g >= PEL_ID_BASE).count() > 100);
     }
 
     #[test]
