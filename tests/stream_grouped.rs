@@ -441,3 +441,133 @@ fn a_big_grouped_stream_one_thread() {
 fn a_big_grouped_stream_two_threads() {
     big_stream("2", 1);
 }
+
+/// A consumer group with a big PEL (`SKERRY_STREAM_GROUPED_PENDING`, default 50,000
+/// pending entries): its PEL is stored in pages, so an XACK or an XREADGROUP writes a
+/// page, not the PEL; the PEL survives a clean restart and kill -9.
+fn big_pel(threads: &str) {
+    skip_if_redis!(); // INFO storage fields are Skerry's
+    let pending: usize = std::env::var("SKERRY_STREAM_GROUPED_PENDING")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(50_000);
+    let mut s = Server::start(&["--appendfsync", "always", "--threads", threads]);
+    let mut r = s.raw();
+    let mut m = Model {
+        key: key_on("pel", 0),
+        entries: Vec::new(),
+    };
+    let key = m.key.clone();
+    m.add(&mut r, pending + 5000);
+    assert_eq!(r.cmd(&["XGROUP", "CREATE", &key, "g", "0"]).text(), "OK");
+    let mut read = 0;
+    while read < pending {
+        let n = 5000.min(pending - read).to_string();
+        let got = r.cmd(&[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "alice",
+            "COUNT",
+            &n,
+            "STREAMS",
+            &key,
+            ">",
+        ]);
+        let e = entries_of(&got.items()[0].items()[1]);
+        assert_eq!(e, m.entries[read..read + e.len()]);
+        read += e.len();
+    }
+    let summary = |r: &mut Raw| r.cmd(&["XPENDING", &key, "g"]).items()[0].int();
+    assert_eq!(summary(&mut r), pending as i64);
+    // XACKs spread over the PEL: each writes one small record.
+    let bytes0 = storage(&mut r, "device_written_bytes");
+    let records0 = storage(&mut r, "records_appended");
+    let mut acked = Vec::new();
+    for k in 0..200 {
+        let id = m.entries[k * (pending / 200)].0.clone();
+        assert_eq!(r.cmd(&["XACK", &key, "g", &id]).int(), 1);
+        acked.push(id);
+    }
+    let bytes = storage(&mut r, "device_written_bytes") - bytes0;
+    let records = storage(&mut r, "records_appended") - records0;
+    eprintln!(
+        "threads {threads}: PEL of {pending}: 200 XACKs wrote {bytes} device bytes ({} per \
+         XACK) in {records} records",
+        bytes / 200
+    );
+    assert!(bytes / 200 <= 8192, "{} device bytes per XACK", bytes / 200);
+    assert!(records <= 3 * 200, "{records} records for 200 XACKs");
+    // XREADGROUP COUNT 1 + XACK pairs at the end of the big PEL.
+    let bytes0 = storage(&mut r, "device_written_bytes");
+    for k in 0..100 {
+        let got = r.cmd(&[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "bob",
+            "COUNT",
+            "1",
+            "STREAMS",
+            &key,
+            ">",
+        ]);
+        let e = entries_of(&got.items()[0].items()[1]);
+        assert_eq!(e, m.entries[pending + k..pending + k + 1]);
+        assert_eq!(r.cmd(&["XACK", &key, "g", &e[0].0]).int(), 1);
+    }
+    let bytes = storage(&mut r, "device_written_bytes") - bytes0;
+    eprintln!(
+        "threads {threads}: 100 XREADGROUP+XACK pairs wrote {} device bytes per pair",
+        bytes / 100
+    );
+    assert!(
+        bytes / 100 <= 16384,
+        "{} device bytes per pair",
+        bytes / 100
+    );
+    let want = pending as i64 - 200;
+    let pel_window = |r: &mut Raw| {
+        let mut v = r.cmd(&["XPENDING", &key, "g", "-", "+", "300"]);
+        if let Value::Array(ps) = &mut v {
+            for p in ps {
+                if let Value::Array(f) = p {
+                    f[2] = Value::Integer(0);
+                }
+            }
+        }
+        v
+    };
+    let before = pel_window(&mut r);
+    assert_eq!(summary(&mut r), want);
+    for id in &acked[..5] {
+        assert_eq!(r.cmd(&["XACK", &key, "g", id]).int(), 0, "acked before");
+    }
+    r.send(&resp::encode(&["SHUTDOWN"]));
+    s.wait_exit(Duration::from_secs(60)).expect("shutdown");
+    s.start_again();
+    let mut r = s.raw();
+    assert_eq!(summary(&mut r), want, "after a clean restart");
+    assert_eq!(pel_window(&mut r), before, "after a clean restart");
+    let id = m.entries[pending - 1].0.clone();
+    assert_eq!(r.cmd(&["XACK", &key, "g", &id]).int(), 1);
+    s.restart();
+    let mut r = s.raw();
+    assert_eq!(summary(&mut r), want - 1, "after kill -9");
+    assert_eq!(pel_window(&mut r), before, "after kill -9");
+    assert_eq!(
+        r.cmd(&["XACK", &key, "g", &id]).int(),
+        0,
+        "acked before kill -9"
+    );
+}
+
+#[test]
+fn a_big_pending_list_one_thread() {
+    big_pel("1");
+}
+
+#[test]
+fn a_big_pending_list_two_threads() {
+    big_pel("2");
+}
