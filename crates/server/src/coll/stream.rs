@@ -329,6 +329,10 @@ struct Layout {
     pel_next: BTreeMap<u64, u32>,
     /// Each PEL record's value (pages and directories) as last written, by record id.
     pel_shadow: BTreeMap<u64, Vec<u8>>,
+    /// The tail page's entries as its record holds them (master, entry count, bytes), kept
+    /// up by the appends, so that an XADD copies them instead of encoding every entry of
+    /// the page again. None: built at the next write (any other change drops it).
+    tail_shadow: Option<(StreamId, usize, Vec<u8>)>,
 }
 
 impl Layout {
@@ -556,6 +560,13 @@ impl Stream {
                 placed = true;
                 if self.layout.grouped {
                     self.layout.dirty.insert(*master);
+                    match &mut self.layout.tail_shadow {
+                        Some((m, n, b)) if m == master => {
+                            put_entry(b, id, &fields);
+                            *n += 1;
+                        }
+                        t => *t = None,
+                    }
                 }
             }
         }
@@ -588,6 +599,10 @@ impl Stream {
             );
             if self.layout.grouped {
                 self.layout.dirty.insert(id);
+                // A new tail page (its master is above every entry).
+                let mut b = Vec::new();
+                put_entry(&mut b, id, &fields);
+                self.layout.tail_shadow = Some((id, 1, b));
             }
         }
         self.layout.entry_bytes += entry_bytes(&fields);
@@ -612,6 +627,7 @@ impl Stream {
         if !self.remove_entry(id) {
             return false;
         }
+        self.layout.tail_shadow = None;
         if let Some((&master, node)) = self.nodes.range_mut(..=id).next_back() {
             if self.layout.grouped {
                 self.layout.dirty.insert(master);
@@ -630,6 +646,7 @@ impl Stream {
     /// Trims as Redis's `streamTrim`: whole nodes first; with `approx` only whole nodes;
     /// `limit` (0 = none) caps the entries removed. Returns how many entries went.
     pub fn trim(&mut self, how: Trim, approx: bool, limit: u64) -> u64 {
+        self.layout.tail_shadow = None;
         let mut deleted: u64 = 0;
         loop {
             if let Trim::MaxLen(max) = how {
@@ -910,6 +927,13 @@ impl Stream {
         let node = &self.nodes[&master];
         out.push(0);
         put_node(out, master, node);
+        if let Some((m, n, b)) = &self.layout.tail_shadow {
+            if *m == master && self.layout.pages.keys().next_back() == Some(&master) {
+                put_varint(out, *n as u64);
+                out.extend_from_slice(b);
+                return;
+            }
+        }
         // The page holds the entries from its master (from the start for the first page)
         // up to the next node's master.
         let first = self.layout.pages.keys().next() == Some(&master);
@@ -1487,6 +1511,7 @@ impl Stream {
     fn make_grouped(&mut self) {
         let l = &mut self.layout;
         l.grouped = true;
+        l.tail_shadow = None;
         l.pages.clear();
         l.masters.clear();
         l.cgroups.clear();
@@ -1556,6 +1581,20 @@ impl Stream {
                 l.masters.remove(&id);
                 l.index_dirty.insert(id / INDEX_PAGES);
                 layout = true;
+            }
+        }
+        // The tail page's shadow, when it is written without one (the first write after a
+        // load or another change): built once, then kept up by the appends.
+        if let Some((&tail, &id)) = l.pages.iter().next_back() {
+            let stale = l.tail_shadow.as_ref().is_none_or(|(m, _, _)| *m != tail);
+            if stale && groups.contains(&id) && l.pages.len() > 1 {
+                let mut b = Vec::new();
+                let mut n = 0;
+                for (i, f) in self.entries.range(tail..) {
+                    put_entry(&mut b, *i, f);
+                    n += 1;
+                }
+                l.tail_shadow = Some((tail, n, b));
             }
         }
         // Index records of pages added or removed (those left without pages are gone).
