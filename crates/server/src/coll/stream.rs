@@ -333,6 +333,12 @@ struct Layout {
     /// up by the appends, so that an XADD copies them instead of encoding every entry of
     /// the page again. None: built at the next write (any other change drops it).
     tail_shadow: Option<(StreamId, usize, Vec<u8>)>,
+    /// Record ids that went away since [`Stream::take_gone`] (pages, index records,
+    /// consumer groups and their PEL records), unless `gone_unknown`.
+    gone: Vec<u64>,
+    /// The layout changed wholesale since [`Stream::take_gone`] (conversion, a load of an
+    /// older format): the records that went away are found by comparing id lists.
+    gone_unknown: bool,
 }
 
 impl Layout {
@@ -1532,6 +1538,15 @@ impl Stream {
         self.layout.grouped
     }
 
+    /// The ids of the records that went away since the last call (a write stores
+    /// tombstones for them), or None when only a comparison of the stored and the new
+    /// id lists ([`Stream::group_ids`]) tells (the layout changed wholesale).
+    pub fn take_gone(&mut self) -> Option<Vec<u64>> {
+        let l = &mut self.layout;
+        let gone = std::mem::take(&mut l.gone);
+        (!std::mem::take(&mut l.gone_unknown)).then_some(gone)
+    }
+
     /// The ids of the group records, ascending (empty when compact).
     pub fn group_ids(&self) -> Vec<u64> {
         if !self.layout.grouped {
@@ -1561,6 +1576,7 @@ impl Stream {
             };
         }
         let mut layout = std::mem::take(&mut l.layout_changed);
+        l.gone_unknown |= layout;
         let mut groups = Vec::new();
         for master in std::mem::take(&mut l.dirty) {
             if self.nodes.contains_key(&master) {
@@ -1580,6 +1596,7 @@ impl Stream {
             } else if let Some(id) = l.pages.remove(&master) {
                 l.masters.remove(&id);
                 l.index_dirty.insert(id / INDEX_PAGES);
+                l.gone.push(id);
                 layout = true;
             }
         }
@@ -1602,6 +1619,8 @@ impl Stream {
             let lo = c * INDEX_PAGES;
             if l.masters.range(lo..lo + INDEX_PAGES).next().is_some() {
                 groups.push(INDEX_ID_BASE + c);
+            } else {
+                l.gone.push(INDEX_ID_BASE + c);
             }
             layout = true;
         }
@@ -1622,7 +1641,15 @@ impl Stream {
                 l.pel_dirs.remove(&id);
                 l.pel_next.remove(&id);
                 let pel = pel_record_id(id, 0)..=pel_record_id(id, PEL_DIR_PAGE);
-                l.pel_shadow.retain(|r, _| !pel.contains(r));
+                let gone = &mut l.gone;
+                gone.push(id);
+                l.pel_shadow.retain(|r, _| {
+                    let keep = !pel.contains(r);
+                    if !keep {
+                        gone.push(*r);
+                    }
+                    keep
+                });
                 layout = true;
             }
         }
@@ -1748,10 +1775,15 @@ fn write_pel_pages(l: &mut Layout, cgroup: u64, g: &Group, out: &mut Vec<u64>) -
         }
     }
     let range = pel_record_id(cgroup, 0)..=dir_rid;
-    let before = l.pel_shadow.len();
-    l.pel_shadow
-        .retain(|r, _| !range.contains(r) || live.contains(r));
-    layout |= l.pel_shadow.len() != before;
+    let gone = &mut l.gone;
+    l.pel_shadow.retain(|r, _| {
+        let keep = !range.contains(r) || live.contains(r);
+        if !keep {
+            gone.push(*r);
+            layout = true;
+        }
+        keep
+    });
     l.pel_dirs.insert(cgroup, new_dir);
     layout
 }
@@ -2055,6 +2087,18 @@ mod tests {
                 self.groups.insert(g, b);
             }
             let ids = s.group_ids();
+            // The records the stream says went away are exactly those no longer listed.
+            let expected: Vec<u64> = self
+                .groups
+                .keys()
+                .copied()
+                .filter(|g| ids.binary_search(g).is_err())
+                .collect();
+            if let Some(mut gone) = s.take_gone() {
+                gone.retain(|g| self.groups.contains_key(g));
+                gone.sort_unstable();
+                assert_eq!(gone, expected, "records gone");
+            }
             if c.layout {
                 self.groups.retain(|g, _| ids.binary_search(g).is_ok());
             }

@@ -361,7 +361,17 @@ impl Keyspace {
         let changes = coll.take_changes();
         // Groups that are gone: only when the set of ids may have changed (or the key was
         // stored otherwise before), so a plain change costs nothing per group.
-        let gone: Vec<u64> = if changes.layout || !had_groups || !coll.is_grouped() {
+        // A grouped stream knows the records it dropped (its id list is long: a page per
+        // node), unless its layout changed wholesale.
+        let stream_gone = match &mut coll {
+            Coll::Stream(s) if had_groups && s.is_grouped() => s.take_gone(),
+            _ => None,
+        };
+        let gone: Vec<u64> = if let Some(mut g) = stream_gone {
+            let stored = self.dbs[db].dirs.get(key);
+            g.retain(|id| stored.is_some_and(|s| s.binary_search(id).is_ok()));
+            g
+        } else if changes.layout || !had_groups || !coll.is_grouped() {
             let new_ids = coll.group_ids();
             self.dbs[db]
                 .dirs
