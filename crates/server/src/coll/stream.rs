@@ -22,6 +22,14 @@
 //! (`Layout::dirty`), so an XADD writes the tail page and the root; consumer groups are
 //! changed in place by the commands, so [`Stream::take_changes`] compares each group's
 //! encoding with the one last written.
+//!
+//! Index records (page id → master ID) let a grouped stream be loaded partially: the root,
+//! the index, the consumer groups and the head and tail pages first
+//! ([`Stream::decode_partial`]), then the pages a command's [`Need`] names
+//! ([`Stream::pages_needed`], [`Stream::load_pages`]); the stream then answers for those
+//! pages (its length, first and last entries and node count are always right). A
+//! consumer group's PEL is stored in pages of at most 128 entries by ID and
+//! a directory, so that XACK and XREADGROUP write a page of it.
 
 use std::collections::{BTreeMap, BTreeSet};
 
