@@ -58,7 +58,7 @@ run() { # key -> prints ops/s, bytes per XADD and XADDs per server CPU-second
         tr '\r' '\n' | grep -o '[0-9.]* requests per second' | tail -1 | awk '{print $1}')
     c1=$(ticks)
     after=$(written)
-    echo "$rate $(((after - before) / N)) $(awk -v n="$N" -v t="$((c1 - c0))" -v k="$CLK_TCK" 'BEGIN { printf "%.0f", t > 0 ? n * k / t : 0 }')"
+    echo "$rate $(((after - before) / N)) $(awk -v n="$N" -v t="$((c1 - c0))" -v k="$CLK_TCK" 'BEGIN { printf "%.0f", (t > 0) ? n * k / t : 0 }')"
 }
 
 fill small "$SMALL"
