@@ -347,6 +347,9 @@ struct Layout {
     /// The layout changed wholesale since [`Stream::take_gone`] (conversion, a load of an
     /// older format): the records that went away are found by comparing id lists.
     gone_unknown: bool,
+    /// Pending entries removed by [`Stream::ack`] since the last write, by group (only
+    /// their PEL pages are written again when no group was handed out for changes).
+    acked: BTreeMap<Vec<u8>, Vec<StreamId>>,
 }
 
 impl Layout {
@@ -451,6 +454,28 @@ impl Stream {
     /// The consumer groups, by name.
     pub fn groups(&self) -> &BTreeMap<Vec<u8>, Group> {
         &self.groups
+    }
+
+    /// Removes the pending entries `ids` of consumer group `group` (XACK); how many there
+    /// were. Only the PEL pages of those IDs are written again.
+    pub fn ack(&mut self, group: &[u8], ids: &[StreamId]) -> usize {
+        let Some(g) = self.groups.get_mut(group) else {
+            return 0;
+        };
+        let acked: Vec<StreamId> = ids
+            .iter()
+            .copied()
+            .filter(|id| g.remove_pending(*id))
+            .collect();
+        let n = acked.len();
+        if n > 0 {
+            self.layout
+                .acked
+                .entry(group.to_vec())
+                .or_default()
+                .extend(acked);
+        }
+        n
     }
 
     /// The consumer groups, to change.
@@ -1576,6 +1601,7 @@ impl Stream {
         if !l.grouped {
             l.dirty.clear();
             l.index_dirty.clear();
+            l.acked.clear();
             l.root_shadow = None;
             return Changes {
                 root: true,
@@ -1633,7 +1659,20 @@ impl Stream {
             layout = true;
         }
         // Consumer groups: removed ones, then changed or new ones (only when handed out
-        // for changes: an XADD costs nothing per group).
+        // for changes: an XADD costs nothing per group; an XACK only its PEL pages).
+        let acked = std::mem::take(&mut l.acked);
+        if !l.groups_touched {
+            for (name, ids) in acked {
+                let (Some(&cid), Some(g)) = (l.cgroups.get(&name), self.groups.get(&name)) else {
+                    continue;
+                };
+                match ack_pel_pages(l, cid, g, &ids, &mut groups) {
+                    Some(changed) => layout |= changed,
+                    // Not paged yet: the whole group.
+                    None => l.groups_touched = true,
+                }
+            }
+        }
         if !std::mem::take(&mut l.groups_touched) {
             return self.finish_changes(groups, layout);
         }
@@ -1701,6 +1740,78 @@ impl Stream {
             layout,
         }
     }
+}
+
+/// Writes again the PEL pages of consumer group record `cgroup` that held the pending
+/// entries `ids` (removed since), dropping those left empty (and then the directory);
+/// adds the record ids written to `out`. Some(true) when records went away; None when the
+/// group's PEL is not paged yet.
+fn ack_pel_pages(
+    l: &mut Layout,
+    cgroup: u64,
+    g: &Group,
+    ids: &[StreamId],
+    out: &mut Vec<u64>,
+) -> Option<bool> {
+    let dir = l.pel_dirs.get_mut(&cgroup)?;
+    let dir_rid = pel_record_id(cgroup, PEL_DIR_PAGE);
+    if !l.pel_shadow.contains_key(&dir_rid) {
+        return None;
+    }
+    let first = *dir.keys().next()?;
+    let mut pages: BTreeSet<StreamId> = BTreeSet::new();
+    for id in ids {
+        let lo = dir.range(..=*id).next_back().map_or(first, |(lo, _)| *lo);
+        pages.insert(lo);
+    }
+    let mut gone = false;
+    let mut buf = Vec::new();
+    for lo in pages {
+        let page = dir[&lo];
+        let from = if lo == first { StreamId::MIN } else { lo };
+        let next = dir
+            .range((std::ops::Bound::Excluded(lo), std::ops::Bound::Unbounded))
+            .next()
+            .map(|(n, _)| *n);
+        let range = match next {
+            Some(n) => g.pel.range(from..n),
+            None => g.pel.range(from..),
+        };
+        let rid = pel_record_id(cgroup, page);
+        let n = range.clone().count();
+        if n == 0 {
+            dir.remove(&lo);
+            l.pel_shadow.remove(&rid);
+            l.gone.push(rid);
+            gone = true;
+            continue;
+        }
+        buf.clear();
+        buf.push(0);
+        put_pel(&mut buf, n, range);
+        if l.pel_shadow.get(&rid) != Some(&buf) {
+            l.pel_shadow.insert(rid, buf.clone());
+            out.push(rid);
+        }
+    }
+    if gone {
+        // The directory without the empty pages (the next first page holds anything
+        // below its first ID, as the first page did).
+        buf.clear();
+        buf.push(0);
+        put_varint(
+            &mut buf,
+            u64::from(l.pel_next.get(&cgroup).copied().unwrap_or(0)),
+        );
+        put_varint(&mut buf, dir.len() as u64);
+        for (lo, p) in dir.iter() {
+            put_id(&mut buf, *lo);
+            put_varint(&mut buf, u64::from(*p));
+        }
+        l.pel_shadow.insert(dir_rid, buf);
+        out.push(dir_rid);
+    }
+    Some(gone)
 }
 
 /// A PEL page being laid out: its first ID, its page number, its entries.
@@ -2492,6 +2603,23 @@ mod tests {
         );
         // XACKs here and there, deliveries at the end: each write a few small records.
         for k in 0..40u64 {
+            if k % 2 == 1 {
+                // XACK alone: the pages of the acknowledged IDs (a run of them empties a
+                // page now and then), nothing else.
+                let ids: Vec<StreamId> = (0..70)
+                    .map(|i| StreamId::new(10_000 + k * 200 + i, 0))
+                    .collect();
+                assert!(back.ack(b"g", &ids) > 0);
+                let want = back.clone();
+                back = st.write(&mut back, 8192);
+                assert_eq!(back, want, "step {k}");
+                assert!(
+                    st.written < 3 * 4000,
+                    "step {k}: {} bytes written",
+                    st.written
+                );
+                continue;
+            }
             let g = back.groups_mut().get_mut(&b"g"[..]).unwrap();
             assert!(g.remove_pending(StreamId::new(1 + k * 97, 0)));
             let id = StreamId::new(20_001 + k, 0);

@@ -1116,8 +1116,7 @@ pub fn xack(x: &mut Exec, a: &[&[u8]]) {
     let Ok(Some(mut s)) = take(x, a[1]) else {
         return;
     };
-    let g = s.groups_mut().get_mut(a[2]).expect("checked");
-    let acked = ids.iter().filter(|id| g.remove_pending(**id)).count();
+    let acked = s.ack(a[2], &ids);
     if put(x, a[1], s) {
         x.reply.int(acked as i64);
     }
