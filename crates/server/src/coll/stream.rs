@@ -347,9 +347,11 @@ struct Layout {
     /// The layout changed wholesale since [`Stream::take_gone`] (conversion, a load of an
     /// older format): the records that went away are found by comparing id lists.
     gone_unknown: bool,
-    /// Pending entries removed by [`Stream::ack`] since the last write, by group (only
-    /// their PEL pages are written again when no group was handed out for changes).
-    acked: BTreeMap<Vec<u8>, Vec<StreamId>>,
+    /// Consumer groups changed through [`Stream::ack`] or [`Stream::put_group`] since the
+    /// last write: whether the group itself (not its PEL) may have changed, and the pending
+    /// IDs added, changed or removed (only those pages are written again when no group
+    /// was handed out through [`Stream::groups_mut`]).
+    pel_changes: BTreeMap<Vec<u8>, (bool, Vec<StreamId>)>,
 }
 
 impl Layout {
@@ -470,12 +472,28 @@ impl Stream {
         let n = acked.len();
         if n > 0 {
             self.layout
-                .acked
+                .pel_changes
                 .entry(group.to_vec())
                 .or_default()
+                .1
                 .extend(acked);
         }
         n
+    }
+
+    /// Takes consumer group `name` out to change it (XREADGROUP); hand it back with
+    /// [`Stream::put_group`].
+    pub fn take_group(&mut self, name: &[u8]) -> Option<Group> {
+        self.groups.remove(name)
+    }
+
+    /// Hands back consumer group `name` taken with [`Stream::take_group`], whose pending
+    /// entries `pel_ids` (only those) were added or changed.
+    pub fn put_group(&mut self, name: &[u8], g: Group, pel_ids: Vec<StreamId>) {
+        self.groups.insert(name.to_vec(), g);
+        let c = self.layout.pel_changes.entry(name.to_vec()).or_default();
+        c.0 = true;
+        c.1.extend(pel_ids);
     }
 
     /// The consumer groups, to change.
@@ -1601,7 +1619,7 @@ impl Stream {
         if !l.grouped {
             l.dirty.clear();
             l.index_dirty.clear();
-            l.acked.clear();
+            l.pel_changes.clear();
             l.root_shadow = None;
             return Changes {
                 root: true,
@@ -1660,16 +1678,33 @@ impl Stream {
         }
         // Consumer groups: removed ones, then changed or new ones (only when handed out
         // for changes: an XADD costs nothing per group; an XACK only its PEL pages).
-        let acked = std::mem::take(&mut l.acked);
+        let changed = std::mem::take(&mut l.pel_changes);
         if !l.groups_touched {
-            for (name, ids) in acked {
-                let (Some(&cid), Some(g)) = (l.cgroups.get(&name), self.groups.get(&name)) else {
+            let mut buf = Vec::new();
+            for (name, (head, ids)) in changed {
+                let Some(g) = self.groups.get(&name) else {
                     continue;
                 };
-                match ack_pel_pages(l, cid, g, &ids, &mut groups) {
-                    Some(changed) => layout |= changed,
+                let Some(&cid) = l.cgroups.get(&name) else {
+                    l.groups_touched = true;
+                    break;
+                };
+                match update_pel_pages(l, cid, g, &ids, &mut groups) {
+                    Some(c) => layout |= c,
                     // Not paged yet: the whole group.
-                    None => l.groups_touched = true,
+                    None => {
+                        l.groups_touched = true;
+                        break;
+                    }
+                }
+                if head {
+                    buf.clear();
+                    buf.push(CGROUP_PAGED);
+                    put_cgroup_head(&mut buf, &name, g);
+                    if l.cgroup_shadow.get(&cid) != Some(&buf) {
+                        l.cgroup_shadow.insert(cid, buf.clone());
+                        groups.push(cid);
+                    }
                 }
             }
         }
@@ -1742,67 +1777,96 @@ impl Stream {
     }
 }
 
-/// Writes again the PEL pages of consumer group record `cgroup` that held the pending
-/// entries `ids` (removed since), dropping those left empty (and then the directory);
-/// adds the record ids written to `out`. Some(true) when records went away; None when the
+/// Writes again the PEL pages of consumer group record `cgroup` that hold (or held) the
+/// pending entries `ids` (added, changed or removed since), splitting those past
+/// [`PEL_PAGE_MAX`] and dropping those left empty (the directory then too); adds the
+/// record ids written to `out`. Some(true) when records came or went; None when the
 /// group's PEL is not paged yet.
-fn ack_pel_pages(
+fn update_pel_pages(
     l: &mut Layout,
     cgroup: u64,
     g: &Group,
     ids: &[StreamId],
     out: &mut Vec<u64>,
 ) -> Option<bool> {
-    let dir = l.pel_dirs.get_mut(&cgroup)?;
     let dir_rid = pel_record_id(cgroup, PEL_DIR_PAGE);
     if !l.pel_shadow.contains_key(&dir_rid) {
         return None;
     }
-    let first = *dir.keys().next()?;
+    let dir = l.pel_dirs.get_mut(&cgroup)?;
+    let next = l.pel_next.entry(cgroup).or_insert(0);
+    let mut dir_changed = false;
+    let mut layout = false;
+    if dir.is_empty() {
+        if g.pel.is_empty() {
+            return Some(false);
+        }
+        dir.insert(StreamId::MIN, *next);
+        *next += 1;
+        dir_changed = true;
+    }
+    let first = *dir.keys().next().expect("not empty");
     let mut pages: BTreeSet<StreamId> = BTreeSet::new();
     for id in ids {
         let lo = dir.range(..=*id).next_back().map_or(first, |(lo, _)| *lo);
         pages.insert(lo);
     }
-    let mut gone = false;
     let mut buf = Vec::new();
     for lo in pages {
         let page = dir[&lo];
         let from = if lo == first { StreamId::MIN } else { lo };
-        let next = dir
+        let next_lo = dir
             .range((std::ops::Bound::Excluded(lo), std::ops::Bound::Unbounded))
             .next()
             .map(|(n, _)| *n);
-        let range = match next {
-            Some(n) => g.pel.range(from..n),
-            None => g.pel.range(from..),
+        let entries: Vec<(&StreamId, &Pending)> = match next_lo {
+            Some(n) => g.pel.range(from..n).collect(),
+            None => g.pel.range(from..).collect(),
         };
         let rid = pel_record_id(cgroup, page);
-        let n = range.clone().count();
-        if n == 0 {
+        if entries.is_empty() {
             dir.remove(&lo);
             l.pel_shadow.remove(&rid);
             l.gone.push(rid);
-            gone = true;
+            layout = true;
+            dir_changed = true;
             continue;
         }
-        buf.clear();
-        buf.push(0);
-        put_pel(&mut buf, n, range);
-        if l.pel_shadow.get(&rid) != Some(&buf) {
-            l.pel_shadow.insert(rid, buf.clone());
-            out.push(rid);
+        let size = if entries.len() > PEL_PAGE_MAX {
+            PEL_PAGE_SPLIT
+        } else {
+            entries.len()
+        };
+        for (k, chunk) in entries.chunks(size).enumerate() {
+            let p = if k == 0 {
+                page
+            } else {
+                let p = *next;
+                *next += 1;
+                dir.insert(*chunk[0].0, p);
+                dir_changed = true;
+                p
+            };
+            let rid = pel_record_id(cgroup, p);
+            buf.clear();
+            buf.push(0);
+            put_pel(&mut buf, chunk.len(), chunk.iter().copied());
+            match l.pel_shadow.get(&rid) {
+                Some(b) if *b == buf => {}
+                old => {
+                    layout |= old.is_none();
+                    l.pel_shadow.insert(rid, buf.clone());
+                    out.push(rid);
+                }
+            }
         }
     }
-    if gone {
-        // The directory without the empty pages (the next first page holds anything
-        // below its first ID, as the first page did).
+    if dir_changed {
+        // (A first page gone: the next one holds anything below its first ID, as the
+        // first page did.)
         buf.clear();
         buf.push(0);
-        put_varint(
-            &mut buf,
-            u64::from(l.pel_next.get(&cgroup).copied().unwrap_or(0)),
-        );
+        put_varint(&mut buf, u64::from(*next));
         put_varint(&mut buf, dir.len() as u64);
         for (lo, p) in dir.iter() {
             put_id(&mut buf, *lo);
@@ -1811,7 +1875,7 @@ fn ack_pel_pages(
         l.pel_shadow.insert(dir_rid, buf);
         out.push(dir_rid);
     }
-    Some(gone)
+    Some(layout)
 }
 
 /// A PEL page being laid out: its first ID, its page number, its entries.
@@ -2618,6 +2682,32 @@ mod tests {
                     "step {k}: {} bytes written",
                     st.written
                 );
+                continue;
+            }
+            if k % 4 == 2 {
+                // XREADGROUP: the group taken and handed back with the pending IDs it
+                // delivered (150 at the end of the PEL: its tail page splits).
+                let mut g = back.take_group(b"g").unwrap();
+                let mut delivered = Vec::new();
+                for j in 0..150 {
+                    let id = StreamId::new(100_000 + k * 1000 + j, 0);
+                    g.pel.insert(
+                        id,
+                        Pending {
+                            consumer: b"bob".to_vec(),
+                            delivery_time: 9,
+                            delivery_count: 1,
+                        },
+                    );
+                    g.consumers.get_mut(&b"bob"[..]).unwrap().pel.insert(id);
+                    g.last_id = id;
+                    delivered.push(id);
+                }
+                g.consumers.get_mut(&b"bob"[..]).unwrap().seen_time = k as i64;
+                back.put_group(b"g", g, delivered);
+                let want = back.clone();
+                back = st.write(&mut back, 8192);
+                assert_eq!(back, want, "step {k}");
                 continue;
             }
             let g = back.groups_mut().get_mut(&b"g"[..]).unwrap();

@@ -747,7 +747,9 @@ pub fn xreadgroup(x: &mut Exec, a: &[&[u8]]) {
         };
         // The same key twice: the second sees the first's changes (taken again).
         let gt = ids[n];
-        let mut g = s.groups_mut().remove(gname).expect("checked");
+        let mut g = s.take_group(gname).expect("checked");
+        // The pending entries changed (only their PEL pages are written again).
+        let mut pel_ids: Vec<StreamId> = Vec::new();
         let history = gt != StreamId::MAX;
         let serve = history || (!s.is_empty() && s.last_valid_id() > g.last_id);
         let created = g.create_consumer(cname, now);
@@ -766,6 +768,7 @@ pub fn xreadgroup(x: &mut Exec, a: &[&[u8]]) {
                             if let Some(pe) = g.pel.get_mut(&id) {
                                 pe.delivery_time = now;
                                 pe.delivery_count += 1;
+                                pel_ids.push(id);
                             }
                         }
                         None => out.push((id, None)),
@@ -779,12 +782,13 @@ pub fn xreadgroup(x: &mut Exec, a: &[&[u8]]) {
                     }
                     if !p.noack {
                         deliver(&mut g, id, cname, now);
+                        pel_ids.push(id);
                     }
                     out.push((id, Some(f)));
                 }
             }
         }
-        s.groups_mut().insert(gname.to_vec(), g);
+        s.put_group(gname, g, pel_ids);
         // Nothing served to a known consumer of a call that is about to block: only its
         // seen-time moved, which is not written (a blocked XREADGROUP runs again on every
         // write of its key, and a write of its own would wake it again).
