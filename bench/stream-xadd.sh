@@ -3,9 +3,10 @@
 #
 # A fresh Skerry (--threads 1) holds two streams, filled with SMALL and BIG entries
 # (pipelined XADD key * f <16 bytes>). Then N single XADDs (CONNS connections, no
-# pipelining) to each, one after the other, REPEATS times alternated. Reports ops/s per run
-# and the device bytes written per XADD (INFO storage `device_written_bytes` deltas), and
-# the BIG/SMALL ratio of the median rates. Targets (issue 27): ratio >= 0.8, <= 2 KiB per
+# pipelining) to each, one after the other, REPEATS times alternated. Reports ops/s and
+# XADDs per server CPU-second (utime+stime from /proc/PID/stat, steadier than ops/s on a
+# loaded machine) per run, the device bytes written per XADD (INFO storage
+# `device_written_bytes` deltas), and the BIG/SMALL ratios of the medians. Targets (issue 27): ratio >= 0.8, <= 2 KiB per
 # XADD at BIG=10000000.
 #
 # Environment (defaults): SKERRY_BIN=target/release/skerry SMALL=1000 BIG=10000000 N=50000
@@ -46,28 +47,40 @@ fill() { # key entries
     echo "filled $1: $(redis-cli -p "$PORT" XLEN "$1") entries"
 }
 
-run() { # key -> prints ops/s and bytes per XADD
-    local before after rate
+ticks() { awk '{ print $14 + $15 }' "/proc/$PID/stat"; }
+CLK_TCK=$(getconf CLK_TCK)
+
+run() { # key -> prints ops/s, bytes per XADD and XADDs per server CPU-second
+    local before after rate c0 c1
     before=$(written)
+    c0=$(ticks)
     rate=$(redis-benchmark -p "$PORT" -c "$CONNS" -n "$N" -q XADD "$1" '*' f 0123456789abcdef |
         tr '\r' '\n' | grep -o '[0-9.]* requests per second' | tail -1 | awk '{print $1}')
+    c1=$(ticks)
     after=$(written)
-    echo "$rate $(((after - before) / N))"
+    echo "$rate $(((after - before) / N)) $(awk -v n="$N" -v t="$((c1 - c0))" -v k="$CLK_TCK" 'BEGIN { printf "%.0f", (t > 0) ? n * k / t : 0 }')"
 }
 
 fill small "$SMALL"
 fill big "$BIG"
 small_rates=()
 big_rates=()
+small_cpu=()
+big_cpu=()
 for r in $(seq "$REPEATS"); do
-    read -r rs bs < <(run small)
-    read -r rb bb < <(run big)
-    echo "run $r: small $rs ops/s ($bs device bytes/XADD), big $rb ops/s ($bb device bytes/XADD)"
+    read -r rs bs cs < <(run small)
+    read -r rb bb cb < <(run big)
+    echo "run $r: small $rs ops/s, $cs XADDs/CPU-s ($bs device bytes/XADD); big $rb ops/s, $cb XADDs/CPU-s ($bb device bytes/XADD)"
     small_rates+=("$rs")
     big_rates+=("$rb")
+    small_cpu+=("$cs")
+    big_cpu+=("$cb")
 done
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ms=$(median "${small_rates[@]}")
 mb=$(median "${big_rates[@]}")
 echo "median: small ($SMALL entries) $ms ops/s, big ($BIG entries) $mb ops/s, ratio $(awk -v a="$mb" -v b="$ms" 'BEGIN{printf "%.2f", a/b}')"
+mcs=$(median "${small_cpu[@]}")
+mcb=$(median "${big_cpu[@]}")
+echo "median XADDs per server CPU-second: small $mcs, big $mcb, ratio $(awk -v a="$mcb" -v b="$mcs" 'BEGIN{printf "%.2f", a/b}')"
 echo "group records: $(redis-cli -p "$PORT" INFO storage | tr -d '\r' | awk -F: '$1=="storage_collection_group_records"{print $2}')"

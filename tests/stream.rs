@@ -1144,3 +1144,23 @@ fn differential_against_redis_grouped_one_thread() {
 fn differential_against_redis_grouped_two_threads() {
     differential("2", 14, GROUPED_BOTH, GROUPED_SKERRY);
 }
+
+/// The grouped runs with a decoded-collection cache of a few bytes
+/// (`SKERRY_DECODED_COLL_BYTES`, read by the Skerry processes started from here on): every
+/// command on another key than the last one finds its stream evicted and loads it again
+/// partially (root, index, consumer groups, head and tail pages, then the pages the command
+/// needs), so that every command runs on partially loaded streams.
+fn differential_partial(threads: &str, seed: u64) {
+    std::env::set_var("SKERRY_DECODED_COLL_BYTES", "1");
+    differential(threads, seed, GROUPED_BOTH, GROUPED_SKERRY);
+}
+
+#[test]
+fn differential_against_redis_partial_loads_one_thread() {
+    differential_partial("1", 15);
+}
+
+#[test]
+fn differential_against_redis_partial_loads_two_threads() {
+    differential_partial("2", 16);
+}

@@ -386,7 +386,10 @@ fn serve_key(s: &mut Shard, db: usize, key: &[u8]) {
             .map(|p| argv[p])
             .collect();
         let mark = s.keyspace.read_mark();
-        let missing = s.keyspace.missing(wdb, &keys, now_ms, mark);
+        let needs = crate::commands::stream::needs_of(s, idx, &argv);
+        let missing = s
+            .keyspace
+            .missing_need(wdb, &keys, needs.as_deref(), now_ms, mark);
         if !missing.is_empty() {
             s.blocking.waiters[&id]
                 .state

@@ -524,13 +524,15 @@ impl Conn {
                     if commands::reads_values(idx, argv) {
                         let keys = key_args(idx, argv);
                         let read_mark = Some(shard.borrow().keyspace.read_mark());
+                        let needs = commands::stream::needs_of(&shard.borrow(), idx, argv);
                         loop {
                             if shard.borrow().hold.is_some() {
                                 wait_local_unheld().await;
                             }
-                            match crate::keyspace::make_resident(
+                            match crate::keyspace::make_resident_need(
                                 self.db,
                                 &keys,
+                                needs.as_deref(),
                                 self.now_ms,
                                 read_mark,
                             )

@@ -268,8 +268,9 @@ fn run_batch(s: &mut Shard, mut b: Batch) {
             }
             let missing = if commands::reads_values(idx, &argv) {
                 let mark = *b.mark.get_or_insert_with(|| s.keyspace.read_mark());
+                let needs = commands::stream::needs_of(s, idx, &argv);
                 s.keyspace
-                    .missing(db, &key_args(idx, &argv), b.now_ms, mark)
+                    .missing_need(db, &key_args(idx, &argv), needs.as_deref(), b.now_ms, mark)
             } else {
                 crate::keyspace::Locations::new()
             };

@@ -12,7 +12,9 @@
 //! command, so that running it again serves what came after.
 
 use super::{coll_error, is, parse_i64, Exec, TimeoutReply};
-use crate::coll::stream::{parse_id, Consumer, Fields, Group, Pending, Stream, StreamId, Trim};
+use crate::coll::stream::{
+    parse_id, Consumer, Fields, Group, Need, Pending, Stream, StreamId, Trim,
+};
 use crate::coll::{Coll, VALUE_TYPE_STREAM};
 use crate::reply::errors::{NOT_INT, SYNTAX};
 use crate::reply::Reply;
@@ -746,7 +748,9 @@ pub fn xreadgroup(x: &mut Exec, a: &[&[u8]]) {
         };
         // The same key twice: the second sees the first's changes (taken again).
         let gt = ids[n];
-        let mut g = s.groups_mut().remove(gname).expect("checked");
+        let mut g = s.take_group(gname).expect("checked");
+        // The pending entries changed (only their PEL pages are written again).
+        let mut pel_ids: Vec<StreamId> = Vec::new();
         let history = gt != StreamId::MAX;
         let serve = history || (!s.is_empty() && s.last_valid_id() > g.last_id);
         let created = g.create_consumer(cname, now);
@@ -765,6 +769,7 @@ pub fn xreadgroup(x: &mut Exec, a: &[&[u8]]) {
                             if let Some(pe) = g.pel.get_mut(&id) {
                                 pe.delivery_time = now;
                                 pe.delivery_count += 1;
+                                pel_ids.push(id);
                             }
                         }
                         None => out.push((id, None)),
@@ -778,12 +783,13 @@ pub fn xreadgroup(x: &mut Exec, a: &[&[u8]]) {
                     }
                     if !p.noack {
                         deliver(&mut g, id, cname, now);
+                        pel_ids.push(id);
                     }
                     out.push((id, Some(f)));
                 }
             }
         }
-        s.groups_mut().insert(gname.to_vec(), g);
+        s.put_group(gname, g, pel_ids);
         // Nothing served to a known consumer of a call that is about to block: only its
         // seen-time moved, which is not written (a blocked XREADGROUP runs again on every
         // write of its key, and a write of its own would wake it again).
@@ -1119,8 +1125,7 @@ pub fn xack(x: &mut Exec, a: &[&[u8]]) {
     let Ok(Some(mut s)) = take(x, a[1]) else {
         return;
     };
-    let g = s.groups_mut().get_mut(a[2]).expect("checked");
-    let acked = ids.iter().filter(|id| g.remove_pending(**id)).count();
+    let acked = s.ack(a[2], &ids);
     if put(x, a[1], s) {
         x.reply.int(acked as i64);
     }
@@ -1682,4 +1687,111 @@ fn radix_nodes(keys: usize) -> usize {
     } else {
         keys + 1
     }
+}
+
+/// What stream command `name` with arguments `a` needs of each of its keys' streams, in
+/// key order (see [`Need`]): the keyspace loads only that much of a big (grouped) stream
+/// before the command runs. None: everything (any command not listed, and the ones that
+/// look at entries by pending IDs: XCLAIM, XAUTOCLAIM, XREADGROUP of history, XINFO
+/// STREAM FULL). Arguments are parsed as the handlers parse them; a command they would
+/// refuse needs only the skeleton (the handler replies the error before reading entries).
+/// `node_max_entries` is `stream-node-max-entries` (XTRIM's default `~` LIMIT).
+pub fn needs(name: &str, a: &[&[u8]], node_max_entries: u64) -> Option<Vec<Need>> {
+    let mut scratch = Reply::new(Proto::Resp2);
+    let one = |n: Need| Some(vec![n]);
+    match name {
+        "xlen" | "xack" | "xpending" | "xgroup" | "xsetid" => one(Need::Skeleton),
+        "xinfo" => {
+            if a.len() > 3 && is(a[1], "stream") {
+                None
+            } else {
+                one(Need::Skeleton)
+            }
+        }
+        "xrange" | "xrevrange" => {
+            if a.len() < 4 {
+                return one(Need::Skeleton);
+            }
+            let rev = name == "xrevrange";
+            let (sa, ea) = if rev { (a[3], a[2]) } else { (a[2], a[3]) };
+            let (Some(start), Some(end)) =
+                (range_start(&mut scratch, sa), range_end(&mut scratch, ea))
+            else {
+                return one(Need::Skeleton);
+            };
+            let mut count = None;
+            if a.len() == 6 && is(a[4], "count") {
+                count = parse_i64(a[5]).map(|c| c.max(0) as usize);
+            }
+            one(Need::Scan {
+                start,
+                end,
+                rev,
+                count,
+            })
+        }
+        "xdel" => {
+            let ids: Option<Vec<StreamId>> = a
+                .get(2..)?
+                .iter()
+                .map(|i| parse_id(i, 0, true, false).map(|(id, _)| id))
+                .collect();
+            one(ids.map_or(Need::Skeleton, Need::Ids))
+        }
+        "xadd" | "xtrim" => {
+            let xadd = name == "xadd";
+            let Some(t) = parse_trim(&mut scratch, a, xadd, node_max_entries) else {
+                return one(Need::Skeleton);
+            };
+            one(match t.how {
+                None => Need::Skeleton,
+                // XADD trims after its append: one entry more to trim.
+                Some(Trim::MaxLen(max)) if xadd => {
+                    Need::Trim(Trim::MaxLen(max.saturating_sub(1)), t.limit)
+                }
+                Some(how) => Need::Trim(how, t.limit),
+            })
+        }
+        "xread" | "xreadgroup" => {
+            let group = name == "xreadgroup";
+            let Some(p) = parse_read(&mut scratch, a, group) else {
+                return one(Need::Skeleton);
+            };
+            let pages = (p.count > 0).then_some(p.count);
+            let mut out = Vec::with_capacity(p.keys.len());
+            for arg in &p.id_args {
+                out.push(if group {
+                    if *arg != b">" {
+                        return None;
+                    }
+                    Need::AfterGroup(p.group.map(|g| g.0.to_vec()).unwrap_or_default(), pages)
+                } else if *arg == b"$" || *arg == b"+" {
+                    Need::Skeleton
+                } else {
+                    match parse_id(arg, 0, true, false).and_then(|(id, _)| id.incr()) {
+                        Some(start) => Need::Scan {
+                            start,
+                            end: StreamId::MAX,
+                            rev: false,
+                            count: pages,
+                        },
+                        None => Need::Skeleton,
+                    }
+                });
+            }
+            Some(out)
+        }
+        _ => None,
+    }
+}
+
+/// [`needs`] for command `idx` run on `shard` (None at once for other families).
+#[inline]
+pub fn needs_of(shard: &crate::worker::Shard, idx: usize, a: &[&[u8]]) -> Option<Vec<Need>> {
+    let spec = &super::COMMANDS[idx];
+    if spec.group != "stream" {
+        return None;
+    }
+    let t = shard.shared.config.hot.coll.get();
+    needs(spec.name, a, t.stream_node_max_entries as u64)
 }

@@ -32,8 +32,15 @@ pub struct CollCache {
 }
 
 impl Default for CollCache {
+    /// A cache of [`BUDGET_BYTES`], or of `SKERRY_DECODED_COLL_BYTES` when that is set (for
+    /// tests: a tiny budget evicts every collection but the one in use, so that the next
+    /// command on another reads it again, partially for a grouped stream).
     fn default() -> Self {
-        CollCache::with_budget(BUDGET_BYTES)
+        let budget = std::env::var("SKERRY_DECODED_COLL_BYTES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(BUDGET_BYTES);
+        CollCache::with_budget(budget)
     }
 }
 

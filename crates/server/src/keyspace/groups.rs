@@ -22,6 +22,7 @@
 use super::entry::{Entry, PackedLoc};
 use super::table::hash_key;
 use super::{record_key, Expiry, Keyspace};
+use crate::coll::stream::{Need, Stream, INDEX_ID_BASE};
 use crate::coll::Coll;
 
 /// Bit set in the record-key database number of a group record.
@@ -88,6 +89,120 @@ impl Keyspace {
                 }
             }
         }
+    }
+
+    /// The grouped stream `key`'s part of [`Keyspace::missing_need`] (its root at
+    /// `root_loc` was looked at already): with a need less than everything, the stream is
+    /// decoded partially from its root, index records, consumer groups and head and tail
+    /// pages, then the pages the need names are loaded into the decoded copy as they
+    /// become resident (a cached copy may lack pages too). Adds the locations to read to
+    /// `out`. Anything that does not decode falls back to reading every record, so that
+    /// the command's own decode reports it.
+    pub(super) fn missing_stream(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        root_loc: PackedLoc,
+        need: Option<&Need>,
+        mark: u64,
+        out: &mut super::Locations,
+    ) {
+        let k = self.buf_key(root_loc);
+        let need = need.unwrap_or(&Need::All);
+        if !self.colls.contains(k) {
+            if *need == Need::All {
+                return self.missing_groups(db, key, mark, out);
+            }
+            let ids = self.dbs[db].dirs.get(key).cloned().unwrap_or_default();
+            let pages = ids.partition_point(|&g| g < INDEX_ID_BASE);
+            let mut want: Vec<u64> = ids[pages..].to_vec();
+            if pages > 0 {
+                want.push(ids[0]);
+                want.push(ids[pages - 1]);
+            }
+            want.sort_unstable();
+            want.dedup();
+            let Some(values) = self.resident_groups(db, key, &want, mark, out) else {
+                return;
+            };
+            let Some(root) = self.resident(root_loc) else {
+                return;
+            };
+            if !Stream::root_is_indexed(&root) {
+                return self.missing_groups(db, key, mark, out);
+            }
+            let records: Vec<(u64, &[u8])> = want
+                .iter()
+                .zip(&values)
+                .map(|(g, v)| (*g, &v[..]))
+                .collect();
+            match Stream::decode_partial(&root, &records) {
+                Ok(s) => self.colls.insert(k, Coll::Stream(s)),
+                Err(e) => {
+                    tracing::debug!("partial load of a stream in db {db}: {e}");
+                    return self.missing_groups(db, key, mark, out);
+                }
+            }
+        }
+        loop {
+            let want = match self.colls.get(k) {
+                Some(Coll::Stream(s)) => s.pages_needed(need),
+                _ => return,
+            };
+            if want.is_empty() {
+                return;
+            }
+            let Some(values) = self.resident_groups(db, key, &want, mark, out) else {
+                return;
+            };
+            let Some(Coll::Stream(mut s)) = self.colls.take(k) else {
+                return;
+            };
+            let records: Vec<(u64, &[u8])> = want
+                .iter()
+                .zip(&values)
+                .map(|(g, v)| (*g, &v[..]))
+                .collect();
+            match s.load_pages(&records) {
+                Ok(()) => self.colls.insert(k, Coll::Stream(s)),
+                Err(e) => {
+                    tracing::debug!("pages of a stream in db {db}: {e}");
+                    return self.missing_groups(db, key, mark, out);
+                }
+            }
+        }
+    }
+
+    /// The values of groups `gids` of `key` when all are resident; else None, with the
+    /// locations of those that are not added to `out` (a group without an index entry
+    /// adds every group of the key, so that the decode reports it).
+    fn resident_groups(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        gids: &[u64],
+        mark: u64,
+        out: &mut super::Locations,
+    ) -> Option<Vec<crate::keyspace::cache::SharedValue>> {
+        let mut values = Vec::with_capacity(gids.len());
+        let mut all = true;
+        for &gid in gids {
+            let Some(loc) = self.group_loc(db, key, gid) else {
+                self.missing_groups(db, key, mark, out);
+                return None;
+            };
+            match self.resident_now(loc, mark, false, true) {
+                super::Resident::Value(v) => values.push(v),
+                _ => {
+                    all = false;
+                    let l = loc.unpack();
+                    if !out.contains(&l) {
+                        out.push(l);
+                    }
+                }
+            }
+        }
+        all.then_some(values)
     }
 
     /// Decodes grouped `key` from its resident root value `root` and its resident groups.
@@ -246,7 +361,17 @@ impl Keyspace {
         let changes = coll.take_changes();
         // Groups that are gone: only when the set of ids may have changed (or the key was
         // stored otherwise before), so a plain change costs nothing per group.
-        let gone: Vec<u64> = if changes.layout || !had_groups || !coll.is_grouped() {
+        // A grouped stream knows the records it dropped (its id list is long: a page per
+        // node), unless its layout changed wholesale.
+        let stream_gone = match &mut coll {
+            Coll::Stream(s) if had_groups && s.is_grouped() => s.take_gone(),
+            _ => None,
+        };
+        let gone: Vec<u64> = if let Some(mut g) = stream_gone {
+            let stored = self.dbs[db].dirs.get(key);
+            g.retain(|id| stored.is_some_and(|s| s.binary_search(id).is_ok()));
+            g
+        } else if changes.layout || !had_groups || !coll.is_grouped() {
             let new_ids = coll.group_ids();
             self.dbs[db]
                 .dirs

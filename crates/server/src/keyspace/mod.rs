@@ -1196,11 +1196,25 @@ impl Keyspace {
     /// Locations of the values of `keys` (in `db`) that are not resident; expired keys are
     /// removed on the way. Older values than `mark` may be evicted from the read buffer.
     pub fn missing(&mut self, db: usize, keys: &[&[u8]], now_ms: i64, mark: u64) -> Locations {
+        self.missing_need(db, keys, None, now_ms, mark)
+    }
+
+    /// [`Keyspace::missing`] for a command that needs only part of its grouped streams:
+    /// `needs[i]` is what it needs of `keys[i]` (see [`crate::coll::stream::Need`]; None,
+    /// or a key past the end: everything).
+    pub fn missing_need(
+        &mut self,
+        db: usize,
+        keys: &[&[u8]],
+        needs: Option<&[crate::coll::stream::Need]>,
+        now_ms: i64,
+        mark: u64,
+    ) -> Locations {
         self.trim_read_buf(mark);
         self.colls.make_room();
         self.prepared = None;
         let mut out = Locations::new();
-        for key in keys {
+        for (i, key) in keys.iter().enumerate() {
             let hash = hash_key(key);
             // Not an access yet: the handler's lookup is (or, for the value prepared here,
             // [`Keyspace::with_value_parts`] through `slot`).
@@ -1230,8 +1244,12 @@ impl Keyspace {
                 }
                 Resident::Value(_) | Resident::Decoded => {}
             }
-            // A grouped collection not decoded yet needs its groups too.
-            if grouped {
+            // A grouped collection not decoded yet needs its groups too; a grouped stream
+            // only those the command needs.
+            if grouped && value_type == crate::coll::VALUE_TYPE_STREAM {
+                let need = needs.and_then(|n| n.get(i));
+                self.missing_stream(db, key, loc, need, mark, &mut out);
+            } else if grouped {
                 let k = self.buf_key(loc);
                 if !self.colls.contains(k) {
                     self.missing_groups(db, key, mark, &mut out);
@@ -2521,13 +2539,25 @@ pub async fn make_resident(
     now_ms: i64,
     mark: Option<u64>,
 ) -> Result<bool, String> {
+    make_resident_need(db, keys, None, now_ms, mark).await
+}
+
+/// [`make_resident`] for a command that needs only part of its grouped streams (see
+/// [`Keyspace::missing_need`]).
+pub async fn make_resident_need(
+    db: usize,
+    keys: &[&[u8]],
+    needs: Option<&[crate::coll::stream::Need]>,
+    now_ms: i64,
+    mark: Option<u64>,
+) -> Result<bool, String> {
     let shard: Rc<RefCell<crate::worker::Shard>> = crate::worker::local_shard();
     let mark = mark.unwrap_or_else(|| shard.borrow().keyspace.read_mark());
     let mut waited = false;
     loop {
         let (missing, log, changes) = {
             let mut s = shard.borrow_mut();
-            let missing = s.keyspace.missing(db, keys, now_ms, mark);
+            let missing = s.keyspace.missing_need(db, keys, needs, now_ms, mark);
             let changes = s.keyspace.dbs[db].table.changes();
             (missing, s.keyspace.log().clone(), changes)
         };
