@@ -36,7 +36,7 @@ DEFAULT_UNITS=(unit/protocol unit/type/string unit/type/incr unit/keyspace unit/
     unit/type/hash unit/type/hash-field-expire unit/type/list unit/type/list-2 unit/type/list-3
     unit/type/set unit/type/zset unit/type/stream unit/type/stream-cgroups unit/geo unit/hyperloglog
     unit/bitops unit/bitfield unit/dump unit/pubsub unit/multi unit/scripting unit/functions
-    unit/other unit/info-command unit/introspection-2)
+    unit/other unit/info-command unit/introspection-2 unit/slowlog)
 # Tags excluded in external mode. external:skip, large-memory (and, with
 # --singledb, singledb:skip) are skipped by runtest itself; cluster:skip only
 # matters in cluster mode, logreqres:skip only with --log-req-res. The needs:*
