@@ -15,7 +15,9 @@
 # seconds and operations per server CPU-second, then the medians and Skerry/Redis ratios.
 #
 # Environment (defaults): N=100000 requests per point, CONNS=50, ROUNDS=3, KEYS_N=100,
-# POINTS=1000, SERVER_CPU=0, CLIENT_CPU=1, BIN=target/release/skerry, REDIS_BIN=redis-server.
+# POINTS=1000, SERVER_CPU=0, CLIENT_CPU=1, BIN=target/release/skerry, REDIS_BIN=redis-server,
+# SKERRY_THREADS=1 ("default": no --threads, one worker per CPU, every thread then moved onto
+# SERVER_CPU).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 N=${N:-100000}
@@ -27,6 +29,7 @@ SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 BIN=${BIN:-$PWD/target/release/skerry}
 REDIS_BIN=${REDIS_BIN:-redis-server}
+SKERRY_THREADS=${SKERRY_THREADS:-1}
 tmp=$(mktemp -d "$PWD/bench/tmp.geo.XXXXXX")
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
 
@@ -58,13 +61,11 @@ QUERIES=(
     "box|GEOSEARCH geo:__rand_int__ FROMLONLAT 13.36 38.11 BYBOX 20 20 km WITHCOORD"
 )
 
-cpu_ticks() {
-    local line rest f
-    read -r line <"/proc/$1/stat"
-    rest=${line##*) }
-    read -r -a f <<<"$rest"
-    echo $((f[11] + f[12]))
-}
+log() { printf '[bench] %s\n' "$*" >&2; }
+die() { printf '[bench] ERROR: %s\n' "$*" >&2; exit 2; }
+APT_UPDATED=0
+# shellcheck source=bench/lib.sh
+source bench/lib.sh # cpu_ticks
 
 run_one() { # label port pid
     local label=$1 port=$2 pid=$3 q name query
@@ -98,17 +99,31 @@ start_and_run() { # label port cmd...
     local label=$1 port=$2
     shift 2
     mkdir -p "$tmp/$label"
-    (cd "$tmp/$label" && exec taskset -c "$SERVER_CPU" "$@" --port "$port" >"$tmp/$label.log" 2>&1) &
+    if [[ $label == skerry && $SKERRY_THREADS == default ]]; then
+        # The default configuration: started unpinned (one worker per CPU), then every
+        # thread is moved onto SERVER_CPU.
+        (cd "$tmp/$label" && exec "$@" --port "$port" >"$tmp/$label.log" 2>&1) &
+    else
+        (cd "$tmp/$label" && exec taskset -c "$SERVER_CPU" "$@" --port "$port" >"$tmp/$label.log" 2>&1) &
+    fi
     local pid=$!
     for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+    if [[ $label == skerry && $SKERRY_THREADS == default ]]; then
+        redis-cli -p "$port" INFO >/dev/null # answers once every worker runs
+        for _ in 1 2; do taskset -a -p -c "$SERVER_CPU" "$pid" >/dev/null; sleep 0.2; done
+    fi
     run_one "$label" "$port" "$pid"
     kill "$pid"
     wait "$pid" 2>/dev/null || true
 }
 
-echo "N=$N CONNS=$CONNS ROUNDS=$ROUNDS KEYS_N=$KEYS_N POINTS=$POINTS; redis: $("$REDIS_BIN" --version | cut -d' ' -f3)"
+echo "N=$N CONNS=$CONNS ROUNDS=$ROUNDS KEYS_N=$KEYS_N POINTS=$POINTS SKERRY_THREADS=$SKERRY_THREADS; redis: $("$REDIS_BIN" --version | cut -d' ' -f3)"
 start_and_run redis 7394 "$REDIS_BIN" --save '' --appendonly no
-start_and_run skerry 7395 "$BIN" --threads 1 --dir "$tmp/skerry"
+if [[ $SKERRY_THREADS == default ]]; then
+    start_and_run skerry 7395 "$BIN" --dir "$tmp/skerry"
+else
+    start_and_run skerry 7395 "$BIN" --threads "$SKERRY_THREADS" --dir "$tmp/skerry"
+fi
 
 # Medians and ratios.
 python3 - "$tmp/results.txt" <<'EOF2'
