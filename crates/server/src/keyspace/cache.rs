@@ -3,8 +3,9 @@
 //!
 //! A key's new version always has a new location, and a reused block a new block sequence,
 //! so an entry can never be served for anything but the exact record it was read from:
-//! overwritten, deleted and moved values are never looked up again and simply age out. The
-//! cache never holds the only copy of anything: values enter it only after they were read
+//! overwritten, deleted and moved values are never looked up again. The keyspace still frees
+//! an overwritten or deleted value at once ([`ValueCache::invalidate`]) rather than letting
+//! it age out through the small FIFO; moved ones age out. The cache never holds the only copy of anything: values enter it only after they were read
 //! from the device or decoded from the writer's staging images.
 //!
 //! Policy (S3-FIFO): new entries go to a small FIFO (~10% of the bytes); a hit only bumps a
