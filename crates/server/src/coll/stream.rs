@@ -1782,6 +1782,30 @@ impl Stream {
 /// [`PEL_PAGE_MAX`] and dropping those left empty (the directory then too); adds the
 /// record ids written to `out`. Some(true) when records came or went; None when the
 /// group's PEL is not paged yet.
+/// Encodes PEL page record `rid` holding `entries` (in `buf`) and, when that differs from
+/// what the record last held (`shadow`: the PEL records as last written), keeps it and adds
+/// `rid` to `out`. True when the record is new (the layout changed).
+fn note_pel_page(
+    shadow: &mut BTreeMap<u64, Vec<u8>>,
+    rid: u64,
+    entries: &[(&StreamId, &Pending)],
+    buf: &mut Vec<u8>,
+    out: &mut Vec<u64>,
+) -> bool {
+    buf.clear();
+    buf.push(0);
+    put_pel(buf, entries.len(), entries.iter().copied());
+    match shadow.get(&rid) {
+        Some(b) if b == buf => false,
+        old => {
+            let new = old.is_none();
+            shadow.insert(rid, buf.clone());
+            out.push(rid);
+            new
+        }
+    }
+}
+
 fn update_pel_pages(
     l: &mut Layout,
     cgroup: u64,
@@ -1848,17 +1872,7 @@ fn update_pel_pages(
                 p
             };
             let rid = pel_record_id(cgroup, p);
-            buf.clear();
-            buf.push(0);
-            put_pel(&mut buf, chunk.len(), chunk.iter().copied());
-            match l.pel_shadow.get(&rid) {
-                Some(b) if *b == buf => {}
-                old => {
-                    layout |= old.is_none();
-                    l.pel_shadow.insert(rid, buf.clone());
-                    out.push(rid);
-                }
-            }
+            layout |= note_pel_page(&mut l.pel_shadow, rid, chunk, &mut buf, out);
         }
     }
     if dir_changed {
@@ -1927,17 +1941,7 @@ fn write_pel_pages(l: &mut Layout, cgroup: u64, g: &Group, out: &mut Vec<u64>) -
     for (_, page, entries) in &new_pages {
         let rid = pel_record_id(cgroup, *page);
         live.insert(rid);
-        buf.clear();
-        buf.push(0);
-        put_pel(&mut buf, entries.len(), entries.iter().copied());
-        match l.pel_shadow.get(&rid) {
-            Some(b) if *b == buf => {}
-            old => {
-                layout |= old.is_none();
-                l.pel_shadow.insert(rid, buf.clone());
-                out.push(rid);
-            }
-        }
+        layout |= note_pel_page(&mut l.pel_shadow, rid, entries, &mut buf, out);
     }
     let dir_rid = pel_record_id(cgroup, PEL_DIR_PAGE);
     live.insert(dir_rid);
