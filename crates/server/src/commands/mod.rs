@@ -1451,6 +1451,15 @@ fn lookup_table() -> &'static [LookupSlot; LOOKUP_SLOTS] {
     })
 }
 
+/// Replies with Redis's `addReplySubcommandSyntaxError`: `sub` (its first 128 bytes, as
+/// sent) is not a subcommand of `container` or has the wrong number of arguments.
+pub fn subcommand_syntax_error(reply: &mut Reply, container: &str, sub: &[u8]) {
+    let mut msg = b"ERR unknown subcommand or wrong number of arguments for '".to_vec();
+    msg.extend_from_slice(&sub[..sub.len().min(128)]);
+    msg.extend_from_slice(format!("'. Try {container} HELP.").as_bytes());
+    skerry_resp::error(&mut reply.buf, &msg);
+}
+
 /// Parses an argument as a signed 64-bit integer with Redis's strictness (no spaces, no '+',
 /// no leading zeros except "0").
 pub fn parse_i64(b: &[u8]) -> Option<i64> {

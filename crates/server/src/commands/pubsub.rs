@@ -273,11 +273,6 @@ pub async fn pubsub(c: &mut Conn, a: &[&[u8]]) {
             let n = all_patterns(c).await.len();
             c.reply.int(n as i64);
         }
-        _ => {
-            let mut msg = b"ERR unknown subcommand or wrong number of arguments for '".to_vec();
-            msg.extend_from_slice(&a[1][..a[1].len().min(128)]);
-            msg.extend_from_slice(b"'. Try PUBSUB HELP.");
-            resp::error(&mut c.reply.buf, &msg);
-        }
+        _ => super::subcommand_syntax_error(&mut c.reply, "PUBSUB", a[1]),
     }
 }

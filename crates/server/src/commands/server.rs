@@ -1919,12 +1919,7 @@ pub async fn slowlog(c: &mut Conn, a: &[&[u8]]) {
                 }
             }
         }
-        _ => {
-            let mut msg = b"ERR unknown subcommand or wrong number of arguments for '".to_vec();
-            msg.extend_from_slice(&a[1][..a[1].len().min(128)]);
-            msg.extend_from_slice(b"'. Try SLOWLOG HELP.");
-            skerry_resp::error(&mut c.reply.buf, &msg);
-        }
+        _ => super::subcommand_syntax_error(&mut c.reply, "SLOWLOG", a[1]),
     }
 }
 
@@ -1962,11 +1957,6 @@ pub fn module(c: &mut Conn, a: &[&[u8]]) {
         (b"unload", 3) => c
             .reply
             .error("ERR Error unloading module: no such module with that name"),
-        _ => {
-            let mut msg = b"ERR unknown subcommand or wrong number of arguments for '".to_vec();
-            msg.extend_from_slice(&a[1][..a[1].len().min(128)]);
-            msg.extend_from_slice(b"'. Try MODULE HELP.");
-            skerry_resp::error(&mut c.reply.buf, &msg);
-        }
+        _ => super::subcommand_syntax_error(&mut c.reply, "MODULE", a[1]),
     }
 }
