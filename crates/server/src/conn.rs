@@ -206,14 +206,7 @@ pub(crate) fn key_args<'a>(idx: usize, argv: &[&'a [u8]]) -> SmallVec<[&'a [u8];
 /// Records the call of blocking command `idx` that timed out or was unblocked: it ran no
 /// further, so no time; an error `reply` (CLIENT UNBLOCK ... ERROR) counts as failed.
 fn record_unblocked(shard: &mut Shard, idx: usize, reply: &[u8]) {
-    let st = &mut shard.stats;
-    let c = &mut st.commands[idx];
-    c.calls += 1;
-    st.total_commands += 1;
-    if reply.first() == Some(&b'-') {
-        c.failed += 1;
-        st.record_error(reply);
-    }
+    count_call(shard, idx, None, 0, reply);
 }
 
 /// Records a command's (or subcommand's) call, time and error reply (if it replied with
@@ -225,12 +218,19 @@ fn record(
     started: quanta::Instant,
     reply: &[u8],
 ) -> u64 {
+    let ns = started.elapsed().as_nanos() as u64;
+    count_call(shard, idx, sub, ns, reply);
+    shard.stats.record_latency(idx, sub, ns);
+    ns
+}
+
+/// Counts one call of `idx` (or `sub`) taking `ns`, failed when `reply` is an error.
+fn count_call(shard: &mut Shard, idx: usize, sub: Option<&'static str>, ns: u64, reply: &[u8]) {
     let st = &mut shard.stats;
     let c = match sub {
         Some(name) => st.subcommands.entry(name).or_default(),
         None => &mut st.commands[idx],
     };
-    let ns = started.elapsed().as_nanos() as u64;
     c.calls += 1;
     c.usec += ns / 1000;
     st.total_commands += 1;
@@ -238,8 +238,6 @@ fn record(
         c.failed += 1;
         st.record_error(reply);
     }
-    st.record_latency(idx, sub, ns);
-    ns
 }
 
 impl Conn {
