@@ -65,7 +65,7 @@ log() { printf '[bench] %s\n' "$*" >&2; }
 die() { printf '[bench] ERROR: %s\n' "$*" >&2; exit 2; }
 APT_UPDATED=0
 # shellcheck source=bench/lib.sh
-source bench/lib.sh # cpu_ticks
+source bench/lib.sh # cpu_ticks, pin_all_threads
 
 run_one() { # label port pid
     local label=$1 port=$2 pid=$3 q name query
@@ -110,7 +110,7 @@ start_and_run() { # label port cmd...
     for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
     if [[ $label == skerry && $SKERRY_THREADS == default ]]; then
         redis-cli -p "$port" INFO >/dev/null # answers once every worker runs
-        for _ in 1 2; do taskset -a -p -c "$SERVER_CPU" "$pid" >/dev/null; sleep 0.2; done
+        pin_all_threads "$pid" "$SERVER_CPU"
     fi
     run_one "$label" "$port" "$pid"
     kill "$pid"

@@ -175,7 +175,7 @@ start_server() { # NAME
     if [[ $s == skerry && $SKERRY_THREADS == default ]]; then
         # INFO visits every worker: once it answers, every worker thread exists.
         redis-cli -p "$port" INFO >/dev/null
-        for _ in 1 2; do taskset -a -p -c "$SERVER_CPU" "${PID[$s]}" >/dev/null; sleep 0.2; done
+        pin_all_threads "${PID[$s]}" "$SERVER_CPU"
     fi
     log "$s: pid ${PID[$s]}, port $port, CPU $SERVER_CPU"
 }

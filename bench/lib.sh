@@ -55,6 +55,13 @@ cpu_ticks() {
     read -r -a f <<<"$rest" # f[0] is field 3 (state); utime = field 14, stime = field 15
     echo $((f[11] + f[12]))
 }
+# pin_all_threads PID CPU: moves every thread of PID onto CPU, twice (a thread that set its
+# own affinity in between is caught the second time); for a server started unpinned in its
+# default configuration (one worker per CPU) and measured on one CPU.
+pin_all_threads() {
+    local _
+    for _ in 1 2; do taskset -a -p -c "$2" "$1" >/dev/null; sleep 0.2; done
+}
 calc() { awk "BEGIN { printf \"%s\", $1 }"; }
 # cpu_sample CPU: "busy total steal" jiffies of one CPU from /proc/stat.
 cpu_sample() { awk -v c="cpu$1" '$1 == c { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t, $9; exit }' /proc/stat; }
