@@ -181,6 +181,67 @@ fn unauthenticated_clients_have_small_limits() {
     assert_eq!(r.cmd(&["ECHO", &v]), bulk(&v));
 }
 
+/// The limits change inside one pipeline: commands after an AUTH are parsed without the
+/// unauthenticated limits, and after a CONFIG SET proto-max-bulk-len with the new one,
+/// although the server parsed the pipeline's commands ahead (to prefetch their keys) under
+/// the limits of the moment. Mixed-case names and a blocking command that has its data go
+/// through the same look-ahead.
+#[test]
+fn limits_that_change_inside_a_pipeline_apply_to_the_commands_after() {
+    let s = Server::start(&["--requirepass", "secret"]);
+    let mut r = s.raw();
+    let mut batch = Vec::new();
+    batch.extend(resp::encode(&["GET", "k"]));
+    batch.extend(resp::encode(&["AUTH", "secret"]));
+    let mut mset = vec!["MSET"];
+    for _ in 0..10 {
+        mset.extend(["k", "v"]);
+    }
+    batch.extend(resp::encode(&mset));
+    batch.extend(resp::encode(&["rPuSh", "l", "a", "b"]));
+    batch.extend(resp::encode(&["BLPOP", "l", "0"]));
+    batch.extend(resp::encode(&["get", "k"]));
+    batch.extend(resp::encode(&[
+        "CONFIG",
+        "SET",
+        "proto-max-bulk-len",
+        "1mb",
+    ]));
+    batch.extend(resp::encode(&["Echo", "fits"]));
+    r.send(&batch);
+    assert_eq!(r.read_value(), err("NOAUTH Authentication required."));
+    assert_eq!(r.read_value(), ok());
+    assert_eq!(r.read_value(), ok(), "an MSET of 21 arguments after AUTH");
+    assert_eq!(r.read_value(), int(2));
+    assert_eq!(r.read_value(), bulks(&["l", "a"]));
+    assert_eq!(r.read_value(), bulk("v"));
+    assert_eq!(r.read_value(), ok());
+    assert_eq!(r.read_value(), bulk("fits"));
+    // The new limit holds for the next command of a pipeline that was read in one piece.
+    let mut batch = resp::encode(&["PING"]);
+    batch.extend(b"*2\r\n$4\r\nECHO\r\n$1048577\r\n");
+    let _ = r.try_send(&batch);
+    let got = r.expect_closed();
+    assert_eq!(
+        String::from_utf8_lossy(&got),
+        "+PONG\r\n-ERR Protocol error: invalid bulk length\r\n"
+    );
+    // RESET signs the client out: the command after it in the same read has the
+    // unauthenticated limits again.
+    let mut r = s.raw();
+    let mut batch = resp::encode(&["AUTH", "secret"]);
+    batch.extend(resp::encode(&["RESET"]));
+    let mut eleven = vec!["DEL"];
+    eleven.extend(["k"; 10]);
+    batch.extend(resp::encode(&eleven));
+    let _ = r.try_send(&batch);
+    let got = r.expect_closed();
+    assert_eq!(
+        String::from_utf8_lossy(&got),
+        "+OK\r\n+RESET\r\n-ERR Protocol error: unauthenticated multibulk length\r\n"
+    );
+}
+
 #[test]
 fn empty_and_negative_multibulk_are_ignored() {
     let s = Server::start(&[]);

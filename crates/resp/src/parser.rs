@@ -202,6 +202,27 @@ impl RequestParser {
         (0..self.ranges.len()).map(move |i| self.arg(buf, i))
     }
 
+    /// The argument ranges (start, end; offsets from the request's first byte) of the
+    /// last complete request, when its arguments lie in the parsed buffer (a multibulk
+    /// request); None for an inline request, whose arguments were unescaped.
+    pub fn arg_ranges(&self) -> Option<&[(usize, usize)]> {
+        match self.source {
+            Source::Buf => Some(&self.ranges),
+            Source::Scratch => None,
+        }
+    }
+
+    /// Makes the multibulk request whose argument ranges are `ranges` the last complete
+    /// request, as if [`RequestParser::parse`] had just returned [`Parsed::Complete`] for
+    /// it: for a caller that parsed the same bytes ahead with another parser (and the same
+    /// limits) and kept [`RequestParser::arg_ranges`]. Only between requests (no request
+    /// in progress).
+    pub fn set_complete(&mut self, ranges: impl Iterator<Item = (usize, usize)>) {
+        debug_assert_eq!(self.remaining, 0, "a request is in progress");
+        self.reset();
+        self.ranges.extend(ranges);
+    }
+
     /// Resets the resume state (after an error, or when the connection is
     /// reset). The arguments of the last request are forgotten.
     pub fn reset(&mut self) {
@@ -506,6 +527,32 @@ fn split_args(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ranges_kept_by_one_parser_complete_another() {
+        let buf = b"*2\r\n$3\r\nGET\r\n$3\r\nkey\r\n*1\r\n$4\r\nPING\r\n";
+        let limits = Limits::default();
+        let mut ahead = RequestParser::new();
+        let Ok(Parsed::Complete { consumed }) = ahead.parse(buf, &limits) else {
+            panic!()
+        };
+        let kept = ahead.arg_ranges().expect("multibulk").to_vec();
+        let mut p = RequestParser::new();
+        p.set_complete(kept.into_iter());
+        assert_eq!(p.args(&buf[..]).collect::<Vec<_>>(), [&b"GET"[..], b"key"]);
+        // The next request parses from where the kept one ended.
+        assert_eq!(
+            p.parse(&buf[consumed..], &limits),
+            Ok(Parsed::Complete { consumed: 14 })
+        );
+        assert_eq!(p.arg(&buf[consumed..], 0), b"PING");
+        // An inline request's arguments are not in the buffer: nothing to keep.
+        assert!(matches!(
+            ahead.parse(b"PING\r\n", &limits),
+            Ok(Parsed::Complete { .. })
+        ));
+        assert!(ahead.arg_ranges().is_none());
+    }
 
     type Outcome = (Vec<Vec<Vec<u8>>>, Option<ProtocolError>);
 

@@ -181,8 +181,9 @@ fn deny_blocking_reply(idx: usize, reply: &mut Reply) {
 /// its records then form one unit for recovery.
 pub(crate) fn may_write_several(idx: usize, argv: &[&[u8]]) -> bool {
     let spec = &COMMANDS[idx];
-    spec.has_flag("write")
-        && (spec.name == "move" || spec.name == "restore" || spec.key_positions(argv).len() > 1)
+    // A one-key command (first key = last key, none found otherwise) has no more.
+    let several_keys = || !spec.one_key(argv.len()) && spec.key_positions(argv).len() > 1;
+    spec.has_flag("write") && (spec.name == "move" || spec.name == "restore" || several_keys())
 }
 
 /// Answers keyed command `idx` with `ERR msg` without running it (its values could not be
@@ -195,9 +196,13 @@ pub(crate) fn exec_failed(shard: &mut Shard, idx: usize, reply: &mut Reply, msg:
 }
 
 /// The key arguments of keyed command `idx`.
+#[inline]
 pub(crate) fn key_args<'a>(idx: usize, argv: &[&'a [u8]]) -> SmallVec<[&'a [u8]; 4]> {
-    COMMANDS[idx]
-        .key_positions(argv)
+    let spec = &COMMANDS[idx];
+    if spec.first_key == 1 && spec.one_key(argv.len()) && argv.len() >= 2 {
+        return smallvec::smallvec![argv[1]];
+    }
+    spec.key_positions(argv)
         .into_iter()
         .map(|p| argv[p])
         .collect()
@@ -320,10 +325,10 @@ impl Conn {
             .is_some_and(|sub| sub.flags.contains(&"allow_busy"))
     }
 
-    /// Runs one command.
-    pub async fn dispatch(&mut self, argv: &[&[u8]]) {
+    /// Runs one command. `known`: its command index, when the caller looked it up already.
+    pub async fn dispatch(&mut self, argv: &[&[u8]], known: Option<usize>) {
         let writes = local_writes_count();
-        self.dispatch_command(argv).await;
+        self.dispatch_command(argv, known).await;
         // Whatever the command was, if this worker's log grew meanwhile (its writes, or
         // others' while it waited: then the commit is shared), the replies wait for a
         // commit under `appendfsync always` (see `Conn::ack_local_writes`).
@@ -332,8 +337,8 @@ impl Conn {
         }
     }
 
-    async fn dispatch_command(&mut self, argv: &[&[u8]]) {
-        let Some(idx) = commands::lookup(argv[0]) else {
+    async fn dispatch_command(&mut self, argv: &[&[u8]], known: Option<usize>) {
+        let Some(idx) = known.or_else(|| commands::lookup(argv[0])) else {
             self.flush_pending().await;
             if let Some(m) = &mut self.multi {
                 m.error = true;
@@ -1433,7 +1438,7 @@ impl Conn {
 
 /// Records appended so far on this worker's log (see `Keyspace::writes`).
 fn local_writes_count() -> u64 {
-    local_shard().borrow().keyspace.writes()
+    crate::worker::with_local_shard(|s| s.borrow().keyspace.writes())
 }
 
 /// Cross-worker versions of multi-key string and keyspace commands: split the keys by owner,
@@ -1932,6 +1937,7 @@ async fn read_loop(
     let mut rbuf: Vec<u8> = Vec::new();
     let mut start = 0usize;
     let mut parser = RequestParser::new();
+    let mut ahead = crate::prefetch::Lookahead::default();
     // How much one read asks for: 16 KiB, doubled (up to READ_MAX) while reads fill what
     // they ask for (a client streaming a pipeline), so a turn, and under `appendfsync
     // always` its group commit and its hops, covers more commands (decision 0017).
@@ -2006,8 +2012,10 @@ async fn read_loop(
             ..Limits::default()
         };
         let mut hint = 0usize;
-        // Commands before this offset had their keys prefetched (crate::prefetch).
+        // Commands before this offset had their keys prefetched (crate::prefetch), and
+        // those it parsed are kept in `ahead` so as not to be parsed again.
         let mut prefetched_to = 0usize;
+        ahead.clear();
         loop {
             // The bytes read: the ring buffer, or the request in progress and what followed.
             let mut data: &[u8] = match &ring {
@@ -2016,7 +2024,16 @@ async fn read_loop(
             };
             limits.unauthenticated =
                 !conn.authenticated && hot.auth_required.load(Ordering::Relaxed);
-            match parser.parse(&data[start..], &limits) {
+            // A command the look-ahead parsed is not parsed again.
+            let mut known = None;
+            let parsed = match ahead.take(start, &limits, &mut parser) {
+                Some((consumed, idx)) => {
+                    known = idx;
+                    Ok(Parsed::Complete { consumed })
+                }
+                None => parser.parse(&data[start..], &limits),
+            };
+            match parsed {
                 Ok(Parsed::Complete { consumed }) => {
                     let mut base = start;
                     start += consumed;
@@ -2028,21 +2045,26 @@ async fn read_loop(
                         prefetched_to = start
                             + crate::prefetch::window(
                                 &data[start..],
+                                start,
                                 conn.db,
                                 conn.worker,
                                 shared.workers,
                                 &limits,
+                                &mut ahead,
                             );
                     }
                     if ring.is_some() && may_wait_long(parser.arg(&data[base..], 0)) {
                         // A blocking command may wait for minutes: the ring buffer goes
-                        // back first, its bytes from this request on moving to `rbuf`.
+                        // back first, its bytes from this request on moving to `rbuf`
+                        // (what the look-ahead kept no longer points at them).
                         if let Some(b) = ring.take() {
                             rbuf = b[base..].to_vec();
                         }
                         start -= base;
                         base = 0;
                         data = &rbuf;
+                        ahead.clear();
+                        prefetched_to = 0;
                     }
                     let argv: Argv = parser.args(&data[base..]).collect();
                     // A subscribed client's messages wait until the command has replied
@@ -2055,7 +2077,7 @@ async fn read_loop(
                     if defer {
                         outbox.start_deferring();
                     }
-                    conn.dispatch(&argv).await;
+                    conn.dispatch(&argv, known).await;
                     if defer {
                         outbox.end_deferring(&mut conn.reply.buf);
                     }

@@ -415,6 +415,14 @@ thread_local! {
     static SHARD: RefCell<Option<Rc<RefCell<Shard>>>> = const { RefCell::new(None) };
 }
 
+/// Runs `f` on the shard of the current worker thread, without taking a reference to it
+/// (cheaper than [`local_shard`] for a short look). `f` must not borrow the shard mutably
+/// while another borrow is live, as with the `RefCell` itself.
+#[inline]
+pub fn with_local_shard<R>(f: impl FnOnce(&RefCell<Shard>) -> R) -> R {
+    SHARD.with(|s| f(s.borrow().as_deref().expect("not on a worker thread")))
+}
+
 /// The shard of the current worker thread.
 pub fn local_shard() -> Rc<RefCell<Shard>> {
     SHARD.with(|s| s.borrow().clone().expect("not on a worker thread"))

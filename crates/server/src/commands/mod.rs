@@ -144,6 +144,9 @@ pub struct CommandSpec {
     pub arity: i32,
     /// Redis command flags (`write`, `readonly`, `fast`, `admin`, ...).
     pub flags: &'static [&'static str],
+    /// The flags the dispatcher tests on every call, as bits ([`flag_bit`]), computed
+    /// from `flags` when the table is built.
+    pub flag_bits: u32,
     /// First key argument (0 = none).
     pub first_key: i32,
     /// Last key argument (negative counts from the end).
@@ -220,11 +223,20 @@ impl CommandSpec {
     }
 
     /// Positions of the key arguments in `argv`.
+    #[inline]
     pub fn key_positions(&self, argv: &[&[u8]]) -> smallvec::SmallVec<[usize; 8]> {
         if let Some(f) = self.key_finder {
             return f(argv);
         }
-        let argc = argv.len();
+        if self.first_key == 1 && argv.len() >= 2 && self.one_key(argv.len()) {
+            // One key, the first argument: most commands.
+            return smallvec::smallvec![1];
+        }
+        self.key_range(argv.len())
+    }
+
+    /// [`CommandSpec::key_positions`] by first key, last key and step.
+    fn key_range(&self, argc: usize) -> smallvec::SmallVec<[usize; 8]> {
         let (first, step) = (self.first_key, self.step.max(1) as usize);
         let last = if self.last_key < 0 {
             argc as i32 + self.last_key
@@ -239,6 +251,14 @@ impl CommandSpec {
         range.step_by(step).collect()
     }
 
+    /// True when a call with `argc` arguments (with the name) has at most one key, by
+    /// first/last key (not for a command with a key finder).
+    #[inline]
+    pub fn one_key(&self, argc: usize) -> bool {
+        self.key_finder.is_none()
+            && (self.first_key == self.last_key || (self.last_key == -1 && argc <= 2))
+    }
+
     /// The subcommand named `name` (case-insensitive), for containers such as CONFIG.
     pub fn subcommand(&self, name: &[u8]) -> Option<&'static SubSpec> {
         let subs: &'static [SubSpec] = self.subcommands;
@@ -248,9 +268,15 @@ impl CommandSpec {
         })
     }
 
-    /// True when the command has flag `f`.
+    /// True when the command has flag `f`. The flags the dispatcher tests on every call
+    /// are one bit test (`f` is a literal there, so [`flag_bit`] folds away); others are
+    /// looked up in `flags`.
+    #[inline(always)]
     pub fn has_flag(&self, f: &str) -> bool {
-        self.flags.contains(&f)
+        match flag_bit(f) {
+            0 => self.flags.contains(&f),
+            bit => self.flag_bits & bit != 0,
+        }
     }
 }
 
@@ -405,6 +431,61 @@ const A_KS_RF: &[&str] = &["@keyspace", "@read", "@fast"];
 const A_CONN: &[&str] = &["@fast", "@connection"];
 const A_ADMIN: &[&str] = &["@admin", "@slow", "@dangerous"];
 
+/// The flags kept as bits in [`CommandSpec::flag_bits`], in bit order.
+const FLAG_BITS: [&str; 10] = [
+    "write",
+    "denyoom",
+    "blocking",
+    "no_auth",
+    "no_multi",
+    "allow_busy",
+    "noscript",
+    "skip_slowlog",
+    "may_replicate",
+    "readonly",
+];
+
+/// `a == b`, in a const context.
+#[inline(always)]
+const fn const_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// The bit of flag `f` in [`CommandSpec::flag_bits`]; 0 for a flag kept only by name.
+#[inline(always)]
+pub const fn flag_bit(f: &str) -> u32 {
+    let mut i = 0;
+    while i < FLAG_BITS.len() {
+        if const_eq(f, FLAG_BITS[i]) {
+            return 1 << i;
+        }
+        i += 1;
+    }
+    0
+}
+
+/// The bits of `flags` ([`flag_bit`]).
+const fn flag_bits_of(flags: &[&str]) -> u32 {
+    let mut bits = 0;
+    let mut i = 0;
+    while i < flags.len() {
+        bits |= flag_bit(flags[i]);
+        i += 1;
+    }
+    bits
+}
+
 #[allow(clippy::too_many_arguments)]
 const fn spec(
     name: &'static str,
@@ -421,6 +502,7 @@ const fn spec(
         name,
         arity,
         flags,
+        flag_bits: flag_bits_of(flags),
         first_key: keys.0,
         last_key: keys.1,
         step: keys.2,
@@ -1372,24 +1454,32 @@ pub fn reads_values_always(idx: usize) -> bool {
 
 /// Looks a command up by name, case-insensitively. Returns its table index.
 ///
-/// The name is hashed as it is read (FNV-1a over each byte ORed with 0x20, which lowercases
-/// ASCII letters) into a small open-addressing table whose slots hold the lowercase names
-/// themselves, so a lookup touches one or two 32-byte slots and nothing else. Nothing is
-/// copied on the way: lowercasing into a buffer that a hash then read back as words stalled
-/// on store forwarding (5% of a pipelined PFADD's CPU).
+/// A name is read as three little-endian words straight from its bytes (for a name of 17
+/// to 24 bytes, its bytes 0-7, 8-15 and last 8, which overlap; shorter names in the same
+/// way; see [`name_words`]). Each slot of a small open-addressing table holds a
+/// command's lowercase words and a mask with 0x20 in every byte that is a letter, so the
+/// check is `(word | mask) == lowercase word` on each word: it folds the case of letters
+/// only, exactly as a case-insensitive compare does. The hash mixes the words with every
+/// byte ORed with 0x20. Nothing is copied on the way: lowercasing into a buffer that a hash
+/// then read back as words stalled on store forwarding (5% of a pipelined PFADD's CPU).
 #[inline]
 pub fn lookup(name: &[u8]) -> Option<usize> {
     if name.is_empty() || name.len() > LOOKUP_NAME_MAX {
         return None;
     }
+    let (w0, w1, w2) = name_words(name);
     let t = lookup_table();
-    let mut slot = fold_hash(name) as usize & (LOOKUP_SLOTS - 1);
+    let mut slot = word_hash(w0, w1, w2, name.len()) & (LOOKUP_SLOTS - 1);
     loop {
         let s = &t[slot];
         if s.idx == u16::MAX {
             return None;
         }
-        if usize::from(s.len) == name.len() && s.name[..name.len()].eq_ignore_ascii_case(name) {
+        if usize::from(s.len) == name.len()
+            && (w0 | s.m0) == s.w0
+            && (w1 | s.m1) == s.w1
+            && (w2 | s.m2) == s.w2
+        {
             return Some(usize::from(s.idx));
         }
         slot = (slot + 1) & (LOOKUP_SLOTS - 1);
@@ -1399,35 +1489,77 @@ pub fn lookup(name: &[u8]) -> Option<usize> {
 /// Slots of the lookup table (a power of two, at least twice the commands).
 const LOOKUP_SLOTS: usize = 512;
 /// Longest command name the table holds.
-const LOOKUP_NAME_MAX: usize = 29;
+const LOOKUP_NAME_MAX: usize = 24;
 
-/// A slot of the lookup table: a command's lowercase name and its table index.
+/// A slot of the lookup table: a command's lowercase name as [`name_words`], the case
+/// masks of those words (0x20 in each byte that is a letter), its length and its index.
 #[derive(Clone, Copy)]
-#[repr(C, align(32))]
-struct LookupSlot {
-    name: [u8; LOOKUP_NAME_MAX],
+#[repr(C, align(64))]
+struct LookupEntry {
+    w0: u64,
+    w1: u64,
+    w2: u64,
+    m0: u64,
+    m1: u64,
+    m2: u64,
     len: u8,
     /// Index in [`COMMANDS`]; `u16::MAX` for an empty slot.
     idx: u16,
 }
 
-/// FNV-1a of `name` with every byte ORed with 0x20, mixed so the low bits are usable.
+/// `name` (1 to 24 bytes) as three words that hold every byte: 17-24 bytes: bytes 0-7,
+/// 8-15 and the last 8; 9-16: the first 8 and the last 8; 4-8: the first 4 and the last 4
+/// in one word; 1-3: the first, middle and last byte; the words not needed are 0. Names of
+/// the same length are equal exactly when their words are.
 #[inline]
-fn fold_hash(name: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in name {
-        h = (h ^ u64::from(b | 0x20)).wrapping_mul(0x0000_0100_0000_01b3);
+fn name_words(name: &[u8]) -> (u64, u64, u64) {
+    let n = name.len();
+    debug_assert!((1..=LOOKUP_NAME_MAX).contains(&n));
+    let word = |at: usize| u64::from_le_bytes(name[at..at + 8].try_into().expect("8 bytes"));
+    let half = |at: usize| {
+        u64::from(u32::from_le_bytes(
+            name[at..at + 4].try_into().expect("4 bytes"),
+        ))
+    };
+    if n > 16 {
+        (word(0), word(8), word(n - 8))
+    } else if n > 8 {
+        (word(0), word(n - 8), 0)
+    } else if n == 8 {
+        (word(0), 0, 0)
+    } else if n >= 4 {
+        (half(0) | half(n - 4) << 32, 0, 0)
+    } else {
+        let w = u64::from(name[0]) | u64::from(name[n / 2]) << 8 | u64::from(name[n - 1]) << 16;
+        (w, 0, 0)
     }
-    (h ^ (h >> 32)).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32
+}
+
+/// The slot hash of a name's words ([`name_words`]) and length, case-insensitive.
+#[inline]
+fn word_hash(w0: u64, w1: u64, w2: u64, len: usize) -> usize {
+    const FOLD: u64 = 0x2020_2020_2020_2020;
+    let h = ((w0 | FOLD).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        ^ (w1 | FOLD).rotate_left(29)
+        ^ (w2 | FOLD)
+        ^ len as u64)
+        .wrapping_mul(0xff51_afd7_ed55_8ccd);
+    (h >> 40) as usize
 }
 
 /// The lookup table, built once.
-fn lookup_table() -> &'static [LookupSlot; LOOKUP_SLOTS] {
-    static TABLE: std::sync::OnceLock<Box<[LookupSlot; LOOKUP_SLOTS]>> = std::sync::OnceLock::new();
+fn lookup_table() -> &'static [LookupEntry; LOOKUP_SLOTS] {
+    static TABLE: std::sync::OnceLock<Box<[LookupEntry; LOOKUP_SLOTS]>> =
+        std::sync::OnceLock::new();
     TABLE.get_or_init(|| {
         assert!(COMMANDS.len() * 2 <= LOOKUP_SLOTS);
-        let empty = LookupSlot {
-            name: [0; LOOKUP_NAME_MAX],
+        let empty = LookupEntry {
+            w0: 0,
+            w1: 0,
+            w2: 0,
+            m0: 0,
+            m1: 0,
+            m2: 0,
             len: 0,
             idx: u16::MAX,
         };
@@ -1435,17 +1567,31 @@ fn lookup_table() -> &'static [LookupSlot; LOOKUP_SLOTS] {
         for (i, c) in COMMANDS.iter().enumerate() {
             let n = c.name.as_bytes();
             assert!(
-                n.len() <= LOOKUP_NAME_MAX,
+                !n.is_empty() && n.len() <= LOOKUP_NAME_MAX,
                 "command name too long: {}",
                 c.name
             );
-            let mut slot = fold_hash(n) as usize & (LOOKUP_SLOTS - 1);
+            assert!(!n.iter().any(u8::is_ascii_uppercase), "{}", c.name);
+            let letters: Vec<u8> = n
+                .iter()
+                .map(|b| if b.is_ascii_lowercase() { 0x20 } else { 0 })
+                .collect();
+            let (w0, w1, w2) = name_words(n);
+            let (m0, m1, m2) = name_words(&letters);
+            let mut slot = word_hash(w0, w1, w2, n.len()) & (LOOKUP_SLOTS - 1);
             while t[slot].idx != u16::MAX {
                 slot = (slot + 1) & (LOOKUP_SLOTS - 1);
             }
-            t[slot].name[..n.len()].copy_from_slice(n);
-            t[slot].len = n.len() as u8;
-            t[slot].idx = i as u16;
+            t[slot] = LookupEntry {
+                w0,
+                w1,
+                w2,
+                m0,
+                m1,
+                m2,
+                len: n.len() as u8,
+                idx: i as u16,
+            };
         }
         t
     })
@@ -1592,6 +1738,59 @@ pub fn is(arg: &[u8], word: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// What [`lookup`] must answer: the command whose name equals `name` ignoring ASCII case.
+    fn naive_lookup(name: &[u8]) -> Option<usize> {
+        COMMANDS
+            .iter()
+            .position(|c| c.name.as_bytes().eq_ignore_ascii_case(name))
+    }
+
+    #[test]
+    fn lookup_agrees_with_a_case_insensitive_compare() {
+        // Every name, with each byte in turn flipped in bit 0x20 (a case change for a
+        // letter, another character for anything else), and with random case.
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        for c in COMMANDS {
+            let n = c.name.as_bytes();
+            for i in 0..n.len() {
+                for flip in [0x20u8, 0x01, 0x40, 0x80] {
+                    let mut odd = n.to_vec();
+                    odd[i] ^= flip;
+                    assert_eq!(lookup(&odd), naive_lookup(&odd), "{:?}", odd);
+                }
+            }
+            for _ in 0..8 {
+                let mixed: Vec<u8> = n
+                    .iter()
+                    .map(|&b| {
+                        if next() & 1 == 1 {
+                            b.to_ascii_uppercase()
+                        } else {
+                            b
+                        }
+                    })
+                    .collect();
+                assert_eq!(lookup(&mixed), naive_lookup(&mixed));
+            }
+            assert_eq!(lookup(&n[..n.len() - 1]), naive_lookup(&n[..n.len() - 1]));
+        }
+        // Random short strings over the letters of command names and a few others.
+        let alphabet = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_-|\x7f\x00 ";
+        for _ in 0..200_000 {
+            let len = (next() % 25) as usize;
+            let name: Vec<u8> = (0..len)
+                .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
+                .collect();
+            assert_eq!(lookup(&name), naive_lookup(&name), "{:?}", name);
+        }
+    }
+
     #[test]
     fn lookup_is_case_insensitive_and_exact() {
         for (i, c) in COMMANDS.iter().enumerate() {
@@ -1619,6 +1818,16 @@ mod tests {
     }
 
     #[test]
+    fn flag_bits_agree_with_flag_names() {
+        for c in COMMANDS {
+            for f in FLAG_BITS {
+                assert_eq!(c.has_flag(f), c.flags.contains(&f), "{} {f}", c.name);
+            }
+            assert_eq!(c.has_flag("fast"), c.flags.contains(&"fast"), "{}", c.name);
+        }
+    }
+
+    #[test]
     fn table_is_consistent() {
         let mut names = std::collections::HashSet::new();
         for c in COMMANDS {
@@ -1632,6 +1841,25 @@ mod tests {
                 lookup(c.name.to_ascii_uppercase().as_bytes()),
                 Some(names.len() - 1)
             );
+        }
+    }
+
+    #[test]
+    fn one_key_shortcut_agrees_with_the_key_range() {
+        let args: Vec<&[u8]> = vec![b"x"; 7];
+        for c in COMMANDS.iter().filter(|c| c.key_finder.is_none()) {
+            for argc in 1..=args.len() {
+                let argv = &args[..argc];
+                assert_eq!(
+                    c.key_positions(argv),
+                    c.key_range(argc),
+                    "{} {argc}",
+                    c.name
+                );
+                if c.one_key(argc) {
+                    assert!(c.key_range(argc).len() <= 1, "{} {argc}", c.name);
+                }
+            }
         }
     }
 
