@@ -1660,11 +1660,13 @@ impl Keyspace {
         now_ms: i64,
     ) -> Option<PackedLoc> {
         let hash = hash_key(key);
-        // An expired old version is simply superseded by the new record.
-        let old = self.dbs[db]
-            .table
-            .get(hash, key)
-            .map(|e| (e.expired(now_ms), e.expire_at_ms()));
+        // An expired old version is simply superseded by the new record. Where the entry
+        // is (or that there is none) holds until the table changes: the append below
+        // rarely changes it, and then the entry is looked up again.
+        let found = self.dbs[db].table.find_ref(hash, key);
+        let slot = found.as_ref().map(|(r, _)| *r);
+        let old = found.map(|(_, e)| (e.expired(now_ms), e.expire_at_ms()));
+        let changes = self.dbs[db].table.changes();
         let kept = match old {
             Some((false, at)) => at,
             _ => 0,
@@ -1685,7 +1687,13 @@ impl Keyspace {
             touch = false;
         }
         let d = &mut self.dbs[db];
-        if let Some(e) = d.table.get_mut(hash, key) {
+        let unchanged = d.table.changes() == changes;
+        let entry = match slot {
+            Some(r) if unchanged => Some(d.table.at_mut(r)),
+            None if unchanged => None,
+            _ => d.table.get_mut(hash, key),
+        };
+        if let Some(e) = entry {
             let old_loc = e.loc();
             let old_type = e.value_type();
             let was_volatile = e.expire_at_ms() != 0;
@@ -1717,7 +1725,11 @@ impl Keyspace {
         let mut e = Entry::new(key, loc, value_type, at);
         e.set_clock(mode.new_clock(now_ms));
         self.heap_key_bytes += e.heap_bytes();
-        d.table.insert(e);
+        if unchanged {
+            d.table.insert_absent(hash, e);
+        } else {
+            d.table.insert(e);
+        }
         Some(loc)
     }
 

@@ -410,6 +410,8 @@ impl<T: Keyed> SegTable<T> {
             return;
         }
         self.growth_div = GROWTH_DIV;
+        // Entries move: a SlotRef taken before is no longer valid.
+        self.changes += 1;
         for seg in &mut self.segments {
             // Normal growth leaves a segment with 0 to 1/16 of room to grow, 1/32 on
             // average: a segment with more than the most is fitted to the average.
@@ -563,6 +565,32 @@ impl<T: Keyed> SegTable<T> {
     #[inline]
     pub fn at_quiet_mut(&mut self, r: SlotRef) -> &mut T {
         self.segments[r.seg as usize].slot_mut(r.slot as usize)
+    }
+
+    /// The entry at `r` (from [`SegTable::find_ref`], with no change since), mutable, as
+    /// [`SegTable::get_mut`] gives it (counted as a change).
+    #[inline]
+    pub fn at_mut(&mut self, r: SlotRef) -> &mut T {
+        self.changes += 1;
+        self.segments[r.seg as usize].slot_mut(r.slot as usize)
+    }
+
+    /// Inserts `entry`, whose hash is `hash`, for a key the caller found absent (with no
+    /// change since, [`SegTable::changes`]): [`SegTable::insert`] without its lookup.
+    pub fn insert_absent(&mut self, hash: u64, entry: T) {
+        debug_assert_eq!(hash, entry.hash());
+        self.changes += 1;
+        let s = self.segment_of(hash);
+        let seg = &mut self.segments[s];
+        debug_assert!(
+            seg.find(hash, entry.key()).is_none(),
+            "insert_absent of a key present"
+        );
+        seg.place(hash, entry, self.growth_div);
+        self.len += 1;
+        if seg.len >= SEGMENT_MAX {
+            self.split(s);
+        }
     }
 
     /// Inserts `entry`, replacing and returning an entry with the same key.
@@ -849,9 +877,32 @@ mod tests {
         bumped(&t, "remove");
         t.retain(|_| true);
         bumped(&t, "retain");
+        t.insert_absent(h("new"), e("new"));
+        bumped(&t, "insert_absent");
+        let (r, _) = t.find_ref(h("new"), b"new").unwrap();
+        t.at_mut(r);
+        bumped(&t, "at_mut");
+        t.set_bulk_load(true);
+        t.set_bulk_load(false);
+        bumped(&t, "the end of a bulk load");
         t.clear();
         bumped(&t, "clear");
         assert!(t.is_empty());
+    }
+
+    #[test]
+    fn insert_absent_across_splits_finds_every_key() {
+        let mut t = SegTable::new();
+        for i in 0..30_000 {
+            let k = format!("key:{i}");
+            assert!(t.get(h(&k), k.as_bytes()).is_none());
+            t.insert_absent(h(&k), e(&k));
+        }
+        assert_eq!(t.len(), 30_000);
+        for i in 0..30_000 {
+            let k = format!("key:{i}");
+            assert!(t.get(h(&k), k.as_bytes()).is_some(), "{k}");
+        }
     }
 
     #[test]
