@@ -755,11 +755,17 @@ fn big_value(base: &[u8], i: usize) -> Vec<u8> {
 /// `stride`-th one byte for byte.
 fn check_big_values(r: &mut Raw, base: &[u8], n: usize, stride: usize, what: &str) {
     assert_eq!(r.cmd(&["DBSIZE"]), int(n as i64), "{what}: DBSIZE");
-    let cmds: Vec<Vec<Vec<u8>>> = (0..n)
-        .map(|i| vec![b"STRLEN".to_vec(), format!("big:{i}").into_bytes()])
-        .collect();
-    for (i, reply) in pipeline(r, &cmds).into_iter().enumerate() {
-        assert_eq!(reply, int(base.len() as i64), "{what}: STRLEN big:{i}");
+    // STRLEN reads each 1 MiB value from the device after a restart, and the replies of
+    // one read's commands go out together: pipelines of 256 keep each wait for a reply
+    // (256 MiB of reads) well inside the client's time-out on a slow disk.
+    for chunk in (0..n).collect::<Vec<_>>().chunks(256) {
+        let cmds: Vec<Vec<Vec<u8>>> = chunk
+            .iter()
+            .map(|&i| vec![b"STRLEN".to_vec(), format!("big:{i}").into_bytes()])
+            .collect();
+        for (&i, reply) in chunk.iter().zip(pipeline(r, &cmds)) {
+            assert_eq!(reply, int(base.len() as i64), "{what}: STRLEN big:{i}");
+        }
     }
     for chunk in (0..n).step_by(stride).collect::<Vec<_>>().chunks(8) {
         let cmds: Vec<Vec<Vec<u8>>> = chunk
