@@ -199,7 +199,7 @@ pub(crate) fn exec_failed(shard: &mut Shard, idx: usize, reply: &mut Reply, msg:
 #[inline]
 pub(crate) fn key_args<'a>(idx: usize, argv: &[&'a [u8]]) -> SmallVec<[&'a [u8]; 4]> {
     let spec = &COMMANDS[idx];
-    if spec.first_key == 1 && spec.one_key(argv.len()) && argv.len() >= 2 {
+    if spec.only_first_key(argv.len()) {
         return smallvec::smallvec![argv[1]];
     }
     spec.key_positions(argv)
@@ -2072,7 +2072,9 @@ async fn read_loop(
                     // they go out as they come).
                     let defer = info.subscribed()
                         && !argv.first().is_some_and(|n| {
-                            commands::lookup(n).is_some_and(|i| COMMANDS[i].has_flag("blocking"))
+                            known
+                                .or_else(|| commands::lookup(n))
+                                .is_some_and(|i| COMMANDS[i].has_flag("blocking"))
                         });
                     if defer {
                         outbox.start_deferring();

@@ -228,8 +228,7 @@ impl CommandSpec {
         if let Some(f) = self.key_finder {
             return f(argv);
         }
-        if self.first_key == 1 && argv.len() >= 2 && self.one_key(argv.len()) {
-            // One key, the first argument: most commands.
+        if self.only_first_key(argv.len()) {
             return smallvec::smallvec![1];
         }
         self.key_range(argv.len())
@@ -249,6 +248,13 @@ impl CommandSpec {
             first as usize..last as usize + 1
         };
         range.step_by(step).collect()
+    }
+
+    /// True when a call with `argc` arguments (with the name) has exactly one key, its
+    /// first argument: most commands, which skip the key-range path.
+    #[inline]
+    pub fn only_first_key(&self, argc: usize) -> bool {
+        self.first_key == 1 && argc >= 2 && self.one_key(argc)
     }
 
     /// True when a call with `argc` arguments (with the name) has at most one key, by
