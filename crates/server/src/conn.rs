@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use compio::buf::{BufResult, IntoInner, IoBuf};
-use compio::io::{AsyncRead, AsyncReadManaged, AsyncWrite, AsyncWriteExt};
+use compio::io::{AsyncRead, AsyncReadMulti, AsyncWrite, AsyncWriteExt};
 use compio::net::{TcpListener, TcpStream};
 use skerry_resp::{Limits, Parsed, Proto, RequestParser};
 use smallvec::SmallVec;
@@ -1921,10 +1921,12 @@ async fn serve(stream: TcpStream, addr: std::net::SocketAddr, shared: Arc<Shared
 /// Reads, parses and runs requests, handing replies to the writer, until the connection
 /// should close.
 ///
-/// Between requests the connection holds no buffer: a recv takes one of the worker's ring
-/// buffers when the bytes arrive (see `crate::netbuf`), and it goes back once the requests in
-/// it have run. Only the start of a request that did not arrive whole moves into `rbuf`, the
-/// connection's own buffer, which reads continue into until the request is complete.
+/// Between requests the connection holds no buffer: its multishot receive takes one of the
+/// worker's ring buffers when bytes arrive (see `crate::netbuf`), and the buffer goes back once
+/// the requests in it have run. Only the start of a request that did not arrive whole moves
+/// into `rbuf`, the connection's own buffer, which the next buffers received are appended to
+/// until the request is complete. When the ring is empty (ENOBUFS ends the multishot
+/// receive), one read goes straight into `rbuf`, and the receive is armed again after it.
 async fn read_loop(
     mut stream: TcpStream,
     conn: &mut Conn,
@@ -1944,30 +1946,60 @@ async fn read_loop(
     const READ_MIN: usize = 16 * 1024;
     const READ_MAX: usize = 256 * 1024;
     let mut read_size = READ_MIN;
+    // Reads go to the worker's ring buffers through one multishot receive, armed once for
+    // the connection (IORING_RECV_MULTISHOT; it re-arms itself if the kernel ends it): no
+    // receive to submit, and no poll to arm, per request (decision 0031). The stream is
+    // lazy: nothing is submitted until it is first polled, and it is polled only while the
+    // ring is enabled.
+    let mut rs = stream.clone();
+    let mut multi = std::pin::pin!(rs.read_multi(0));
+    let use_ring = crate::netbuf::ring_enabled();
+    // What the receive gave next, already taken while the turn before ran: it runs in the
+    // same turn, so that a client streaming a pipeline is served (and, under `appendfsync
+    // always`, group-committed) READ_MAX bytes at a time rather than a ring buffer at a time.
+    let mut carried: Option<Option<std::io::Result<compio::driver::BufferRef>>> = None;
+    // Bytes run since the replies were last handed over.
+    let mut turn_bytes = 0usize;
+    // Set when every ring buffer was in use (ENOBUFS, which ends the multishot receive):
+    // the next read goes to the connection's own buffer, and the one after re-arms.
+    let mut own_read = !use_ring;
     'conn: loop {
         let mut ring = None;
-        if rbuf.is_empty() && read_size == READ_MIN && crate::netbuf::ring_enabled() {
-            match stream.read_managed(0).await {
-                Ok(Some(b)) if !b.is_empty() => ring = Some(b),
-                Ok(_) => break,
-                // Every ring buffer is in use (ENOBUFS, which compio reports as
-                // ResourceBusy): this read goes to a buffer of its own.
-                Err(e)
+        if !own_read {
+            let item = match carried.take() {
+                Some(item) => item,
+                None => {
+                    std::future::poll_fn(|cx| futures_core::Stream::poll_next(multi.as_mut(), cx))
+                        .await
+                }
+            };
+            match item {
+                Some(Ok(b)) => ring = Some(b),
+                // End of stream.
+                None => break,
+                Some(Err(e))
                     if e.kind() == std::io::ErrorKind::ResourceBusy
-                        || e.raw_os_error() == Some(libc::ENOBUFS) => {}
-                Err(_) => break,
+                        || e.raw_os_error() == Some(libc::ENOBUFS) =>
+                {
+                    own_read = true
+                }
+                Some(Err(_)) => break,
             }
         }
-        let n = match &ring {
+        let n = match ring.take() {
+            Some(b) if rbuf.is_empty() => {
+                let n = b.len();
+                ring = Some(b);
+                n
+            }
             Some(b) => {
-                if b.len() == crate::netbuf::RING_BUF_LEN {
-                    // A full ring buffer: a client streaming a pipeline. The next reads go
-                    // to the connection's own buffer, growing while they fill it.
-                    read_size = 2 * READ_MIN;
-                }
+                // The rest of a request that did not arrive whole: it joins the start
+                // in `rbuf`, and the ring buffer goes back at once.
+                rbuf.extend_from_slice(&b);
                 b.len()
             }
             None => {
+                own_read = !use_ring;
                 if rbuf.capacity() == 0 {
                     rbuf = crate::netbuf::take();
                 }
@@ -2116,9 +2148,6 @@ async fn read_loop(
                 }
             }
         }
-        // The turn's batches for other workers leave now; their replies are gathered
-        // with this worker's group commit (hand_over_replies).
-        conn.send_pending();
         if let Some(b) = ring.take() {
             // A request that did not arrive whole moves to a buffer of the connection's own;
             // the ring buffer goes back.
@@ -2157,6 +2186,28 @@ async fn read_loop(
             }
         }
         info.qbuf.set(rbuf.len() - start);
+        turn_bytes += n;
+        if !own_read
+            && n == crate::netbuf::RING_BUF_LEN
+            && turn_bytes < READ_MAX
+            && !conn.close_after_reply
+            && !info.killed.get()
+        {
+            // A full ring buffer: the client is streaming, and what the receive took
+            // meanwhile runs in this turn (see `carried`). A shorter one emptied the socket.
+            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+            if let std::task::Poll::Ready(item) =
+                futures_core::Stream::poll_next(multi.as_mut(), &mut cx)
+            {
+                carried = Some(item);
+                continue;
+            }
+        }
+        turn_bytes = 0;
+        // The turn's batches for other workers leave now (at most one per worker is in
+        // flight: `Hops::gather`); their replies are gathered with this worker's group
+        // commit (hand_over_replies).
+        conn.send_pending();
         hand_over_replies(conn, outbox).await;
         crate::netbuf::release_if_empty(&mut conn.reply.buf);
         let pending = outbox.pending();
