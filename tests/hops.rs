@@ -181,3 +181,50 @@ fn client_reply_off_and_skip_with_commands_on_both_workers() {
     }
     assert_eq!(r.cmd(&["PING"]), Value::Simple("PONG".into()));
 }
+
+/// A client streaming a pipeline of big writes (8 MB here, 500 ring buffers of 16 KiB) has
+/// it run in turns of up to 256 KiB: the buffers its connection's receive already holds run
+/// in the turn of the one before them (decision 0031), so under `appendfsync always` the
+/// group commits number a few per 256 KiB per worker, not one per ring buffer.
+#[test]
+fn a_streamed_pipeline_is_group_committed_in_large_turns() {
+    skip_if_redis!();
+    let s = Server::start(&[
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "always",
+        "--threads",
+        "2",
+        "--data-size",
+        "256mb",
+    ]);
+    let mut r = s.raw();
+    const N: usize = 2000;
+    const VALUE_BYTES: usize = 4096;
+    let value = |i: usize| format!("{i:08}").repeat(VALUE_BYTES / 8);
+    let before = info_u64(&mut r, "storage", "storage_fdatasyncs").expect("fdatasyncs");
+    let cmds: Vec<Vec<String>> = (0..N)
+        .map(|i| vec!["SET".into(), format!("stream:{i}"), value(i)])
+        .collect();
+    let replies = pipeline(&mut r, &cmds);
+    assert!(replies.iter().all(|v| *v == Value::Simple("OK".into())));
+    let syncs = info_u64(&mut r, "storage", "storage_fdatasyncs").expect("fdatasyncs") - before;
+    // At 256 KiB a turn, about 32 turns for each of the two workers' logs; one turn per
+    // ring buffer would be about 500 each.
+    assert!(
+        syncs <= 200,
+        "{syncs} fdatasyncs for {N} pipelined SETs of {VALUE_BYTES} bytes"
+    );
+    let mut s = s;
+    s.kill();
+    s.start_again();
+    let mut r = s.raw();
+    for i in (0..N).step_by(37) {
+        assert_eq!(
+            r.cmd(&["GET", &format!("stream:{i}")]),
+            bulk(&value(i)),
+            "stream:{i} after kill -9"
+        );
+    }
+}
