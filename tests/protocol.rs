@@ -354,6 +354,53 @@ fn unknown_command_and_arity_errors() {
     assert_eq!(r.cmd(&["PING"]), simple("PONG"));
 }
 
+/// A handler's own "unknown subcommand or wrong number of arguments" error quotes the
+/// argument as the client sent it (its bytes, not a UTF-8 rendering; its case; at most 128
+/// bytes), as Redis's addReplySubcommandSyntaxError does, whichever command gives it.
+#[test]
+fn subcommand_syntax_errors_quote_the_argument_as_sent() {
+    skip_if_redis!();
+    use std::io::{Read, Write};
+    let s = Server::start(&[]);
+    s.raw().cmd(&["XADD", "k", "*", "f", "v"]);
+    let mut c = std::net::TcpStream::connect(("127.0.0.1", s.port())).expect("connect");
+    c.set_read_timeout(Some(REPLY_TIMEOUT)).unwrap();
+    // One reply line, bytes as they come (the test decoder wants UTF-8).
+    let mut line = |args: &[&[u8]]| {
+        c.write_all(&resp::encode(args)).expect("send");
+        let mut got = Vec::new();
+        while !got.ends_with(b"\r\n") {
+            let mut b = [0u8; 1];
+            c.read_exact(&mut b).expect("reply");
+            got.push(b[0]);
+        }
+        got
+    };
+    let mut odd = b"\xff\xfeBad".to_vec();
+    odd.extend(std::iter::repeat_n(b'y', 200));
+    let want = |quoted: &[u8], container: &str| {
+        let mut w = b"-ERR unknown subcommand or wrong number of arguments for '".to_vec();
+        w.extend_from_slice(quoted);
+        w.extend_from_slice(format!("'. Try {container} HELP.\r\n").as_bytes());
+        w
+    };
+    assert_eq!(line(&[b"DEBUG", &odd]), want(&odd[..128], "DEBUG"));
+    assert_eq!(
+        line(&[b"FUNCTION", b"FlUsH", b"ASYNC", b"extra"]),
+        want(b"FlUsH", "FUNCTION")
+    );
+    assert_eq!(
+        line(&[b"FUNCTION", b"Restore", b"x", b"REPLACE", b"extra"]),
+        want(b"Restore", "FUNCTION")
+    );
+    // An option XINFO STREAM does not know: Redis quotes the subcommand, as sent.
+    assert_eq!(
+        line(&[b"XINFO", b"stReam", b"k", &odd]),
+        want(b"stReam", "XINFO")
+    );
+    assert_eq!(line(&[b"PING"]), b"+PONG\r\n");
+}
+
 #[test]
 fn binary_safe_arguments() {
     let s = Server::start(&[]);

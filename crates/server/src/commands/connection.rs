@@ -320,12 +320,8 @@ fn parse_type(c: &mut Conn, t: &[u8]) -> Option<bool> {
 pub async fn client(c: &mut Conn, a: &[&[u8]]) {
     let sub = a[1].to_ascii_lowercase();
     let argc = a.len();
-    let wrong = |c: &mut Conn| {
-        c.reply.error(&format!(
-            "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
-            String::from_utf8_lossy(a[1])
-        ))
-    };
+    let wrong =
+        |c: &mut Conn| crate::commands::subcommand_syntax_error(&mut c.reply, "CLIENT", a[1]);
     match (sub.as_slice(), argc) {
         (b"id", 2) => c.reply.int(c.info.id as i64),
         (b"getname", 2) => {

@@ -84,10 +84,7 @@ pub fn debug(c: &mut Conn, a: &[&[u8]]) {
             );
             c.reply.simple("    default.");
         }
-        _ => c.reply.error(&format!(
-            "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
-            String::from_utf8_lossy(a[1])
-        )),
+        _ => crate::commands::subcommand_syntax_error(&mut c.reply, "DEBUG", a[1]),
     }
 }
 
@@ -719,10 +716,7 @@ pub fn command(c: &mut Conn, a: &[&[u8]]) {
                 c.reply.simple(l);
             }
         }
-        _ => c.reply.error(&format!(
-            "ERR unknown subcommand or wrong number of arguments for '{}'. Try COMMAND HELP.",
-            String::from_utf8_lossy(a[1])
-        )),
+        _ => crate::commands::subcommand_syntax_error(&mut c.reply, "COMMAND", a[1]),
     }
 }
 
@@ -857,10 +851,7 @@ pub async fn config(c: &mut Conn, a: &[&[u8]]) {
                 c.reply.simple(l);
             }
         }
-        _ => c.reply.error(&format!(
-            "ERR unknown subcommand or wrong number of arguments for '{}'. Try CONFIG HELP.",
-            String::from_utf8_lossy(a[1])
-        )),
+        _ => crate::commands::subcommand_syntax_error(&mut c.reply, "CONFIG", a[1]),
     }
 }
 

@@ -82,10 +82,7 @@ pub fn defrag(c: &mut Conn, a: &[&[u8]]) {
         }
         c.reply.ok();
     } else {
-        c.reply.error(&format!(
-            "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEFRAG HELP.",
-            String::from_utf8_lossy(sub)
-        ));
+        crate::commands::subcommand_syntax_error(&mut c.reply, "DEFRAG", sub);
     }
 }
 

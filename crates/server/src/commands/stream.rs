@@ -170,14 +170,6 @@ fn nogroup_for_key(r: &mut Reply, group: &[u8], key: &[u8]) {
     r.error(&String::from_utf8_lossy(&m));
 }
 
-fn subcommand_syntax(r: &mut Reply, sub: &[u8], cmd: &str) {
-    let sub = &sub[..sub.len().min(128)];
-    r.error(&format!(
-        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {cmd} HELP.",
-        String::from_utf8_lossy(sub)
-    ));
-}
-
 /// Parsed XADD / XTRIM options.
 #[derive(Default)]
 struct TrimArgs {
@@ -873,7 +865,7 @@ pub fn xgroup(x: &mut Exec, a: &[&[u8]]) {
                 entries_read = v;
                 i += 2;
             } else {
-                return subcommand_syntax(x.reply, opt, "XGROUP");
+                return crate::commands::subcommand_syntax_error(x.reply, "XGROUP", opt);
             }
         }
     }
@@ -899,7 +891,7 @@ pub fn xgroup(x: &mut Exec, a: &[&[u8]]) {
         ]);
     }
     if a.len() < 4 {
-        return subcommand_syntax(x.reply, opt, "XGROUP");
+        return crate::commands::subcommand_syntax_error(x.reply, "XGROUP", opt);
     }
     let (key, gname) = (a[2], a[3]);
     let Ok(state) = peek(x, key, |s| s.map(|s| s.groups().contains_key(gname))) else {
@@ -953,7 +945,7 @@ pub fn xgroup(x: &mut Exec, a: &[&[u8]]) {
         };
         if state.is_none() {
             // SETID with MKSTREAM is a syntax error above; a missing key was answered.
-            return subcommand_syntax(x.reply, opt, "XGROUP");
+            return crate::commands::subcommand_syntax_error(x.reply, "XGROUP", opt);
         }
         let Ok(Some(mut s)) = take(x, key) else {
             return;
@@ -1018,7 +1010,7 @@ pub fn xgroup(x: &mut Exec, a: &[&[u8]]) {
             x.reply.int(c.pel.len() as i64);
         }
     } else {
-        subcommand_syntax(x.reply, opt, "XGROUP")
+        crate::commands::subcommand_syntax_error(x.reply, "XGROUP", opt)
     }
 }
 
@@ -1564,7 +1556,7 @@ pub fn xinfo(x: &mut Exec, a: &[&[u8]]) {
         } else if is(opt, "stream") {
             xinfo_stream(r, s, a);
         } else {
-            subcommand_syntax(r, opt, "XINFO");
+            crate::commands::subcommand_syntax_error(r, "XINFO", opt);
         }
     });
 }
@@ -1575,12 +1567,12 @@ fn xinfo_stream(r: &mut Reply, s: &Stream, a: &[&[u8]]) {
     let mut count: i64 = 10;
     if !optv.is_empty() {
         if (optv.len() != 1 && optv.len() != 3) || !is(optv[0], "full") {
-            return subcommand_syntax(r, a[1], "XINFO");
+            return crate::commands::subcommand_syntax_error(r, "XINFO", a[1]);
         }
         full = true;
         if optv.len() == 3 {
             if !is(optv[1], "count") {
-                return subcommand_syntax(r, a[1], "XINFO");
+                return crate::commands::subcommand_syntax_error(r, "XINFO", a[1]);
             }
             let Some(c) = int_arg(r, optv[2]) else {
                 return;

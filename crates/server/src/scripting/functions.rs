@@ -375,9 +375,9 @@ pub fn function(c: &mut Conn, a: &[&[u8]]) {
             libraries.bump();
             c.reply.ok();
         }
-        b"flush" if a.len() > 3 => c.reply.error(
-            "ERR unknown subcommand or wrong number of arguments for 'flush'. Try FUNCTION HELP.",
-        ),
+        b"flush" if a.len() > 3 => {
+            crate::commands::subcommand_syntax_error(&mut c.reply, "FUNCTION", a[1])
+        }
         b"flush" => {
             let ok = match a.len() {
                 2 => true,
@@ -497,9 +497,7 @@ fn restore(c: &mut Conn, a: &[&[u8]], libraries: &Libraries) {
         Flush,
     }
     if a.len() > 4 {
-        c.reply.error(
-            "ERR unknown subcommand or wrong number of arguments for 'restore'. Try FUNCTION HELP.",
-        );
+        crate::commands::subcommand_syntax_error(&mut c.reply, "FUNCTION", a[1]);
         return;
     }
     let policy = match a.get(3) {
