@@ -165,6 +165,18 @@ pub fn open_payload(payload: &[u8], max_version: u16) -> Result<(&[u8], u16), Pa
     Ok((body, version))
 }
 
+/// The length a DUMP payload's value takes once restored, when it is a string (read from
+/// its header: no checksum check, nothing decompressed); None for other types or a payload
+/// too short to say. Lets a server make room for a big string before it restores it.
+pub fn string_payload_len(payload: &[u8]) -> Option<u64> {
+    let body = payload.get(..payload.len().checked_sub(10)?)?;
+    let (&kind, rest) = body.split_first()?;
+    if kind != rdb_type::STRING {
+        return None;
+    }
+    Reader::new(rest).string_len().ok()
+}
+
 /// The DUMP payload of `v`.
 pub fn dump(v: &RdbValue) -> Vec<u8> {
     seal_encoded(encode_value(v))

@@ -84,6 +84,22 @@ impl<'a> Reader<'a> {
         Ok(n as usize)
     }
 
+    /// The length of the RDB string that follows once decoded (plain, integer or LZF), read
+    /// from its header alone: nothing is decompressed, and the reader is left inside it.
+    pub fn string_len(&mut self) -> Result<u64, DecodeError> {
+        match self.len_or_encoding()? {
+            Len::Plain(n) => Ok(n),
+            Len::Encoded(0) => Ok((self.byte()? as i8).to_string().len() as u64),
+            Len::Encoded(1) => Ok(i16::from_le_bytes(self.array()?).to_string().len() as u64),
+            Len::Encoded(2) => Ok(i32::from_le_bytes(self.array()?).to_string().len() as u64),
+            Len::Encoded(3) => {
+                let _compressed = self.length()?;
+                self.length()
+            }
+            Len::Encoded(_) => Err(DecodeError::new("unknown string encoding")),
+        }
+    }
+
     /// An RDB string: plain, an integer, or LZF-compressed.
     pub fn string(&mut self) -> Result<Vec<u8>, DecodeError> {
         match self.len_or_encoding()? {

@@ -728,3 +728,33 @@ fn listpack_ex_payloads_round_trip_in_order() {
         RdbValue::Hash(vec![(b"k".to_vec(), b"v".to_vec())])
     );
 }
+
+/// `string_payload_len` reads a string payload's restored length from its header, for every
+/// string encoding DUMP makes (integer, plain, LZF-compressed), and says nothing for other
+/// types or a cut payload.
+#[test]
+fn string_payload_len_reads_the_restored_length_from_the_header() {
+    let big: Vec<u8> = (0..3_000_000u32).map(|i| (i % 241) as u8).collect();
+    let mut compressed = 0;
+    for v in [
+        b"12345".to_vec(),
+        b"-7".to_vec(),
+        b"plain text".to_vec(),
+        vec![b'z'; 100_000],
+        big,
+    ] {
+        let payload = crate::dump(&RdbValue::String(v.clone()));
+        assert_eq!(
+            crate::string_payload_len(&payload),
+            Some(v.len() as u64),
+            "value of {} bytes, payload of {}",
+            v.len(),
+            payload.len()
+        );
+        compressed += usize::from(payload.len() < v.len() / 2);
+    }
+    assert!(compressed >= 2, "the long values were LZF-compressed");
+    let list = crate::dump(&RdbValue::List(vec![b"a".to_vec()]));
+    assert_eq!(crate::string_payload_len(&list), None);
+    assert_eq!(crate::string_payload_len(&[0, 1]), None);
+}

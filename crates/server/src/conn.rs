@@ -507,10 +507,17 @@ impl Conn {
         // A big value (longer than a chunk) takes many blocks at once: wait for them (a
         // growing data file grows) rather than fail (keyspace/chunked.rs). The argument
         // lengths are looked at first: almost no command has a big one.
-        let blocks = crate::space::big_write_blocks(argv);
+        let mut blocks = crate::space::big_write_blocks(argv);
+        if blocks == 0 && argv.len() > 3 && spec.name.starts_with("restore") {
+            // RESTORE and RESTORE-ASKING: a big string may travel compressed.
+            blocks = crate::space::restore_blocks(argv[3]);
+        }
         if blocks > 0 && spec.has_flag("denyoom") {
             self.flush_pending().await;
-            crate::space::wait_for_blocks(&self.shared, blocks).await;
+            // One block more per worker: until this write runs on its owner, each worker
+            // may open a new block for other writes (a fresh data file's first writes do).
+            let headroom = self.shared.workers as u64;
+            crate::space::wait_for_blocks(&self.shared, blocks + headroom).await;
         }
         match spec.handler {
             Handler::Keyed { .. }

@@ -106,6 +106,24 @@ pub fn big_write_blocks(argv: &[&[u8]]) -> u64 {
     crate::keyspace::chunked::blocks_for_bytes(bytes, record_bytes)
 }
 
+/// Blocks RESTORE's `payload` takes once restored, when it is a big string: the payload may
+/// be LZF-compressed far below a chunk, so [`big_write_blocks`] does not see it.
+pub fn restore_blocks(payload: &[u8]) -> u64 {
+    let chunk = crate::keyspace::chunked::STRING_CHUNK_BYTES as u64;
+    match skerry_codec::string_payload_len(payload) {
+        Some(len) if len > chunk => {
+            let record_bytes = local_shard()
+                .borrow()
+                .keyspace
+                .log()
+                .store()
+                .max_record_bytes();
+            crate::keyspace::chunked::blocks_for_bytes(len, record_bytes)
+        }
+        _ => 0,
+    }
+}
+
 /// Waits until `blocks` free blocks are there for a big write (a growing data file is
 /// asked to grow; releases and reclaim make room as in [`wait_for_room`]).
 pub async fn wait_for_blocks(shared: &Shared, blocks: u64) {
