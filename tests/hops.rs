@@ -11,10 +11,9 @@ fn owner(key: &str, workers: u16) -> u16 {
     key_slot(key.as_bytes()) % workers
 }
 
-#[test]
-fn pipelined_sets_over_two_workers_share_group_commits() {
-    skip_if_redis!();
-    let s = Server::start(&[
+/// Two workers, every write acknowledged only once durable (`appendfsync always`).
+fn group_commit_server() -> Server {
+    Server::start(&[
         "--appendonly",
         "yes",
         "--appendfsync",
@@ -23,7 +22,13 @@ fn pipelined_sets_over_two_workers_share_group_commits() {
         "2",
         "--data-size",
         "256mb",
-    ]);
+    ])
+}
+
+#[test]
+fn pipelined_sets_over_two_workers_share_group_commits() {
+    skip_if_redis!();
+    let s = group_commit_server();
     let mut r = s.raw();
     const N: usize = 4000;
     let keys: Vec<String> = (0..N).map(|i| format!("gc:{i}")).collect();
@@ -189,16 +194,7 @@ fn client_reply_off_and_skip_with_commands_on_both_workers() {
 #[test]
 fn a_streamed_pipeline_is_group_committed_in_large_turns() {
     skip_if_redis!();
-    let s = Server::start(&[
-        "--appendonly",
-        "yes",
-        "--appendfsync",
-        "always",
-        "--threads",
-        "2",
-        "--data-size",
-        "256mb",
-    ]);
+    let s = group_commit_server();
     let mut r = s.raw();
     const N: usize = 2000;
     const VALUE_BYTES: usize = 4096;

@@ -505,13 +505,8 @@ impl Conn {
             crate::space::wait_before_write(&self.shared).await;
         }
         // A big value (longer than a chunk) takes many blocks at once: wait for them (a
-        // growing data file grows) rather than fail (keyspace/chunked.rs). The argument
-        // lengths are looked at first: almost no command has a big one.
-        let mut blocks = crate::space::big_write_blocks(argv);
-        if blocks == 0 && argv.len() > 3 && spec.name.starts_with("restore") {
-            // RESTORE and RESTORE-ASKING: a big string may travel compressed.
-            blocks = crate::space::restore_blocks(argv[3]);
-        }
+        // growing data file grows) rather than fail (keyspace/chunked.rs).
+        let blocks = crate::space::command_write_blocks(spec.name, argv);
         if blocks > 0 && spec.has_flag("denyoom") {
             self.flush_pending().await;
             // One block more per worker: until this write runs on its owner, each worker

@@ -84,8 +84,25 @@ pub async fn wait_for_room(shared: &Shared) {
     wait_until(shared, |store| !store.space_low()).await
 }
 
-/// The data blocks a command's arguments may take when it writes them as big strings
-/// (arguments longer than a chunk, decision 0019); 0 for every other command.
+/// The data blocks command `name` may take when it writes big strings (decision 0019): its
+/// arguments longer than a chunk, or for RESTORE and RESTORE-ASKING the string its payload
+/// restores to (a DUMP payload may be LZF-compressed far below a chunk); 0 for every other
+/// command. The argument lengths are looked at first: almost no command has a big one.
+#[inline]
+pub fn command_write_blocks(name: &str, argv: &[&[u8]]) -> u64 {
+    let blocks = big_write_blocks(argv);
+    if blocks == 0 && argv.len() > 3 && name.starts_with("restore") {
+        let chunk = crate::keyspace::chunked::STRING_CHUNK_BYTES as u64;
+        return match skerry_codec::string_payload_len(argv[3]) {
+            Some(len) if len > chunk => string_blocks(len),
+            _ => 0,
+        };
+    }
+    blocks
+}
+
+/// The data blocks `argv`'s arguments take when written as big strings (those longer than
+/// a chunk); 0 when none is.
 #[inline]
 pub fn big_write_blocks(argv: &[&[u8]]) -> u64 {
     let chunk = crate::keyspace::chunked::STRING_CHUNK_BYTES;
@@ -97,6 +114,12 @@ pub fn big_write_blocks(argv: &[&[u8]]) -> u64 {
     if bytes == 0 {
         return 0;
     }
+    string_blocks(bytes)
+}
+
+/// The data blocks `bytes` of big string take on this worker's store, as
+/// `keyspace::chunked` counts them.
+fn string_blocks(bytes: u64) -> u64 {
     let record_bytes = local_shard()
         .borrow()
         .keyspace
@@ -104,24 +127,6 @@ pub fn big_write_blocks(argv: &[&[u8]]) -> u64 {
         .store()
         .max_record_bytes();
     crate::keyspace::chunked::blocks_for_bytes(bytes, record_bytes)
-}
-
-/// Blocks RESTORE's `payload` takes once restored, when it is a big string: the payload may
-/// be LZF-compressed far below a chunk, so [`big_write_blocks`] does not see it.
-pub fn restore_blocks(payload: &[u8]) -> u64 {
-    let chunk = crate::keyspace::chunked::STRING_CHUNK_BYTES as u64;
-    match skerry_codec::string_payload_len(payload) {
-        Some(len) if len > chunk => {
-            let record_bytes = local_shard()
-                .borrow()
-                .keyspace
-                .log()
-                .store()
-                .max_record_bytes();
-            crate::keyspace::chunked::blocks_for_bytes(len, record_bytes)
-        }
-        _ => 0,
-    }
 }
 
 /// Waits until `blocks` free blocks are there for a big write (a growing data file is
