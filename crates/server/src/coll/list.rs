@@ -35,12 +35,20 @@ struct Page {
     dirty: bool,
 }
 
-/// The pages of a grouped list, head first.
+/// The pages of a grouped list, head first (their ids ascending).
 #[derive(Clone, Debug, PartialEq)]
 struct Pages {
     pages: VecDeque<Page>,
     /// Target bytes of a page (`collection-group-bytes`).
     page_bytes: usize,
+    /// Ids of the pages that became dirty since the last [`List::take_changes`] (a page
+    /// removed since may be among them), so that a push to a list of 100,000 pages does
+    /// not look at every page.
+    dirty_ids: Vec<u64>,
+    /// Ids of the pages removed since the last [`List::take_gone`].
+    gone: Vec<u64>,
+    /// The pages were cut again since: which stored ids are gone is not known here.
+    gone_unknown: bool,
 }
 
 impl Pages {
@@ -61,7 +69,48 @@ impl Pages {
     fn touch(&mut self, p: usize, add: usize, sub: usize) {
         let page = &mut self.pages[p];
         page.bytes = (page.bytes + add).saturating_sub(sub);
-        page.dirty = true;
+        self.mark(p);
+    }
+
+    /// Marks page `p` to be written.
+    fn mark(&mut self, p: usize) {
+        let page = &mut self.pages[p];
+        if !page.dirty {
+            page.dirty = true;
+            self.dirty_ids.push(page.id);
+        }
+    }
+
+    /// A new page, to be written.
+    fn new_page(&mut self, id: u64, len: usize, bytes: usize) -> Page {
+        self.dirty_ids.push(id);
+        Page {
+            id,
+            len,
+            bytes,
+            dirty: true,
+        }
+    }
+
+    /// Removes page `p`.
+    fn remove(&mut self, p: usize) {
+        if let Some(page) = self.pages.remove(p) {
+            self.gone.push(page.id);
+        }
+    }
+
+    /// Where page `id` is.
+    fn find(&self, id: u64) -> Option<usize> {
+        self.pages.binary_search_by_key(&id, |p| p.id).ok()
+    }
+
+    /// The position of the first element of page `p`, counted from the nearer end.
+    fn start_of(&self, p: usize, total_len: usize) -> usize {
+        if p <= self.pages.len() / 2 {
+            self.pages.iter().take(p).map(|p| p.len).sum()
+        } else {
+            total_len - self.pages.iter().skip(p).map(|p| p.len).sum::<usize>()
+        }
     }
 }
 
@@ -155,12 +204,7 @@ impl List {
                     self.repage = true;
                     page.id
                 });
-                let new = Page {
-                    id,
-                    len: 1,
-                    bytes: b,
-                    dirty: true,
-                };
+                let new = pg.new_page(id, 1, b);
                 match end {
                     End::Head => pg.pages.push_front(new),
                     End::Tail => pg.pages.push_back(new),
@@ -172,6 +216,7 @@ impl List {
                     pg.pages.truncate(1);
                     pg.pages[0].len = total;
                     pg.pages[0].bytes = self.bytes;
+                    pg.gone_unknown = true;
                 }
             } else {
                 pg.pages[p].len += 1;
@@ -201,7 +246,7 @@ impl List {
             pg.pages[p].len -= 1;
             pg.touch(p, 0, b);
             if pg.pages[p].len == 0 && pg.pages.len() > 1 {
-                pg.pages.remove(p);
+                pg.remove(p);
                 self.layout = true;
             }
         }
@@ -333,13 +378,12 @@ impl List {
             }
         };
         let first_bytes: usize = (start..start + first).map(elem).sum();
+        let second = pg.new_page(
+            id + (next - id) / 2,
+            len - first,
+            pg.pages[p].bytes.saturating_sub(first_bytes),
+        );
         let page = &mut pg.pages[p];
-        let second = Page {
-            id: id + (next - id) / 2,
-            len: len - first,
-            bytes: page.bytes.saturating_sub(first_bytes),
-            dirty: true,
-        };
         page.len = first;
         page.bytes = first_bytes;
         pg.pages.insert(p + 1, second);
@@ -374,16 +418,21 @@ impl List {
         self.bytes -= freed;
         if let Some(pg) = &mut self.pages {
             let mut start = 0;
-            for page in pg.pages.iter_mut() {
-                let n = gone[start..start + page.len].iter().filter(|g| **g).count();
+            for p in 0..pg.pages.len() {
+                let len = pg.pages[p].len;
+                let n = gone[start..start + len].iter().filter(|g| **g).count();
                 if n > 0 {
+                    let page = &mut pg.pages[p];
                     page.len -= n;
                     page.bytes = page.bytes.saturating_sub(n * item_bytes(v));
-                    page.dirty = true;
+                    pg.mark(p);
                 }
-                start += page.len + n;
+                start += len;
             }
             if pg.pages.iter().any(|p| p.len > 0) && pg.pages.iter().any(|p| p.len == 0) {
+                let removed = pg.pages.iter().filter(|p| p.len == 0).map(|p| p.id);
+                let removed: Vec<u64> = removed.collect();
+                pg.gone.extend(removed);
                 pg.pages.retain(|p| p.len > 0);
                 self.layout = true;
             }
@@ -447,15 +496,10 @@ impl List {
     /// Appends the record value of page `id` (grouped only).
     pub fn encode_group(&self, id: u64, out: &mut Vec<u8>) {
         let pg = self.pages.as_ref().expect("paged");
-        let mut start = 0;
-        for p in &pg.pages {
-            if p.id == id {
-                Self::encode_items(out, p.len, self.items.range(start..start + p.len));
-                return;
-            }
-            start += p.len;
-        }
-        panic!("no page {id}");
+        let p = pg.find(id).unwrap_or_else(|| panic!("no page {id}"));
+        let start = pg.start_of(p, self.items.len());
+        let len = pg.pages[p].len;
+        Self::encode_items(out, len, self.items.range(start..start + len));
     }
 
     fn decode_items(
@@ -518,6 +562,9 @@ impl List {
             pages: Some(Pages {
                 pages,
                 page_bytes: super::groups::DEFAULT_GROUP_BYTES,
+                dirty_ids: Vec::new(),
+                gone: Vec::new(),
+                gone_unknown: false,
             }),
             root_dirty: false,
             repage: false,
@@ -575,12 +622,31 @@ impl List {
             cur.bytes += b;
         }
         pages.push_back(cur);
+        let dirty_ids = pages.iter().map(|p| p.id).collect();
         self.pages = Some(Pages {
             pages,
             page_bytes: g,
+            dirty_ids,
+            gone: Vec::new(),
+            gone_unknown: true,
         });
         self.root_dirty = true;
         self.layout = true;
+    }
+
+    /// The ids of the pages removed since the last call that are not pages now, or None
+    /// when the pages were cut again since (then only a comparison with the stored ids
+    /// tells). Compact: nothing.
+    pub fn take_gone(&mut self) -> Option<Vec<u64>> {
+        let pg = self.pages.as_mut()?;
+        let mut gone = std::mem::take(&mut pg.gone);
+        if std::mem::take(&mut pg.gone_unknown) {
+            return None;
+        }
+        gone.retain(|&id| pg.find(id).is_none());
+        gone.sort_unstable();
+        gone.dedup();
+        Some(gone)
     }
 
     /// True when stored as pages.
@@ -595,15 +661,19 @@ impl List {
             .map_or_else(Vec::new, |pg| pg.pages.iter().map(|p| p.id).collect())
     }
 
-    /// What to write since the last call.
+    /// What to write since the last call: the pages dirtied since (ascending ids), found
+    /// from their ids without looking at the other pages.
     pub fn take_changes(&mut self) -> Changes {
         let mut groups = Vec::new();
         if let Some(pg) = &mut self.pages {
-            for p in pg.pages.iter_mut() {
-                if std::mem::take(&mut p.dirty) {
-                    groups.push(p.id);
+            for id in std::mem::take(&mut pg.dirty_ids) {
+                if let Some(p) = pg.find(id) {
+                    if std::mem::take(&mut pg.pages[p].dirty) {
+                        groups.push(id);
+                    }
                 }
             }
+            groups.sort_unstable();
         }
         Changes {
             root: std::mem::take(&mut self.root_dirty),
@@ -626,6 +696,84 @@ mod tests {
             .iter()
             .map(|v| String::from_utf8(v.clone()).unwrap())
             .collect()
+    }
+
+    /// A grouped list reports the pages dirtied and removed since the last write, from its
+    /// own bookkeeping: a new head page is written and nothing is gone; a page emptied by
+    /// pops is gone; a page whose id comes back in the same write is not gone.
+    #[test]
+    fn changes_and_gone_pages_are_tracked_at_the_ends() {
+        let item = |i: usize| format!("element-{i:03}").into_bytes();
+        let mut l = List::from_items((0..40).map(item).collect());
+        l.plan_layout(64);
+        let pages = l.group_ids();
+        assert!(pages.len() >= 8, "{pages:?}");
+        let first = l.take_changes();
+        assert_eq!(first.groups, pages, "a new layout writes every page");
+        assert_eq!(
+            l.take_gone(),
+            None,
+            "a new layout: compare with what is stored"
+        );
+        assert_eq!(l.take_changes().groups, Vec::<u64>::new());
+        assert_eq!(l.take_gone(), Some(vec![]));
+
+        // Pushes at the head fill the head page, then start a new one before it.
+        let head = pages[0];
+        let mut new_head = None;
+        for i in 100..110 {
+            l.push_front(item(i));
+            let ids = l.group_ids();
+            if ids[0] != head {
+                new_head = Some(ids[0]);
+                break;
+            }
+        }
+        let new_head = new_head.expect("a new head page");
+        assert!(new_head < head, "ids ascend from the head");
+        let c = l.take_changes();
+        assert!(c.groups.contains(&new_head) && c.layout, "{c:?}");
+        assert!(c.groups.len() <= 2, "only the head pages: {c:?}");
+        assert_eq!(l.take_gone(), Some(vec![]));
+        l.push_front(item(150));
+        assert_eq!(l.take_changes().groups, vec![new_head]);
+
+        // Pops at the tail empty the last page: it is gone, the one before is written.
+        let ids = l.group_ids();
+        let (last, before) = (ids[ids.len() - 1], ids[ids.len() - 2]);
+        while l.group_ids().last() == Some(&last) {
+            l.pop(End::Tail);
+        }
+        assert_eq!(l.take_gone(), Some(vec![last]));
+        assert!(!l.take_changes().groups.contains(&last));
+        l.pop(End::Tail);
+        assert_eq!(l.take_changes().groups, vec![before]);
+
+        // Emptying the new head page and pushing a page back with the same id in one
+        // write: written, not gone.
+        while l.group_ids()[0] == new_head {
+            l.pop(End::Head);
+        }
+        for i in 200..220 {
+            l.push_front(item(i));
+            if l.group_ids()[0] == new_head {
+                break;
+            }
+        }
+        assert_eq!(l.group_ids()[0], new_head, "the head page's id comes back");
+        assert!(l.take_changes().groups.contains(&new_head));
+        assert_eq!(l.take_gone(), Some(vec![]));
+        // The pages encode exactly the list.
+        let mut all = Vec::new();
+        for id in l.group_ids() {
+            let mut b = Vec::new();
+            l.encode_group(id, &mut b);
+            all.push((id, b));
+        }
+        let groups: Vec<(u64, &[u8])> = all.iter().map(|(id, b)| (*id, &b[..])).collect();
+        let mut root = Vec::new();
+        l.encode(&mut root);
+        assert_eq!(List::decode_grouped(&root, &groups).unwrap(), l);
     }
 
     #[test]

@@ -115,7 +115,7 @@ impl Keyspace {
             }
             let ids = self.dbs[db].dirs.get(key).cloned().unwrap_or_default();
             let pages = ids.partition_point(|&g| g < INDEX_ID_BASE);
-            let mut want: Vec<u64> = ids[pages..].to_vec();
+            let mut want: Vec<u64> = ids.range(pages..).copied().collect();
             if pages > 0 {
                 want.push(ids[0]);
                 want.push(ids[pages - 1]);
@@ -363,11 +363,14 @@ impl Keyspace {
         // stored otherwise before), so a plain change costs nothing per group.
         // A grouped stream knows the records it dropped (its id list is long: a page per
         // node), unless its layout changed wholesale.
-        let stream_gone = match &mut coll {
+        // So does a grouped list (it pushes and pops pages at its ends: a list of 100,000
+        // pages must not compare them all at each new page).
+        let known_gone = match &mut coll {
             Coll::Stream(s) if had_groups && s.is_grouped() => s.take_gone(),
+            Coll::List(l) => l.take_gone().filter(|_| had_groups),
             _ => None,
         };
-        let gone: Vec<u64> = if let Some(mut g) = stream_gone {
+        let gone: Vec<u64> = if let Some(mut g) = known_gone {
             let stored = self.dbs[db].dirs.get(key);
             g.retain(|id| stored.is_some_and(|s| s.binary_search(id).is_ok()));
             g
@@ -480,13 +483,13 @@ impl Keyspace {
                     && (root_type == Some(vt) || vt == skerry_store::format::VALUE_TYPE_STRING);
                 if belongs {
                     let ids = self.dbs[db].dirs.entry(k).or_default();
-                    ids.push(g);
+                    ids.push_back(g);
                 } else {
                     orphans.push((k, g));
                 }
             }
             for ids in self.dbs[db].dirs.values_mut() {
-                ids.sort_unstable();
+                ids.make_contiguous().sort_unstable();
             }
             if !orphans.is_empty() {
                 tracing::warn!(

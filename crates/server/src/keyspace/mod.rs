@@ -169,8 +169,9 @@ pub struct Db {
     expire_cursor: u64,
     /// Index entries of the group records of grouped collections (see [`groups`]).
     groups: SegTable<Entry>,
-    /// The group ids of each grouped collection, ascending (see [`groups`]).
-    dirs: hashbrown::HashMap<Vec<u8>, Vec<u64>, foldhash::fast::FixedState>,
+    /// The group ids of each grouped collection, ascending (see [`groups`]); a deque, as a
+    /// list grows pages at its head.
+    dirs: hashbrown::HashMap<Vec<u8>, VecDeque<u64>, foldhash::fast::FixedState>,
 }
 
 /// Counters kept by the keyspace.
@@ -2082,7 +2083,7 @@ impl Keyspace {
         let decoded = if crate::coll::is_grouped_root(&bytes) {
             tracing::debug!(
                 "decoding a grouped collection of db {db} ({} groups)",
-                self.dbs[db].dirs.get(key).map_or(0, Vec::len)
+                self.dbs[db].dirs.get(key).map_or(0, VecDeque::len)
             );
             match self.decode_grouped(db, key, value_type, &bytes) {
                 Ok(c) => Ok(c),
