@@ -272,6 +272,45 @@ fn values_over_proto_max_bulk_len_are_refused_with_redis_errors() {
     assert_eq!(r.cmd(&["STRLEN", "k"]), int(limit as i64));
 }
 
+/// SETRANGE and SETBIT with a big offset make a value of hundreds of MiB from a one-byte
+/// argument: on a fresh server with no flags (a data file that starts small and grows) they
+/// wait for the file to grow instead of failing with "no space", on one worker and on two,
+/// and the values are whole after a restart.
+#[test]
+fn setrange_and_setbit_grow_big_values_in_a_growing_data_file() {
+    skip_if_redis!();
+    for threads in ["1", "2"] {
+        let mut s = Server::start(&["--threads", threads]);
+        let mut r = s.raw();
+        assert_eq!(
+            r.cmd(&["SETRANGE", "sr", "200000000", "x"]),
+            int(200_000_001)
+        );
+        assert_eq!(r.cmd(&["SETBIT", "sb", "400000000", "1"]), int(0));
+        assert_eq!(
+            r.cmd(&["SETRANGE", "sr2", "150000000", "yz"]),
+            int(150_000_002)
+        );
+        for _ in 0..2 {
+            assert_eq!(r.cmd(&["STRLEN", "sr"]), int(200_000_001));
+            assert_eq!(
+                r.cmd(&["GETRANGE", "sr", "199999998", "-1"]),
+                Value::Bulk(b"\0\0x".to_vec())
+            );
+            assert_eq!(r.cmd(&["STRLEN", "sb"]), int(50_000_001));
+            assert_eq!(r.cmd(&["GETBIT", "sb", "400000000"]), int(1));
+            assert_eq!(r.cmd(&["BITCOUNT", "sb"]), int(1));
+            assert_eq!(
+                r.cmd(&["GETRANGE", "sr2", "149999999", "-1"]),
+                Value::Bulk(b"\0yz".to_vec())
+            );
+            s.stop_clean();
+            s.start_again();
+            r = s.raw();
+        }
+    }
+}
+
 /// DEL, overwrite and expiry of a big value give its chunks' space back.
 #[test]
 fn del_overwrite_and_expiry_free_a_big_values_chunks() {

@@ -509,10 +509,7 @@ impl Conn {
         let blocks = crate::space::command_write_blocks(spec.name, argv);
         if blocks > 0 && spec.has_flag("denyoom") {
             self.flush_pending().await;
-            // One block more per worker: until this write runs on its owner, each worker
-            // may open a new block for other writes (a fresh data file's first writes do).
-            let headroom = self.shared.workers as u64;
-            crate::space::wait_for_blocks(&self.shared, blocks + headroom).await;
+            crate::space::wait_for_blocks(&self.shared, blocks).await;
         }
         match spec.handler {
             Handler::Keyed { .. }

@@ -85,21 +85,39 @@ pub async fn wait_for_room(shared: &Shared) {
 }
 
 /// The data blocks command `name` may take when it writes big strings (decision 0019): its
-/// arguments longer than a chunk, or for RESTORE and RESTORE-ASKING the string its payload
-/// restores to (a DUMP payload may be LZF-compressed far below a chunk); 0 for every other
-/// command. The argument lengths are looked at first: almost no command has a big one.
+/// arguments longer than a chunk; for RESTORE and RESTORE-ASKING the string its payload
+/// restores to (a DUMP payload may be LZF-compressed far below a chunk); for SETRANGE and
+/// SETBIT the string their offset grows the value to, at most (a small argument can make a
+/// value of hundreds of MiB). 0 for every other command. The argument lengths are looked
+/// at first: almost no command has a big one.
 #[inline]
 pub fn command_write_blocks(name: &str, argv: &[&[u8]]) -> u64 {
     let blocks = big_write_blocks(argv);
-    if blocks == 0 && argv.len() > 3 && name.starts_with("restore") {
-        let chunk = crate::keyspace::chunked::STRING_CHUNK_BYTES as u64;
-        return match skerry_codec::string_payload_len(argv[3]) {
-            Some(len) if len > chunk => string_blocks(len),
-            _ => 0,
-        };
+    if blocks > 0 || argv.len() < 4 {
+        return blocks;
     }
-    blocks
+    let offset = || {
+        std::str::from_utf8(argv[2])
+            .ok()
+            .and_then(|s| s.parse::<u64>().ok())
+    };
+    let len = match name {
+        "restore" | "restore-asking" => skerry_codec::string_payload_len(argv[3]),
+        "setrange" => offset().map(|o| o.saturating_add(argv[3].len() as u64)),
+        "setbit" => offset().map(|bit| bit / 8 + 1),
+        _ => None,
+    };
+    let chunk = crate::keyspace::chunked::STRING_CHUNK_BYTES as u64;
+    match len {
+        // Past Redis's largest string the handler refuses it: nothing to wait for.
+        Some(len) if len > chunk && len <= MAX_STRING_BYTES => string_blocks(len),
+        _ => 0,
+    }
 }
+
+/// The longest string a command can make (Redis's `proto-max-bulk-len` at its largest
+/// default, 512 MiB).
+const MAX_STRING_BYTES: u64 = 512 << 20;
 
 /// The data blocks `argv`'s arguments take when written as big strings (those longer than
 /// a chunk); 0 when none is.
@@ -130,8 +148,11 @@ fn string_blocks(bytes: u64) -> u64 {
 }
 
 /// Waits until `blocks` free blocks are there for a big write (a growing data file is
-/// asked to grow; releases and reclaim make room as in [`wait_for_room`]).
+/// asked to grow; releases and reclaim make room as in [`wait_for_room`]), and one block
+/// more per worker: until the write runs on its owner, each worker may open a new block
+/// for other writes (a fresh data file's first writes do).
 pub async fn wait_for_blocks(shared: &Shared, blocks: u64) {
+    let blocks = blocks + shared.workers as u64;
     if local_shard()
         .borrow()
         .keyspace
