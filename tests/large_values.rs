@@ -19,15 +19,7 @@ const MIB: usize = 1 << 20;
 /// pseudo-random pattern (seeded by `version`) with the page number and version stamped at
 /// the start of every page.
 fn big_value(version: u32, len: usize) -> Vec<u8> {
-    let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ u64::from(version).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    let pattern: Vec<u8> = (0..MIB / 8)
-        .flat_map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x.to_le_bytes()
-        })
-        .collect();
+    let pattern = Rng::new(u64::from(version)).bytes(MIB);
     let mut v = Vec::with_capacity(len);
     while v.len() < len {
         let n = (len - v.len()).min(pattern.len());

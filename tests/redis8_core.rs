@@ -700,13 +700,8 @@ fn random_differential(threads: &str, seed: u64) {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(3000);
-    let mut state = seed;
-    let mut next = move |n: u64| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state % n
-    };
+    let mut rng = Rng::new(seed);
+    let mut next = move |n: u64| rng.range(0, n);
     for cfg in [
         "set-max-listpack-entries 8",
         "set-max-intset-entries 12",
