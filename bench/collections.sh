@@ -17,10 +17,14 @@
 # server CPU-second and device bytes written per operation (INFO storage deltas) for
 # SIZE=SMALL and SIZE=BIG, and the BIG/SMALL ratio of the median rates. Targets (issue 5):
 # ratio >= 0.80 and <= 16 KiB device bytes per operation at BIG=1000000. A fill that the
-# server refuses is reported as such.
+# server refuses is reported as such. VALUE_BYTES sets the size of the values written in
+# part 2 (HSET values, LPUSH elements); TYPES picks the commands of part 2. For example,
+# `PARTS=2 TYPES=LPUSH VALUE_BYTES=1024` pushes 1 KiB elements, which give a list many
+# pages (a push's cost must not grow with them).
 #
 # Environment (defaults): KEYS=1000000 REPEATS=3 DURATION=15 SMALL=1000 BIG=1000000
-# FILL_BATCH=20000 CONNS=50 (part 2 connections) SERVER_CPU=0 CLIENT_CPU=1 PARTS="1 2"
+# FILL_BATCH=20000 CONNS=50 (part 2 connections) VALUE_BYTES=32 TYPES="HSET ZADD LPUSH SADD"
+# SERVER_CPU=0 CLIENT_CPU=1 PARTS="1 2"
 # SKERRY_BIN BENCH_BIN REDIS_BIN=redis-server SKIP_REDIS=0 DATA_DIR=bench/tmp/collections
 # (removed at exit unless KEEP_DATA=1) OUT=bench/results/<date>-collections.
 set -euo pipefail
@@ -35,6 +39,8 @@ SMALL=${SMALL:-1000}
 BIG=${BIG:-1000000}
 FILL_BATCH=${FILL_BATCH:-20000}
 CONNS=${CONNS:-50}
+VALUE_BYTES=${VALUE_BYTES:-32}
+TYPES=${TYPES:-HSET ZADD LPUSH SADD}
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 PARTS=${PARTS:-1 2}
@@ -48,9 +54,9 @@ FILL_TIMEOUT=${FILL_TIMEOUT:-600}
 
 log() { printf '[collections] %s\n' "$*" >&2; }
 die() { printf '[collections] ERROR: %s\n' "$*" >&2; exit 2; }
-[[ ${1:-} == -h || ${1:-} == --help ]] && { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0; }
+[[ ${1:-} == -h || ${1:-} == --help ]] && { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0; }
 
-for v in KEYS REPEATS DURATION SMALL BIG FILL_BATCH CONNS SERVER_CPU CLIENT_CPU FILL_TIMEOUT; do
+for v in KEYS REPEATS DURATION SMALL BIG FILL_BATCH CONNS VALUE_BYTES SERVER_CPU CLIENT_CPU FILL_TIMEOUT; do
     [[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a non-negative integer (got '${!v}')"
 done
 ((KEYS >= 200 && REPEATS >= 1 && DURATION >= 1 && SMALL >= 1 && BIG >= SMALL && FILL_BATCH >= 1)) ||
@@ -139,7 +145,7 @@ SUMMARY=$OUT/summary.md
     echo
     echo "- Machine: $(nproc) CPUs, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), $(uname -r)"
     echo "- Skerry $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?') --threads 1 on CPU $SERVER_CPU; skerry-bench on CPU $CLIENT_CPU"
-    echo "- Command: \`KEYS=$KEYS REPEATS=$REPEATS DURATION=$DURATION SMALL=$SMALL BIG=$BIG FILL_BATCH=$FILL_BATCH PARTS=\"$PARTS\" $PROG\`"
+    echo "- Command: \`KEYS=$KEYS REPEATS=$REPEATS DURATION=$DURATION SMALL=$SMALL BIG=$BIG FILL_BATCH=$FILL_BATCH VALUE_BYTES=$VALUE_BYTES TYPES=\"$TYPES\" PARTS=\"$PARTS\" $PROG\`"
     echo
 } >"$SUMMARY"
 
@@ -231,14 +237,14 @@ fill() {
 }
 part2() {
     {
-        echo "## Part 2: writes to one collection, $SMALL vs $BIG members, $CONNS connections, $DURATION s"
+        echo "## Part 2: writes to one collection, $SMALL vs $BIG members, $CONNS connections, $DURATION s, $VALUE_BYTES-byte values"
         echo
         echo "| command | members | median ops/s | ops per server CPU-s | device bytes per op | note |"
         echo "|---|---:|---:|---:|---:|---|"
     } >>"$SUMMARY"
     local type size tmpl res ops cpu errors w0 w1 bpo
     declare -A RATE
-    for type in HSET ZADD LPUSH SADD; do
+    for type in $TYPES; do
         for size in "$SMALL" "$BIG"; do
             start_server skerry
             FILL_ERROR=""
@@ -261,7 +267,7 @@ part2() {
             for ((rep = 1; rep <= REPEATS; rep++)); do
                 w0=$(info_field storage storage_device_written_bytes)
                 res=$(bench_run "p2-$type-$size-$rep" -t 1 -c "$CONNS" --key-pattern uniform \
-                    -n "$range" -d 32 --seed "$rep" --command "$tmpl" --test-time "$DURATION")
+                    -n "$range" -d "$VALUE_BYTES" --seed "$rep" --command "$tmpl" --test-time "$DURATION")
                 w1=$(info_field storage storage_device_written_bytes)
                 local total
                 read -r ops cpu errors total <<<"$res"
@@ -282,7 +288,7 @@ part2() {
     done
     {
         echo
-        for type in HSET ZADD LPUSH SADD; do
+        for type in $TYPES; do
             local a=${RATE[$type-$BIG]} b=${RATE[$type-$SMALL]}
             echo "- $type: rate at $BIG members / rate at $SMALL members = $(calc "($b > 0) ? $a / $b : 0") (target >= 0.80)"
         done
