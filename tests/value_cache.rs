@@ -168,6 +168,60 @@ fn rereads_are_served_from_the_cache_without_device_reads() {
     assert_eq!(storage(&mut r, "storage_cache_misses"), 0);
 }
 
+/// The images of the blocks written last stay in RAM (a quarter of the cache's budget,
+/// decision 0033): GETs of values written a moment ago, in blocks sealed and synced since,
+/// read no value from the device. The cache's stats count the images in.
+#[test]
+fn values_written_last_are_read_from_retained_images() {
+    skip_if_redis!();
+    const N: usize = 20_000;
+    let s = Server::start(&[
+        "--data-size",
+        "256mb",
+        "--threads",
+        "1",
+        "--value-cache-mb",
+        "128",
+        "--appendfsync",
+        "always",
+    ]);
+    let mut r = s.raw();
+    let keys: Vec<usize> = (0..N).collect();
+    set_all(&mut r, &keys, 1, 1000);
+    let model: BTreeMap<usize, Option<Vec<u8>>> =
+        keys.iter().map(|&k| (k, Some(value(k, 1, 1000)))).collect();
+    assert!(
+        storage(&mut r, "storage_blocks_opened") >= 3,
+        "the values fill more than two blocks"
+    );
+    assert_eq!(storage(&mut r, "storage_cache_capacity_bytes"), 128 << 20);
+    let used = storage(&mut r, "storage_cache_used_bytes");
+    assert!(
+        (2 * (8 << 20)..=32 << 20).contains(&used),
+        "retained images counted in the cache's used bytes: {used}"
+    );
+    let (reads0, staged0) = (
+        storage(&mut r, "storage_value_reads"),
+        storage(&mut r, "storage_staged_reads"),
+    );
+    check_all(&mut r, &model, "right after the writes");
+    assert_eq!(
+        storage(&mut r, "storage_value_reads"),
+        reads0,
+        "device reads"
+    );
+    assert_eq!(
+        storage(&mut r, "storage_staged_reads") - staged0,
+        N as u64,
+        "every value decoded from an image"
+    );
+    // Turning the cache off gives the images up: the same GETs read the device.
+    assert_eq!(r.cmd(&["CONFIG", "SET", "value-cache-mb", "0"]), ok());
+    assert_eq!(storage(&mut r, "storage_cache_used_bytes"), 0);
+    check_all(&mut r, &model, "cache off");
+    assert!(storage(&mut r, "storage_value_reads") - reads0 >= (N / 2) as u64);
+}
+
 /// One worker: every reclaimed block is reused by the worker whose cache holds copies of
 /// its old records, so new records land at the very offsets, with the very lengths, of
 /// cached ones (only the block sequence tells them apart).

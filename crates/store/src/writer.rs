@@ -316,6 +316,10 @@ struct State {
     sealed: Vec<StagedBlock>,
     /// Block images for reuse (holding their last block's bytes: see `Writer::start_block`).
     spare: Vec<AlignedBuf>,
+    /// Images of durable blocks kept for reads, oldest first, up to
+    /// [`Writer::set_retained_image_bytes`]: a value written a moment ago is read from RAM
+    /// (a staged read) rather than from the device (decision 0033).
+    retained: VecDeque<StagedBlock>,
     /// Records appended since the writer started.
     appends: u64,
     /// `appends` at the previous [`Writer::tick`].
@@ -378,6 +382,8 @@ pub struct Writer {
     durability: Cell<Durability>,
     state: RefCell<State>,
     next_seq: Cell<u64>,
+    /// Bytes of durable block images kept for reads (`State::retained`).
+    retain_max_bytes: Cell<usize>,
     io_busy: Cell<bool>,
     io_done: Notify,
     /// Device I/O latencies (never borrowed across an await).
@@ -455,6 +461,7 @@ impl Writer {
                 open: None,
                 sealed: Vec::new(),
                 spare: Vec::new(),
+                retained: VecDeque::new(),
                 appends: 0,
                 appends_at_last_tick: 0,
                 appends_at_last_flush: 0,
@@ -467,6 +474,7 @@ impl Writer {
                 stats: WriterStats::default(),
             }),
             next_seq: Cell::new(after_seq + 1),
+            retain_max_bytes: Cell::new(0),
             io_busy: Cell::new(false),
             io_done: Notify::default(),
             io_latency: RefCell::new(IoLatency::default()),
@@ -1019,6 +1027,37 @@ impl Writer {
         Ok(())
     }
 
+    /// Gives up the oldest retained images past the retention budget: to the spare images
+    /// (not zeroed: a new block's image is zero only in its header page, and the bytes past
+    /// its records are written as zeros, Writer::copy_piece), or to the OS.
+    fn trim_retained(&self, st: &mut State) {
+        let max = self.retain_max_bytes.get();
+        let mut bytes: usize = st.retained.iter().map(|b| b.buf.capacity_bytes()).sum();
+        while bytes > max {
+            let Some(old) = st.retained.pop_front() else {
+                break;
+            };
+            bytes -= old.buf.capacity_bytes();
+            if st.spare.len() < SPARE_IMAGES_KEPT {
+                st.spare.extend(Rc::try_unwrap(old.buf).ok());
+            }
+        }
+    }
+
+    /// Sets how many bytes of durable block images are kept for reads (decision 0033; 0:
+    /// none). A smaller budget gives images up at once.
+    pub fn set_retained_image_bytes(&self, bytes: usize) {
+        self.retain_max_bytes.set(bytes);
+        let mut st = self.state.borrow_mut();
+        self.trim_retained(&mut st);
+    }
+
+    /// Bytes of durable block images kept for reads now.
+    pub fn retained_image_bytes(&self) -> usize {
+        let st = self.state.borrow();
+        st.retained.iter().map(|b| b.buf.capacity_bytes()).sum()
+    }
+
     fn start_block(&self, alloc: AllocatedBlock, spare: Option<AlignedBuf>) -> StagedBlock {
         let block_size = self.store.block_size_bytes(alloc.id.device) as usize;
         let align = self.store.align_bytes(alloc.id.device);
@@ -1138,11 +1177,21 @@ impl Writer {
     pub fn staged(&self, location: &Location) -> Option<crate::RecordBytes> {
         let st = self.state.borrow();
         let id = location.block_id();
-        let block = st
+        let block = match st
             .open
             .iter()
             .chain(st.sealed.iter())
-            .find(|b| b.alloc.id == id)?;
+            .find(|b| b.alloc.id == id)
+        {
+            Some(b) => b,
+            // A retained image serves only the block's incarnation it was written for:
+            // the block may have been reclaimed and reused since.
+            None => st
+                .retained
+                .iter()
+                .rev()
+                .find(|b| b.alloc.id == id && b.alloc.block_seq == self.store.block_seq(id))?,
+        };
         let start = location.offset_bytes as usize;
         let end = start + location.len_bytes as usize;
         if start < block.staged_from || end > block.used_bytes {
@@ -1284,21 +1333,20 @@ impl Writer {
                 self.store.header_durable(b.alloc.id);
             }
         }
-        // Drop durable sealed images (their bytes are now read from the device).
+        // Durable sealed images: kept for reads while they fit the retention budget, the
+        // oldest then given up (their bytes are read from the device from then on).
         let mut i = 0;
         while i < st.sealed.len() {
             if st.sealed[i].is_durable() {
-                let done = st.sealed.swap_remove(i);
+                // In order: the retained images must stay oldest first.
+                let done = st.sealed.remove(i);
                 self.store.block_durable(done.alloc.id);
-                // Not zeroed: a new block's image is zero only in its header page, and the
-                // bytes past its records are written as zeros (Writer::copy_piece).
-                if st.spare.len() < SPARE_IMAGES_KEPT {
-                    st.spare.extend(Rc::try_unwrap(done.buf).ok());
-                }
+                st.retained.push_back(done);
             } else {
                 i += 1;
             }
         }
+        self.trim_retained(st);
         debug_assert!(covered >= st.durable_appends);
         st.durable_appends = covered;
         st.stats.syncs += 1;

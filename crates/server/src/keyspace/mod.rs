@@ -213,6 +213,11 @@ pub struct ReadStats {
 /// never those inserted since the caller's mark ([`Keyspace::read_mark`]): a command whose
 /// values exceed the budget still finds all of them.
 ///
+/// The most bytes of recently written block images one worker keeps for reads (decision
+/// 0033): 32 blocks of 8 MiB, a few seconds of writes at full speed. Each staged read
+/// looks through them, so the count stays small.
+pub const RETAINED_IMAGES_MAX_BYTES: usize = 256 << 20;
+
 /// With the value cache off, the read buffer is also a small cache of recent values (up to
 /// [`READ_BUF_MAX_ENTRIES`]). With the cache on, every value read also enters the cache, so
 /// the buffer keeps only [`READ_BUF_CACHED_MAX_ENTRIES`], enough for the commands in
@@ -295,6 +300,9 @@ pub struct Keyspace {
     prepared_key: Vec<u8>,
     /// Values read before, kept for later reads (`value-cache-mb`).
     cache: cache::ValueCache,
+    /// The part of the value cache's budget that keeps recently written block images
+    /// ([`Keyspace::set_value_cache_bytes`]).
+    retained_budget_bytes: usize,
     /// Collections decoded for earlier commands, by record (see [`colls::CollCache`]).
     colls: colls::CollCache,
     /// Set when an append or a value read failed (the change was not applied); the
@@ -695,6 +703,7 @@ impl Keyspace {
             prepared: None,
             prepared_key: Vec::new(),
             cache: cache::ValueCache::default(),
+            retained_budget_bytes: 0,
             colls: colls::CollCache::default(),
             error: None,
             writes: 0,
@@ -867,9 +876,17 @@ impl Keyspace {
 
     /// Sets the value cache's budget (this worker's share of `value-cache-mb`); a smaller
     /// one evicts at once, 0 disables the cache and frees what it held.
+    ///
+    /// A quarter of it, in whole blocks and at most [`RETAINED_IMAGES_MAX_BYTES`], keeps the
+    /// images of the blocks written last (decision 0033): a value written a moment ago is
+    /// then read from RAM, with no cost to the write. The cache's stats count them in.
     pub fn set_value_cache_bytes(&mut self, capacity_bytes: usize) {
         let before = self.cache.stats().used_bytes;
-        self.cache.set_capacity(capacity_bytes);
+        let block = self.log.store().block_size_bytes(0) as usize;
+        let retained = (capacity_bytes / 4).min(RETAINED_IMAGES_MAX_BYTES) / block * block;
+        self.retained_budget_bytes = retained;
+        self.log.set_retained_image_bytes(retained);
+        self.cache.set_capacity(capacity_bytes - retained);
         if self.cache.stats().used_bytes < before / 2 {
             crate::worker::collect_allocator(true);
         }
@@ -877,7 +894,10 @@ impl Keyspace {
 
     /// The value cache's sizes and counters.
     pub fn value_cache_stats(&self) -> cache::CacheStats {
-        self.cache.stats()
+        let mut s = self.cache.stats();
+        s.capacity_bytes += self.retained_budget_bytes as u64;
+        s.used_bytes += self.log.retained_image_bytes() as u64;
+        s
     }
 
     /// Clears the value cache's hit, miss and eviction counters (CONFIG RESETSTAT).

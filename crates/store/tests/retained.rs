@@ -1,0 +1,69 @@
+//! Retained block images (decision 0033): a writer given a budget keeps the images of its
+//! durable blocks, newest first, and serves their records from RAM; past the budget, and
+//! once the budget is taken away, the records are read from the device again.
+
+mod common;
+
+use common::run;
+use common::small::{opts, ram, value, BLOCK_BYTES};
+use skerry_store::{Durability, Location, Store, Writer};
+
+fn val(tag: u16, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (tag as u8).wrapping_mul(31) ^ (i as u8))
+        .collect()
+}
+
+#[test]
+fn the_blocks_written_last_are_served_from_ram_within_the_budget() {
+    let dev = ram(16);
+    let ctl = dev.control();
+    run(async {
+        let (store, _) = Store::create_or_open(vec![ctl.device().into()], &opts(), |_| {})
+            .await
+            .expect("format");
+        store.recovery_done();
+        let w = Writer::open(store.clone(), 0, Durability::EverySec, 0)
+            .await
+            .unwrap();
+        w.set_retained_image_bytes(2 * BLOCK_BYTES as usize);
+        // Four blocks sealed, a fifth open.
+        let mut acked: Vec<(Vec<u8>, Location)> = Vec::new();
+        let mut blocks = Vec::new();
+        let mut i = 0u16;
+        while blocks.len() < 5 {
+            let v = val(i, 3000);
+            let l = w
+                .append(value(w.next_seq()), format!("k{i}").as_bytes(), &v)
+                .unwrap();
+            if blocks.last() != Some(&l.block_id()) {
+                blocks.push(l.block_id());
+            }
+            acked.push((v, l));
+            i += 1;
+        }
+        w.sync().await.unwrap();
+        assert_eq!(w.retained_image_bytes(), 2 * BLOCK_BYTES as usize);
+        let in_block = |b| acked.iter().filter(move |(_, l)| l.block_id() == b);
+        for (n, &b) in blocks.iter().enumerate() {
+            // Blocks 0 and 1: given up; 2 and 3: retained; 4: open.
+            for (v, l) in in_block(b) {
+                let staged = w.staged(l);
+                assert_eq!(staged.is_some(), n >= 2, "block {n}");
+                if let Some(r) = staged {
+                    assert_eq!(r.value(), v.as_slice());
+                }
+                assert_eq!(w.read(l).await.unwrap().value(), v.as_slice(), "block {n}");
+            }
+        }
+        // No budget: every sealed block's records come from the device.
+        w.set_retained_image_bytes(0);
+        assert_eq!(w.retained_image_bytes(), 0);
+        for (n, &b) in blocks.iter().enumerate().take(4) {
+            for (v, l) in in_block(b) {
+                assert!(w.staged(l).is_none(), "block {n}");
+                assert_eq!(w.read(l).await.unwrap().value(), v.as_slice());
+            }
+        }
+    });
+}
