@@ -13,7 +13,8 @@
 //! full it is sealed (its header is rewritten with the final length and
 //! sequence range, and a summary of its records' headers and keys is placed
 //! after them, for recovery: see [`crate::format::summary`]) and a new block
-//! is allocated; the sealed image stays until it is durable.
+//! is allocated; the sealed image stays until it is durable, and then while
+//! it fits the retention budget ([`Writer::set_retained_image_bytes`]).
 //!
 //! Methods take `&self` (state in a `RefCell`, never borrowed across an
 //! await) so the connection tasks of one worker can share the writer through
