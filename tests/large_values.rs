@@ -264,7 +264,7 @@ fn values_over_proto_max_bulk_len_are_refused_with_redis_errors() {
     assert_eq!(r.cmd(&["STRLEN", "k"]), int(limit as i64));
 }
 
-/// SETRANGE and SETBIT with a big offset make a value of hundreds of MiB from a one-byte
+/// SETRANGE, SETBIT and BITFIELD with a big offset make a value of hundreds of MiB from a one-byte
 /// argument: on a fresh server with no flags (a data file that starts small and grows) they
 /// wait for the file to grow instead of failing with "no space", on one worker and on two,
 /// and the values are whole after a restart.
@@ -274,6 +274,21 @@ fn setrange_and_setbit_grow_big_values_in_a_growing_data_file() {
     for threads in ["1", "2"] {
         let mut s = Server::start(&["--threads", threads]);
         let mut r = s.raw();
+        // First, on the fresh data file.
+        assert_eq!(
+            r.cmd(&[
+                "BITFIELD",
+                "bf",
+                "GET",
+                "u8",
+                "0",
+                "SET",
+                "u8",
+                "#100000000",
+                "255"
+            ]),
+            Value::Array(vec![int(0), int(0)])
+        );
         assert_eq!(
             r.cmd(&["SETRANGE", "sr", "200000000", "x"]),
             int(200_000_001)
@@ -295,6 +310,11 @@ fn setrange_and_setbit_grow_big_values_in_a_growing_data_file() {
             assert_eq!(
                 r.cmd(&["GETRANGE", "sr2", "149999999", "-1"]),
                 Value::Bulk(b"\0yz".to_vec())
+            );
+            assert_eq!(r.cmd(&["STRLEN", "bf"]), int(100_000_001));
+            assert_eq!(
+                r.cmd(&["BITFIELD_RO", "bf", "GET", "u8", "#100000000"]),
+                Value::Array(vec![int(255)])
             );
             s.stop_clean();
             s.start_again();
