@@ -73,8 +73,11 @@ fn start_redis(test: &str) -> Option<Redis> {
             if let Ok(Some(_)) = redis.child.try_wait() {
                 break; // exited: the port was taken after all; try another
             }
+            // Fallible: until it listens, the port may belong to another process, or the
+            // server may still be starting and reset the connection.
             if let Ok(mut c) = TcpStream::connect(("127.0.0.1", port)) {
-                if cmd(&mut c, &["PING"]) == "PONG" {
+                let pong = try_cmd(&mut c, &["PING"]).is_ok_and(|r| r == "PONG");
+                if pong && matches!(redis.child.try_wait(), Ok(None)) {
                     return Some(redis);
                 }
             }
@@ -87,26 +90,34 @@ fn start_redis(test: &str) -> Option<Redis> {
 /// Sends one command and returns its reply: the line after the type byte, or the payload
 /// of a bulk string ("(nil)" for a nil).
 fn cmd(c: &mut TcpStream, args: &[&str]) -> String {
+    try_cmd(c, args).unwrap()
+}
+
+/// [`cmd`], with I/O errors returned.
+fn try_cmd(c: &mut TcpStream, args: &[&str]) -> std::io::Result<String> {
     let mut req = format!("*{}\r\n", args.len());
     for a in args {
         req.push_str(&format!("${}\r\n{a}\r\n", a.len()));
     }
-    c.write_all(req.as_bytes()).unwrap();
-    let mut r = BufReader::new(c.try_clone().unwrap());
+    c.write_all(req.as_bytes())?;
+    let mut r = BufReader::new(c.try_clone()?);
     let mut line = String::new();
-    r.read_line(&mut line).unwrap();
+    r.read_line(&mut line)?;
     let line = line.trim_end().to_string();
+    if line.is_empty() {
+        return Err(std::io::ErrorKind::UnexpectedEof.into());
+    }
     if let Some(n) = line.strip_prefix('$') {
         let n: i64 = n.parse().unwrap();
         if n < 0 {
-            return "(nil)".into();
+            return Ok("(nil)".into());
         }
         let mut buf = vec![0u8; n as usize + 2];
-        r.read_exact(&mut buf).unwrap();
+        r.read_exact(&mut buf)?;
         buf.truncate(n as usize);
-        return String::from_utf8_lossy(&buf).into_owned();
+        return Ok(String::from_utf8_lossy(&buf).into_owned());
     }
-    line[1..].to_string()
+    Ok(line[1..].to_string())
 }
 
 impl Redis {
