@@ -105,7 +105,7 @@ pub fn command_write_blocks(name: &str, argv: &[&[u8]]) -> u64 {
         "restore" | "restore-asking" => skerry_codec::string_payload_len(argv[3]),
         "setrange" => offset().map(|o| o.saturating_add(argv[3].len() as u64)),
         "setbit" => offset().map(|bit| bit / 8 + 1),
-        "bitfield" => bitfield_grown_len(&argv[2..]),
+        "bitfield" => crate::commands::bitops::grown_len(argv),
         _ => None,
     };
     let chunk = crate::keyspace::chunked::STRING_CHUNK_BYTES as u64;
@@ -114,36 +114,6 @@ pub fn command_write_blocks(name: &str, argv: &[&[u8]]) -> u64 {
         Some(len) if len > chunk && len <= MAX_STRING_BYTES => string_blocks(len),
         _ => 0,
     }
-}
-
-/// The length BITFIELD's SET and INCRBY operations (`ops`: the arguments after the key) may
-/// grow the string to: past the last bit they write. None when they write nothing or an
-/// operation does not parse (the handler answers its error).
-fn bitfield_grown_len(ops: &[&[u8]]) -> Option<u64> {
-    let mut end_bits: u64 = 0;
-    let mut i = 0;
-    while i < ops.len() {
-        let op = ops[i];
-        if op.eq_ignore_ascii_case(b"overflow") {
-            i += 2;
-            continue;
-        }
-        let writes = op.eq_ignore_ascii_case(b"set") || op.eq_ignore_ascii_case(b"incrby");
-        if !writes {
-            i += 3; // GET type offset
-            continue;
-        }
-        let (ty, offset) = (ops.get(i + 1)?, ops.get(i + 2)?);
-        let width: u64 = std::str::from_utf8(ty.get(1..)?).ok()?.parse().ok()?;
-        let text = std::str::from_utf8(offset).ok()?;
-        let bit = match text.strip_prefix('#') {
-            Some(n) => n.parse::<u64>().ok()?.checked_mul(width)?,
-            None => text.parse::<u64>().ok()?,
-        };
-        end_bits = end_bits.max(bit.checked_add(width)?);
-        i += 4;
-    }
-    (end_bits > 0).then(|| end_bits.div_ceil(8))
 }
 
 /// The longest string a command can make (Redis's `proto-max-bulk-len` at its largest
@@ -272,28 +242,4 @@ async fn wait_until(shared: &Shared, enough: impl Fn(&skerry_store::Store) -> bo
         STALLS_FAILED.fetch_add(1, Ordering::Relaxed);
     }
     STALLED_MS.fetch_add(started.elapsed().as_millis() as u64, Ordering::Relaxed);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::bitfield_grown_len;
-
-    #[test]
-    fn bitfield_grown_len_is_past_the_last_bit_written() {
-        let ops =
-            |s: &str| -> Vec<Vec<u8>> { s.split(' ').map(|w| w.as_bytes().to_vec()).collect() };
-        let len = |s: &str| {
-            let o = ops(s);
-            let refs: Vec<&[u8]> = o.iter().map(|v| &v[..]).collect();
-            bitfield_grown_len(&refs)
-        };
-        assert_eq!(len("SET u8 0 1"), Some(1));
-        assert_eq!(len("SET u8 1 1"), Some(2));
-        assert_eq!(len("set i16 #10 5"), Some(22));
-        assert_eq!(len("GET u8 #1000 OVERFLOW SAT INCRBY u4 100 1"), Some(13));
-        assert_eq!(len("GET u64 #100000"), None, "reads grow nothing");
-        assert_eq!(len("SET u8 #x 1"), None);
-        assert_eq!(len("SET u8"), None);
-        assert_eq!(len("SET u8 #100000000 255"), Some(100_000_001));
-    }
 }

@@ -351,8 +351,9 @@ fn field_type(arg: &[u8]) -> Option<(bool, u32)> {
     }
 }
 
-/// A BITFIELD offset: a bit number, or `#n` for the n-th field of `bits` bits.
-fn field_offset(x: &Exec, arg: &[u8], bits: u32) -> Option<u64> {
+/// A BITFIELD offset: a bit number, or `#n` for the n-th field of `bits` bits, inside a
+/// string of at most `max_len` bytes.
+fn field_offset(arg: &[u8], bits: u32, max_len: u64) -> Option<u64> {
     let (hash, digits) = match arg.first() {
         Some(b'#') => (true, &arg[1..]),
         _ => (false, arg),
@@ -361,7 +362,7 @@ fn field_offset(x: &Exec, arg: &[u8], bits: u32) -> Option<u64> {
     if hash {
         o = o.wrapping_mul(i64::from(bits));
     }
-    (o >= 0 && ((o as u64) >> 3) < super::string::max_len(x)).then_some(o as u64)
+    (o >= 0 && ((o as u64) >> 3) < max_len).then_some(o as u64)
 }
 
 /// The unsigned `bits`-bit field at bit `offset` of `v` (zero past its end).
@@ -461,8 +462,9 @@ fn signed_overflow(value: i64, incr: i64, bits: u32, mode: Overflow) -> (i32, i6
     }
 }
 
-/// Parses BITFIELD's operations; replies with the error and returns None when one is bad.
-fn parse_fields(x: &mut Exec, a: &[&[u8]]) -> Option<Vec<Field>> {
+/// Parses BITFIELD's operations (`a`: the whole command), for a string of at most
+/// `max_len` bytes; Err with Redis's error when one is bad.
+fn parse_fields(a: &[&[u8]], max_len: u64) -> Result<Vec<Field>, &'static str> {
     let mut fields = Vec::new();
     let mut overflow = Overflow::Wrap;
     let mut j = 2;
@@ -484,30 +486,19 @@ fn parse_fields(x: &mut Exec, a: &[&[u8]]) -> Option<Vec<Field>> {
             } else if is(t, "fail") {
                 Overflow::Fail
             } else {
-                x.reply.error("ERR Invalid OVERFLOW type specified");
-                return None;
+                return Err("ERR Invalid OVERFLOW type specified");
             };
             j += 2;
             continue;
         } else {
-            x.reply.error(SYNTAX);
-            return None;
+            return Err(SYNTAX);
         };
-        let Some((signed, bits)) = field_type(a[j + 1]) else {
-            x.reply.error(BITFIELD_TYPE_ERR);
-            return None;
-        };
-        let Some(offset) = field_offset(x, a[j + 2], bits) else {
-            x.reply.error(BIT_OFFSET_ERR);
-            return None;
-        };
+        let (signed, bits) = field_type(a[j + 1]).ok_or(BITFIELD_TYPE_ERR)?;
+        let offset = field_offset(a[j + 2], bits, max_len).ok_or(BIT_OFFSET_ERR)?;
         let op = match op {
             FieldOp::Get => FieldOp::Get,
             FieldOp::Set(_) | FieldOp::Incrby(_) => {
-                let Some(n) = parse_i64(a[j + 3]) else {
-                    x.reply.error(NOT_INT);
-                    return None;
-                };
+                let n = parse_i64(a[j + 3]).ok_or(NOT_INT)?;
                 if matches!(op, FieldOp::Set(_)) {
                     FieldOp::Set(n)
                 } else {
@@ -524,7 +515,24 @@ fn parse_fields(x: &mut Exec, a: &[&[u8]]) -> Option<Vec<Field>> {
         });
         j += if op == FieldOp::Get { 3 } else { 4 };
     }
-    Some(fields)
+    Ok(fields)
+}
+
+/// The length the string must have for the SET and INCRBY operations of `fields`: past
+/// the last bit they write; None when they write nothing.
+fn written_len(fields: &[Field]) -> Option<u64> {
+    fields
+        .iter()
+        .filter(|f| f.op != FieldOp::Get)
+        .map(|f| ((f.offset + u64::from(f.bits) - 1) >> 3) + 1)
+        .max()
+}
+
+/// The length BITFIELD command `a` may grow its string to (for the dispatcher to make room
+/// first, `crate::space`); None when it writes nothing or does not parse (the handler
+/// then answers the error).
+pub fn grown_len(a: &[&[u8]]) -> Option<u64> {
+    written_len(&parse_fields(a, u64::MAX).ok()?)
 }
 
 /// Runs one SET or INCRBY on `v`: the reply value (None: FAIL overflow, nothing written).
@@ -574,11 +582,14 @@ fn write_field(v: &mut [u8], f: &Field) -> Option<i64> {
 
 /// BITFIELD and BITFIELD_RO.
 fn bitfield_generic(x: &mut Exec, a: &[&[u8]], read_only_cmd: bool) {
-    let Some(fields) = parse_fields(x, a) else {
-        return;
+    let fields = match parse_fields(a, super::string::max_len(x)) {
+        Ok(f) => f,
+        Err(e) => {
+            x.reply.error(e);
+            return;
+        }
     };
-    let writes = fields.iter().any(|f| f.op != FieldOp::Get);
-    if !writes {
+    let Some(need) = written_len(&fields) else {
         let Ok(v) = super::string::read_str(x, a[1]) else {
             return;
         };
@@ -588,27 +599,20 @@ fn bitfield_generic(x: &mut Exec, a: &[&[u8]], read_only_cmd: bool) {
             get_reply(x, &v, f);
         }
         return;
-    }
+    };
     if read_only_cmd {
         x.reply
             .error("ERR BITFIELD_RO only supports the GET subcommand");
         return;
     }
-    let highest = fields
-        .iter()
-        .filter(|f| f.op != FieldOp::Get)
-        .map(|f| f.offset + u64::from(f.bits) - 1)
-        .max()
-        .unwrap_or(0);
     let Ok(cur) = super::string::peek_str(x, a[1]) else {
         return;
     };
     let existed = cur.is_some();
     let mut v = cur.unwrap_or_default();
     let old_len = v.len();
-    let need = (highest >> 3) as usize + 1;
-    if v.len() < need {
-        v.resize(need, 0);
+    if v.len() < need as usize {
+        v.resize(need as usize, 0);
     }
     let grew = v.len() != old_len;
     // Redis's count of changes: every write that changed its field, or any write when
@@ -660,6 +664,32 @@ pub fn bitfield_ro(x: &mut Exec, a: &[&[u8]]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What the dispatcher waits for: past the last bit a SET or INCRBY writes; nothing
+    /// for reads alone or for a command the handler refuses.
+    #[test]
+    fn grown_len_is_past_the_last_bit_written() {
+        let len = |s: &str| {
+            let words: Vec<&[u8]> = s.split(' ').map(str::as_bytes).collect();
+            grown_len(&words)
+        };
+        assert_eq!(len("BITFIELD k SET u8 0 1"), Some(1));
+        assert_eq!(len("BITFIELD k SET u8 1 1"), Some(2));
+        assert_eq!(len("BITFIELD k set i16 #10 5"), Some(22));
+        assert_eq!(
+            len("BITFIELD k GET u8 #1000 OVERFLOW SAT INCRBY u4 100 1"),
+            Some(13)
+        );
+        assert_eq!(len("BITFIELD k GET u64 #100000"), None, "u64 is refused");
+        assert_eq!(
+            len("BITFIELD k GET i64 #100000"),
+            None,
+            "reads grow nothing"
+        );
+        assert_eq!(len("BITFIELD k SET u8 #x 1"), None);
+        assert_eq!(len("BITFIELD k SET u8"), None);
+        assert_eq!(len("BITFIELD k SET u8 #100000000 255"), Some(100_000_001));
+    }
 
     #[test]
     fn ranges_clamp_as_redis() {
