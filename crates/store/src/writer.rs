@@ -399,6 +399,13 @@ pub struct Writer {
     pub(crate) read_bufs: RefCell<Vec<AlignedBuf>>,
 }
 
+impl State {
+    /// Bytes of the retained images.
+    fn retained_bytes(&self) -> usize {
+        self.retained.iter().map(|b| b.buf.capacity_bytes()).sum()
+    }
+}
+
 /// Block images a busy writer keeps for its next blocks once their records are durable
 /// (decision 0021): a new block takes one instead of mapping 8 MiB and faulting it in page
 /// by page (2,048 faults per block: 13% of a SET's CPU at pipeline 16), and a sync does
@@ -1033,7 +1040,7 @@ impl Writer {
     /// its records are written as zeros, Writer::copy_piece), or to the OS.
     fn trim_retained(&self, st: &mut State) {
         let max = self.retain_max_bytes.get();
-        let mut bytes: usize = st.retained.iter().map(|b| b.buf.capacity_bytes()).sum();
+        let mut bytes = st.retained_bytes();
         while bytes > max {
             let Some(old) = st.retained.pop_front() else {
                 break;
@@ -1055,8 +1062,7 @@ impl Writer {
 
     /// Bytes of durable block images kept for reads now.
     pub fn retained_image_bytes(&self) -> usize {
-        let st = self.state.borrow();
-        st.retained.iter().map(|b| b.buf.capacity_bytes()).sum()
+        self.state.borrow().retained_bytes()
     }
 
     fn start_block(&self, alloc: AllocatedBlock, spare: Option<AlignedBuf>) -> StagedBlock {

@@ -5,13 +5,9 @@
 mod common;
 
 use common::run;
-use common::small::{assert_recovers_exactly, opts, ram, value};
+use common::small::{assert_recovers_exactly, fresh_writer, ram, val, value};
 use skerry_store::device::CrashSpec;
-use skerry_store::{Durability, Location, Store, Writer};
-
-fn val(tag: u8, len: usize) -> Vec<u8> {
-    (0..len).map(|i| tag.wrapping_mul(31) ^ (i as u8)).collect()
-}
+use skerry_store::Location;
 
 #[test]
 fn idle_writer_reads_durable_records_from_the_device_and_keeps_appending() {
@@ -20,13 +16,7 @@ fn idle_writer_reads_durable_records_from_the_device_and_keeps_appending() {
     // (key, value, location) of every append, in order.
     let mut acked: Vec<(String, Vec<u8>, Location)> = Vec::new();
     run(async {
-        let (store, _) = Store::create_or_open(vec![ctl.device().into()], &opts(), |_| {})
-            .await
-            .expect("format");
-        store.recovery_done();
-        let w = Writer::open(store.clone(), 0, Durability::EverySec, 0)
-            .await
-            .unwrap();
+        let (_store, w) = fresh_writer(&ctl).await;
         for i in 0..6u8 {
             let k = format!("a{i}");
             let v = val(i, 1500 + usize::from(i) * 7);

@@ -7,10 +7,10 @@
 mod common;
 
 use common::run;
-use common::small::{assert_recovers_exactly, opts, ram, value, BLOCK_BYTES};
+use common::small::{assert_recovers_exactly, fresh_writer, ram, value, BLOCK_BYTES};
 use skerry_store::device::CrashSpec;
 use skerry_store::format::{BlockHeader, BLOCK_HEADER_BYTES};
-use skerry_store::{BlockId, Durability, Location, Store, Writer};
+use skerry_store::{BlockId, Location};
 
 /// Fills a value with a byte that never appears in a record header of these tests, so
 /// stale bytes are easy to spot.
@@ -24,13 +24,7 @@ fn a_recycled_image_never_writes_its_old_bytes() {
     // (block, used bytes) of the block that reused an image, while it was open.
     let mut reused: Option<BlockId> = None;
     run(async {
-        let (store, _) = Store::create_or_open(vec![ctl.device().into()], &opts(), |_| {})
-            .await
-            .expect("format");
-        store.recovery_done();
-        let w = Writer::open(store.clone(), 0, Durability::EverySec, 0)
-            .await
-            .unwrap();
+        let (store, w) = fresh_writer(&ctl).await;
         let append = |acked: &mut Vec<(String, Vec<u8>, Location)>, v: Vec<u8>| {
             let k = format!("k{}", acked.len());
             let l = w.append(value(w.next_seq()), k.as_bytes(), &v).unwrap();

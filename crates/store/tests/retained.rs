@@ -5,34 +5,22 @@
 mod common;
 
 use common::run;
-use common::small::{opts, ram, value, BLOCK_BYTES};
-use skerry_store::{Durability, Location, Store, Writer};
-
-fn val(tag: u16, len: usize) -> Vec<u8> {
-    (0..len)
-        .map(|i| (tag as u8).wrapping_mul(31) ^ (i as u8))
-        .collect()
-}
+use common::small::{fresh_writer, ram, val, value, BLOCK_BYTES};
+use skerry_store::Location;
 
 #[test]
 fn the_blocks_written_last_are_served_from_ram_within_the_budget() {
     let dev = ram(16);
     let ctl = dev.control();
     run(async {
-        let (store, _) = Store::create_or_open(vec![ctl.device().into()], &opts(), |_| {})
-            .await
-            .expect("format");
-        store.recovery_done();
-        let w = Writer::open(store.clone(), 0, Durability::EverySec, 0)
-            .await
-            .unwrap();
+        let (_store, w) = fresh_writer(&ctl).await;
         w.set_retained_image_bytes(2 * BLOCK_BYTES as usize);
         // Four blocks sealed, a fifth open.
         let mut acked: Vec<(Vec<u8>, Location)> = Vec::new();
         let mut blocks = Vec::new();
         let mut i = 0u16;
         while blocks.len() < 5 {
-            let v = val(i, 3000);
+            let v = val(i as u8, 3000);
             let l = w
                 .append(value(w.next_seq()), format!("k{i}").as_bytes(), &v)
                 .unwrap();

@@ -207,17 +207,17 @@ pub struct ReadStats {
     pub failed_reads: u64,
 }
 
+/// The most bytes of recently written block images one worker keeps for reads (decision
+/// 0033): 32 blocks of 8 MiB, a few seconds of writes at full speed. Each staged read
+/// looks through them, so the count stays small.
+pub const RETAINED_IMAGES_MAX_BYTES: usize = 256 << 20;
+
 /// Values read from the devices (or decoded from staging) for the commands about to run,
 /// keyed by packed location and the block's sequence (a reused block has a new sequence,
 /// so a stale copy is never found). Oldest entries are evicted past a byte budget, but
 /// never those inserted since the caller's mark ([`Keyspace::read_mark`]): a command whose
 /// values exceed the budget still finds all of them.
 ///
-/// The most bytes of recently written block images one worker keeps for reads (decision
-/// 0033): 32 blocks of 8 MiB, a few seconds of writes at full speed. Each staged read
-/// looks through them, so the count stays small.
-pub const RETAINED_IMAGES_MAX_BYTES: usize = 256 << 20;
-
 /// With the value cache off, the read buffer is also a small cache of recent values (up to
 /// [`READ_BUF_MAX_ENTRIES`]). With the cache on, every value read also enters the cache, so
 /// the buffer keeps only [`READ_BUF_CACHED_MAX_ENTRIES`], enough for the commands in

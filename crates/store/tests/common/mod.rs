@@ -136,6 +136,27 @@ pub mod small {
         RamDevice::new(RESERVED_BYTES + blocks * BLOCK_BYTES, 512)
     }
 
+    /// A value of `len` bytes that differs by `tag`.
+    pub fn val(tag: u8, len: usize) -> Vec<u8> {
+        (0..len).map(|i| tag.wrapping_mul(31) ^ (i as u8)).collect()
+    }
+
+    /// Formats the empty RAM device of `ctl` and opens worker 0's writer on it
+    /// (`appendfsync everysec`).
+    pub async fn fresh_writer(
+        ctl: &skerry_store::device::RamControl,
+    ) -> (skerry_store::Store, skerry_store::Writer) {
+        use skerry_store::{Durability, Store, Writer};
+        let (store, _) = Store::create_or_open(vec![ctl.device().into()], &opts(), |_| {})
+            .await
+            .expect("format");
+        store.recovery_done();
+        let w = Writer::open(store.clone(), 0, Durability::EverySec, 0)
+            .await
+            .unwrap();
+        (store, w)
+    }
+
     fn meta(kind: RecordKind, seq: u64) -> RecordMeta {
         RecordMeta {
             kind,
