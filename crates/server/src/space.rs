@@ -96,11 +96,8 @@ pub fn command_write_blocks(name: &str, argv: &[&[u8]]) -> u64 {
     if blocks > 0 || argv.len() < 4 {
         return blocks;
     }
-    let offset = || {
-        std::str::from_utf8(argv[2])
-            .ok()
-            .and_then(|s| s.parse::<u64>().ok())
-    };
+    // Parsed as the handlers parse it: a non-negative integer.
+    let offset = || crate::commands::parse_i64(argv[2]).and_then(|o| u64::try_from(o).ok());
     let len = match name {
         "restore" | "restore-asking" => skerry_codec::string_payload_len(argv[3]),
         "setrange" => offset().map(|o| o.saturating_add(argv[3].len() as u64)),
