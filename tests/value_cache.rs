@@ -222,6 +222,92 @@ fn values_written_last_are_read_from_retained_images() {
     assert!(storage(&mut r, "storage_value_reads") - reads0 >= (N / 2) as u64);
 }
 
+/// Past their floor (a quarter of the budget), the retained images use what the value cache
+/// leaves free (decision 0034): a load half again as large as the floor is read back with
+/// no device read.
+#[test]
+fn retained_images_use_the_budget_the_cache_leaves_free() {
+    skip_if_redis!();
+    const N: usize = 180_000;
+    let s = Server::start(&[
+        "--data-size",
+        "1gb",
+        "--threads",
+        "1",
+        "--value-cache-mb",
+        "512",
+    ]);
+    let mut r = s.raw();
+    // About 187 MB of records; the floor is 128 MiB (a quarter of 512).
+    let keys: Vec<usize> = (0..N).collect();
+    set_all(&mut r, &keys, 1, 1000);
+    let model: BTreeMap<usize, Option<Vec<u8>>> =
+        keys.iter().map(|&k| (k, Some(value(k, 1, 1000)))).collect();
+    let used = storage(&mut r, "storage_cache_used_bytes");
+    assert!(used > 140 << 20, "images kept past the floor: {used}");
+    let reads0 = storage(&mut r, "storage_value_reads");
+    check_all(&mut r, &model, "after the load");
+    let reads = storage(&mut r, "storage_value_reads") - reads0;
+    assert!(
+        reads < (N / 20) as u64,
+        "the load is read from RAM: {reads} device reads"
+    );
+    assert!(storage(&mut r, "storage_cache_used_bytes") <= 512 << 20);
+}
+
+/// Past their floor, the retained images stay only while they hold at least one live byte
+/// in four (decision 0034): overwriting random halves of a dataset fourteen times over
+/// keeps at most about four times its size in RAM, and most of its values are read from
+/// there. (Defrag, which reclaims blocks whose records died and with them their images,
+/// keeps this data file near four times the live data too; the store's own test,
+/// `crates/store/tests/retained.rs`, checks the rule alone.)
+#[test]
+fn retained_images_past_the_floor_hold_live_records() {
+    skip_if_redis!();
+    const N: usize = 60_000;
+    let s = Server::start(&[
+        "--data-size",
+        "1gb",
+        "--threads",
+        "1",
+        "--value-cache-mb",
+        "512",
+    ]);
+    let mut r = s.raw();
+    let keys: Vec<usize> = (0..N).collect();
+    set_all(&mut r, &keys, 1, 1000);
+    let mut model: BTreeMap<usize, Option<Vec<u8>>> =
+        keys.iter().map(|&k| (k, Some(value(k, 1, 1000)))).collect();
+    // About 62 MB live, 500 MB written (within the 512 MiB budget): random halves of the
+    // keys overwritten, so that old blocks keep some live records (a block whose records
+    // are all dead is reclaimed, and its image with it).
+    let mut rng = Rng::new(34);
+    for g in 2..=15u64 {
+        let half: Vec<usize> = keys
+            .iter()
+            .copied()
+            .filter(|_| rng.range(0, 2) == 0)
+            .collect();
+        set_all(&mut r, &half, g, 1000);
+        model.extend(half.iter().map(|&k| (k, Some(value(k, g, 1000)))));
+    }
+    // The once-a-second budget call gives up what the writes left over.
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let used = storage(&mut r, "storage_cache_used_bytes");
+    let live = storage(&mut r, "storage_live_bytes");
+    assert!(
+        used > 128 << 20 && used <= 4 * live + (32 << 20),
+        "past the 128 MiB floor, at most about four bytes per live byte ({live}): {used}"
+    );
+    let reads0 = storage(&mut r, "storage_value_reads");
+    check_all(&mut r, &model, "after the overwrites");
+    let reads = storage(&mut r, "storage_value_reads") - reads0;
+    assert!(
+        reads < (N / 5) as u64,
+        "most values are read from RAM: {reads}"
+    );
+}
+
 /// One worker: every reclaimed block is reused by the worker whose cache holds copies of
 /// its old records, so new records land at the very offsets, with the very lengths, of
 /// cached ones (only the block sequence tells them apart).

@@ -822,7 +822,8 @@ pub(crate) fn collect_allocator(thorough: bool) {
 }
 
 /// Once a second: publishes what this worker's value cache holds, recomputes the memory
-/// budget (worker 0) and gives the cache its share of it (`crate::memory`).
+/// budget (worker 0), gives the cache its share of it (`crate::memory`) and the retained
+/// block images what the cache leaves free (decision 0034).
 fn resize_value_cache(shared: &Shared, id: usize) {
     let shard = local_shard();
     let stats = shard.borrow().keyspace.value_cache_stats();
@@ -831,8 +832,12 @@ fn resize_value_cache(shared: &Shared, id: usize) {
         crate::memory::update(&shared.config, shared.workers);
     }
     let want = crate::memory::per_worker_cache_bytes(&shared.config, shared.workers);
+    let mut s = shard.borrow_mut();
     if want as u64 != stats.capacity_bytes {
-        shard.borrow_mut().keyspace.set_value_cache_bytes(want);
+        s.keyspace.set_value_cache_bytes(want);
+    } else {
+        // The cache may have shrunk (values overwritten or deleted): room for images.
+        s.keyspace.retune_retained_images();
     }
 }
 

@@ -38,6 +38,61 @@ fn is_mapped(capacity_bytes: usize, align_bytes: usize) -> bool {
     capacity_bytes >= MMAP_MIN_BYTES && align_bytes <= PAGE_BYTES
 }
 
+/// Huge page size: a mapping of at least this many bytes starts on such a boundary and asks
+/// for transparent huge pages.
+const HUGE_PAGE_BYTES: usize = 2 << 20;
+
+/// A zero-filled private anonymous mapping of exactly `len_bytes`, page aligned; one of
+/// [`HUGE_PAGE_BYTES`] or more starts on a huge page boundary and is advised to use huge
+/// pages, so that the first touch of an 8 MiB block image faults 4 times rather than
+/// 2,048 (decision 0034). None when the kernel refuses the mapping.
+fn map_huge_aligned(len_bytes: usize) -> Option<*mut u8> {
+    let huge = len_bytes >= HUGE_PAGE_BYTES;
+    let map_bytes = if huge {
+        len_bytes + HUGE_PAGE_BYTES
+    } else {
+        len_bytes
+    };
+    // SAFETY: an anonymous private mapping of a non-zero length with no address hint has no
+    // preconditions; the kernel zero-fills it and returns page-aligned memory (or
+    // MAP_FAILED, handled below).
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            map_bytes,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return None;
+    }
+    let p = p.cast::<u8>();
+    if !huge {
+        return Some(p);
+    }
+    let head_bytes = p.addr().next_multiple_of(HUGE_PAGE_BYTES) - p.addr();
+    let tail_bytes = HUGE_PAGE_BYTES - head_bytes;
+    // SAFETY: `[p, p + map_bytes)` is the mapping just made; the head `[p, p + head)` and
+    // the tail `[start + len, p + map_bytes)` are page-aligned parts of it (mmap returns
+    // page-aligned memory and both ends of the kept range are huge page aligned or the
+    // mapping's own end), unmapped here once and never used. The kept range
+    // `[start, start + len)` lies inside it; MADV_HUGEPAGE only changes how it is backed.
+    unsafe {
+        let start = p.add(head_bytes);
+        if head_bytes > 0 {
+            libc::munmap(p.cast(), head_bytes);
+        }
+        if tail_bytes > 0 {
+            libc::munmap(start.add(len_bytes).cast(), tail_bytes);
+        }
+        libc::madvise(start.cast(), len_bytes, libc::MADV_HUGEPAGE);
+        Some(start)
+    }
+}
+
 /// A fixed-capacity heap buffer aligned to a power of two (at least 512 bytes),
 /// usable as the owned buffer of compio `O_DIRECT` reads and writes.
 ///
@@ -78,23 +133,7 @@ impl AlignedBuf {
         let layout = Layout::from_size_align(capacity_bytes, align_bytes)
             .expect("capacity too large for the alignment");
         let raw = if is_mapped(capacity_bytes, align_bytes) {
-            // SAFETY: an anonymous private mapping of a non-zero length with no
-            // address hint has no preconditions; the kernel zero-fills it and
-            // returns page-aligned memory (or MAP_FAILED, handled below).
-            let p = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    capacity_bytes,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                    -1,
-                    0,
-                )
-            };
-            if p == libc::MAP_FAILED {
-                alloc::handle_alloc_error(layout)
-            }
-            p.cast::<u8>()
+            map_huge_aligned(capacity_bytes).unwrap_or_else(|| alloc::handle_alloc_error(layout))
         } else {
             // SAFETY: `layout` has a non-zero size (checked above).
             unsafe { alloc::alloc_zeroed(layout) }

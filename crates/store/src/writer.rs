@@ -14,7 +14,7 @@
 //! sequence range, and a summary of its records' headers and keys is placed
 //! after them, for recovery: see [`crate::format::summary`]) and a new block
 //! is allocated; the sealed image stays until it is durable, and then while
-//! it fits the retention budget ([`Writer::set_retained_image_bytes`]).
+//! it fits the retention budget ([`Writer::set_retained_image_budget`]).
 //!
 //! Methods take `&self` (state in a `RefCell`, never borrowed across an
 //! await) so the connection tasks of one worker can share the writer through
@@ -29,7 +29,7 @@
 //! deletes work on a full device.
 
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::future::poll_fn;
 use std::task::{Poll, Waker};
 
@@ -317,10 +317,12 @@ struct State {
     sealed: Vec<StagedBlock>,
     /// Block images for reuse (holding their last block's bytes: see `Writer::start_block`).
     spare: Vec<AlignedBuf>,
-    /// Images of durable blocks kept for reads, oldest first, up to
-    /// [`Writer::set_retained_image_bytes`]: a value written a moment ago is read from RAM
-    /// (a staged read) rather than from the device (decision 0033).
-    retained: VecDeque<StagedBlock>,
+    /// Images of durable blocks kept for reads, by block, within
+    /// [`Writer::set_retained_image_budget`]: a value written a moment ago is read from RAM
+    /// (a staged read) rather than from the device (decisions 0033 and 0034).
+    retained: HashMap<BlockId, StagedBlock, foldhash::fast::FixedState>,
+    /// Bytes of the images in `retained`.
+    retained_bytes: usize,
     /// Records appended since the writer started.
     appends: u64,
     /// `appends` at the previous [`Writer::tick`].
@@ -383,8 +385,10 @@ pub struct Writer {
     durability: Cell<Durability>,
     state: RefCell<State>,
     next_seq: Cell<u64>,
-    /// Bytes of durable block images kept for reads (`State::retained`).
+    /// Bytes of durable block images that may be kept for reads (`State::retained`).
     retain_max_bytes: Cell<usize>,
+    /// Bytes of them kept whatever their records' liveness ([`Writer::set_retained_image_budget`]).
+    retain_floor_bytes: Cell<usize>,
     io_busy: Cell<bool>,
     io_done: Notify,
     /// Device I/O latencies (never borrowed across an await).
@@ -399,12 +403,10 @@ pub struct Writer {
     pub(crate) read_bufs: RefCell<Vec<AlignedBuf>>,
 }
 
-impl State {
-    /// Bytes of the retained images.
-    fn retained_bytes(&self) -> usize {
-        self.retained.iter().map(|b| b.buf.capacity_bytes()).sum()
-    }
-}
+/// Past its floor, the retained images may hold at most this many bytes per live byte of
+/// their blocks (decision 0034): an image whose records were mostly overwritten or deleted
+/// costs RAM that serves little.
+const RETAINED_BYTES_PER_LIVE_BYTE_MAX: u64 = 4;
 
 /// Block images a busy writer keeps for its next blocks once their records are durable
 /// (decision 0021): a new block takes one instead of mapping 8 MiB and faulting it in page
@@ -469,7 +471,8 @@ impl Writer {
                 open: None,
                 sealed: Vec::new(),
                 spare: Vec::new(),
-                retained: VecDeque::new(),
+                retained: HashMap::default(),
+                retained_bytes: 0,
                 appends: 0,
                 appends_at_last_tick: 0,
                 appends_at_last_flush: 0,
@@ -483,6 +486,7 @@ impl Writer {
             }),
             next_seq: Cell::new(after_seq + 1),
             retain_max_bytes: Cell::new(0),
+            retain_floor_bytes: Cell::new(0),
             io_busy: Cell::new(false),
             io_done: Notify::default(),
             io_latency: RefCell::new(IoLatency::default()),
@@ -1035,34 +1039,76 @@ impl Writer {
         Ok(())
     }
 
-    /// Gives up the oldest retained images past the retention budget: to the spare images
-    /// (not zeroed: a new block's image is zero only in its header page, and the bytes past
-    /// its records are written as zeros, Writer::copy_piece), or to the OS.
-    fn trim_retained(&self, st: &mut State) {
+    /// Gives up retained images (to the spare images, not zeroed: a new block's image is zero
+    /// only in its header page, and the bytes past its records are written as zeros,
+    /// Writer::copy_piece; or to the OS) while they are over the budget's maximum, and, at
+    /// most `waste_drops` of them, while they are over its floor and hold more than
+    /// [`RETAINED_BYTES_PER_LIVE_BYTE_MAX`] bytes per live byte. The least live go first;
+    /// among equally live ones (to 1/64 of a block), the oldest.
+    ///
+    /// Bounding the drops for waste to the blocks just retained makes a busy writer trade
+    /// one image for one: the image given up becomes the next block's, where dropping a
+    /// burst of them would give them to the OS and map fresh ones for the next blocks.
+    fn trim_retained(&self, st: &mut State, mut waste_drops: usize) {
         let max = self.retain_max_bytes.get();
-        let mut bytes = st.retained_bytes();
-        while bytes > max {
-            let Some(old) = st.retained.pop_front() else {
+        let floor = self.retain_floor_bytes.get().min(max);
+        if st.retained_bytes <= floor {
+            return;
+        }
+        let mut live_sum = 0u64;
+        let mut order: Vec<(u64, u64, BlockId, u64)> = st
+            .retained
+            .iter()
+            .map(|(&id, b)| {
+                // A reused block's live bytes are its new incarnation's.
+                let live = if b.alloc.block_seq == self.store.block_seq(id) {
+                    self.store.block_live_bytes(id)
+                } else {
+                    0
+                };
+                live_sum += live;
+                let level = live * 64 / (b.buf.capacity_bytes() as u64).max(1);
+                (level, b.alloc.block_seq, id, live)
+            })
+            .collect();
+        order.sort_unstable();
+        for (_, _, id, live) in order {
+            let bytes = st.retained_bytes as u64;
+            let over = bytes > max as u64;
+            let wasteful = waste_drops > 0
+                && bytes > floor as u64
+                && bytes > RETAINED_BYTES_PER_LIVE_BYTE_MAX * live_sum;
+            if !over && !wasteful {
                 break;
-            };
-            bytes -= old.buf.capacity_bytes();
+            }
+            if !over {
+                waste_drops -= 1;
+            }
+            let old = st.retained.remove(&id).expect("listed above");
+            st.retained_bytes -= old.buf.capacity_bytes();
+            live_sum -= live;
             if st.spare.len() < SPARE_IMAGES_KEPT {
                 st.spare.extend(Rc::try_unwrap(old.buf).ok());
             }
         }
     }
 
-    /// Sets how many bytes of durable block images are kept for reads (decision 0033; 0:
-    /// none). A smaller budget gives images up at once.
-    pub fn set_retained_image_bytes(&self, bytes: usize) {
-        self.retain_max_bytes.set(bytes);
+    /// Sets how many bytes of durable block images are kept for reads (decisions 0033 and
+    /// 0034): up to `max_bytes`, and past `floor_bytes` only while they hold at least one
+    /// live byte in [`RETAINED_BYTES_PER_LIVE_BYTE_MAX`]. A smaller maximum gives images up
+    /// at once (0 keeps none); a call also gives up a few images that hold too little live
+    /// data (the server calls it once a second: images whose records were deleted go even
+    /// when nothing is written).
+    pub fn set_retained_image_budget(&self, floor_bytes: usize, max_bytes: usize) {
+        self.retain_floor_bytes.set(floor_bytes);
+        self.retain_max_bytes.set(max_bytes);
         let mut st = self.state.borrow_mut();
-        self.trim_retained(&mut st);
+        self.trim_retained(&mut st, SPARE_IMAGES_KEPT);
     }
 
     /// Bytes of durable block images kept for reads now.
     pub fn retained_image_bytes(&self) -> usize {
-        self.state.borrow().retained_bytes()
+        self.state.borrow().retained_bytes
     }
 
     fn start_block(&self, alloc: AllocatedBlock, spare: Option<AlignedBuf>) -> StagedBlock {
@@ -1176,12 +1222,15 @@ impl Writer {
         block.header_dirty = true;
     }
 
-    /// Copies the record at `location` out of the staging images, if this
-    /// writer still holds it (not yet durable, or in the open block; not the
-    /// records an adopted block held when it was adopted, nor those that were
-    /// durable when an idle writer released its open image: those are read
-    /// from the device).
-    pub fn staged(&self, location: &Location) -> Option<crate::RecordBytes> {
+    /// The staging image holding `location`'s record, and the record's byte range in it,
+    /// if this writer still holds it (not yet durable, in the open block, or retained; not
+    /// the records an adopted block held when it was adopted, nor those that were durable
+    /// when an idle writer released its open image: those are read from the device).
+    fn staged_with<R>(
+        &self,
+        location: &Location,
+        f: impl FnOnce(&[u8], u64) -> Option<R>,
+    ) -> Option<R> {
         let st = self.state.borrow();
         let id = location.block_id();
         let block = match st
@@ -1195,20 +1244,33 @@ impl Writer {
             // the block may have been reclaimed and reused since.
             None => st
                 .retained
-                .iter()
-                .rev()
-                .find(|b| b.alloc.id == id && b.alloc.block_seq == self.store.block_seq(id))?,
+                .get(&id)
+                .filter(|b| b.alloc.block_seq == self.store.block_seq(id))?,
         };
         let start = location.offset_bytes as usize;
         let end = start + location.len_bytes as usize;
         if start < block.staged_from || end > block.used_bytes {
             return None;
         }
-        crate::RecordBytes::decode(
-            block.buf[start..end].to_vec().into(),
-            0,
-            block.alloc.block_seq,
-        )
+        f(&block.buf[start..end], block.alloc.block_seq)
+    }
+
+    /// Copies the record at `location` out of the staging images, if this writer still
+    /// holds it (see [`Writer::staged_value`] for its value alone).
+    pub fn staged(&self, location: &Location) -> Option<crate::RecordBytes> {
+        self.staged_with(location, |bytes, block_seq| {
+            crate::RecordBytes::decode(bytes.to_vec().into(), 0, block_seq)
+        })
+    }
+
+    /// Copies the value of the record at `location` out of the staging images, if this
+    /// writer still holds it: checked as [`Writer::staged`] checks it, with one copy (of
+    /// the value) instead of two.
+    pub fn staged_value(&self, location: &Location) -> Option<Vec<u8>> {
+        self.staged_with(location, |bytes, block_seq| {
+            let r = crate::format::decode_record(bytes, block_seq).ok()??;
+            Some(r.value.to_vec())
+        })
     }
 
     /// Waits until no flush/sync runs, then marks one as running.
@@ -1342,18 +1404,25 @@ impl Writer {
         }
         // Durable sealed images: kept for reads while they fit the retention budget, the
         // oldest then given up (their bytes are read from the device from then on).
+        let mut retained_more = 0;
         let mut i = 0;
         while i < st.sealed.len() {
             if st.sealed[i].is_durable() {
-                // In order: the retained images must stay oldest first.
-                let done = st.sealed.remove(i);
+                let done = st.sealed.swap_remove(i);
                 self.store.block_durable(done.alloc.id);
-                st.retained.push_back(done);
+                st.retained_bytes += done.buf.capacity_bytes();
+                // An older incarnation of the block (reclaimed and reused since) is stale.
+                if let Some(old) = st.retained.insert(done.alloc.id, done) {
+                    st.retained_bytes -= old.buf.capacity_bytes();
+                }
+                retained_more += 1;
             } else {
                 i += 1;
             }
         }
-        self.trim_retained(st);
+        if retained_more > 0 {
+            self.trim_retained(st, retained_more);
+        }
         debug_assert!(covered >= st.durable_appends);
         st.durable_appends = covered;
         st.stats.syncs += 1;

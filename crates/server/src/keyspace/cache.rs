@@ -166,6 +166,12 @@ impl ValueCache {
         self.capacity_bytes != 0
     }
 
+    /// Bytes charged for what the cache holds now (entries and ghosts).
+    #[inline]
+    pub fn used_bytes(&self) -> usize {
+        self.used_bytes
+    }
+
     /// The bytes charged for a value of `len` bytes.
     #[inline]
     pub fn charge_bytes(len: usize) -> usize {

@@ -207,10 +207,10 @@ pub struct ReadStats {
     pub failed_reads: u64,
 }
 
-/// The most bytes of recently written block images one worker keeps for reads (decision
-/// 0033): 32 blocks of 8 MiB, a few seconds of writes at full speed. Each staged read
-/// looks through them, so the count stays small.
-pub const RETAINED_IMAGES_MAX_BYTES: usize = 256 << 20;
+/// The most bytes of recently written block images one worker keeps for reads whatever the
+/// value cache holds (decision 0033): 32 blocks of 8 MiB, a few seconds of writes at full
+/// speed. Past it they only use the budget the value cache leaves free (decision 0034).
+pub const RETAINED_IMAGES_FLOOR_MAX_BYTES: usize = 256 << 20;
 
 /// Values read from the devices (or decoded from staging) for the commands about to run,
 /// keyed by packed location and the block's sequence (a reused block has a new sequence,
@@ -301,8 +301,12 @@ pub struct Keyspace {
     /// Values read before, kept for later reads (`value-cache-mb`).
     cache: cache::ValueCache,
     /// The part of the value cache's budget that keeps recently written block images
-    /// ([`Keyspace::set_value_cache_bytes`]).
+    /// whatever the cache holds ([`Keyspace::set_value_cache_bytes`]).
     retained_budget_bytes: usize,
+    /// The whole budget: the value cache's and the retained images' (decision 0034).
+    cache_budget_bytes: usize,
+    /// The retained images' maximum last given to the writer.
+    retained_max_bytes: usize,
     /// Collections decoded for earlier commands, by record (see [`colls::CollCache`]).
     colls: colls::CollCache,
     /// Set when an append or a value read failed (the change was not applied); the
@@ -704,6 +708,8 @@ impl Keyspace {
             prepared_key: Vec::new(),
             cache: cache::ValueCache::default(),
             retained_budget_bytes: 0,
+            cache_budget_bytes: 0,
+            retained_max_bytes: 0,
             colls: colls::CollCache::default(),
             error: None,
             writes: 0,
@@ -877,18 +883,49 @@ impl Keyspace {
     /// Sets the value cache's budget (this worker's share of `value-cache-mb`); a smaller
     /// one evicts at once, 0 disables the cache and frees what it held.
     ///
-    /// A quarter of it, in whole blocks and at most [`RETAINED_IMAGES_MAX_BYTES`], keeps the
-    /// images of the blocks written last (decision 0033): a value written a moment ago is
-    /// then read from RAM, with no cost to the write. The cache's stats count them in.
+    /// A quarter of it, in whole blocks and at most [`RETAINED_IMAGES_FLOOR_MAX_BYTES`],
+    /// keeps the images of the blocks written last (decision 0033): a value written a moment
+    /// ago is then read from RAM, with no cost to the write. Past that, the images may use
+    /// what the cache leaves free while their records are live enough (decision 0034). The
+    /// cache's stats count them in.
     pub fn set_value_cache_bytes(&mut self, capacity_bytes: usize) {
         let before = self.cache.stats().used_bytes;
         let block = self.log.store().block_size_bytes(0) as usize;
-        let retained = (capacity_bytes / 4).min(RETAINED_IMAGES_MAX_BYTES) / block * block;
+        let retained = (capacity_bytes / 4).min(RETAINED_IMAGES_FLOOR_MAX_BYTES) / block * block;
         self.retained_budget_bytes = retained;
-        self.log.set_retained_image_bytes(retained);
+        self.cache_budget_bytes = capacity_bytes;
         self.cache.set_capacity(capacity_bytes - retained);
+        self.retune_retained_images();
         if self.cache.stats().used_bytes < before / 2 {
             crate::worker::collect_allocator(true);
+        }
+    }
+
+    /// Gives the retained block images the part of the budget the value cache does not use
+    /// (at least their floor), in whole blocks (decision 0034). Called once a second, and
+    /// after an admission that took the cache and the images together over the budget.
+    pub fn retune_retained_images(&mut self) {
+        let block = self.log.store().block_size_bytes(0) as usize;
+        let free = self
+            .cache_budget_bytes
+            .saturating_sub(self.cache.used_bytes())
+            / block
+            * block;
+        let max = free.max(self.retained_budget_bytes);
+        self.retained_max_bytes = max;
+        self.log
+            .set_retained_image_budget(self.retained_budget_bytes, max);
+    }
+
+    /// Admits `v` (at `k`) to the value cache; the retained images give way if the two
+    /// together are now over the budget.
+    #[inline]
+    fn admit(&mut self, k: cache::CacheKey, v: cache::SharedValue) {
+        self.cache.insert(k, v);
+        if self.cache.used_bytes() + self.retained_max_bytes > self.cache_budget_bytes
+            && self.retained_max_bytes > self.retained_budget_bytes
+        {
+            self.retune_retained_images();
         }
     }
 
@@ -1069,9 +1106,9 @@ impl Keyspace {
         if let Some(v) = self.read_buf.get(k) {
             return Some(v.clone());
         }
-        let r = self.log.staged(&loc.unpack())?;
+        let v = self.log.staged_value(&loc.unpack())?;
         self.reads.staged_reads += 1;
-        Some(self.read_buf.insert(k, Rc::new(r.value().to_vec())))
+        Some(self.read_buf.insert(k, Rc::new(v)))
     }
 
     /// Starts bringing the index entries of `keys` (in `db`) and their cached values into
@@ -1196,15 +1233,15 @@ impl Keyspace {
             self.reads.buffer_hits += 1;
             let v = v.clone();
             if admit {
-                self.cache.insert(k, v.clone());
+                self.admit(k, v.clone());
             }
             return Resident::Value(v);
         }
-        if let Some(r) = self.log.staged(&loc.unpack()) {
+        if let Some(v) = self.log.staged_value(&loc.unpack()) {
             self.reads.staged_reads += 1;
-            let v = self.read_buf.insert(k, Rc::new(r.value().to_vec()));
+            let v = self.read_buf.insert(k, Rc::new(v));
             if admit {
-                self.cache.insert(k, v.clone());
+                self.admit(k, v.clone());
             }
             return Resident::Value(v);
         }
@@ -1299,7 +1336,7 @@ impl Keyspace {
                     let k = (PackedLoc::pack(&f.location).bits(), block_seq);
                     let v = self.read_buf.insert(k, v);
                     if self.uncached.is_empty() || !self.uncached.contains(&k) {
-                        self.cache.insert(k, v);
+                        self.admit(k, v);
                     }
                 }
                 Err(e) => {
