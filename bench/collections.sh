@@ -104,13 +104,7 @@ start_server() {
     fi
     SERVER_PID=$!
     SERVER_DIR=$dir
-    local i
-    for ((i = 0; i < 600; i++)); do
-        resp_ping "$PORT" && return 0
-        kill -0 "$SERVER_PID" 2>/dev/null || die "$1 did not start: $(tail -n 3 "$dir/server.log")"
-        sleep 0.1
-    done
-    die "$1 did not answer PING"
+    await_server "$1" "$SERVER_PID" "$PORT" "$dir/server.log" 60
 }
 stop_server() {
     kill "$SERVER_PID" 2>/dev/null || true

@@ -141,7 +141,7 @@ log "results: $OUT"
 sed 's/^/  /' "$OUT/env.txt" >&2
 
 start_server() { # NAME
-    local s=$1 port dir cmd t0
+    local s=$1 port dir cmd
     port=$(free_port)
     dir=$DATA_DIR/$s
     rm -rf "$dir"
@@ -166,12 +166,7 @@ start_server() { # NAME
     fi
     PID[$s]=$!
     PORT[$s]=$port
-    t0=$SECONDS
-    until resp_ping "$port"; do
-        kill -0 "${PID[$s]}" 2>/dev/null || die "$s exited during startup (log: $OUT/$s.server.log)"
-        ((SECONDS - t0 < 30)) || die "$s did not answer PING within 30 s"
-        sleep 0.1
-    done
+    await_server "$s" "${PID[$s]}" "$port" "$OUT/$s.server.log"
     if [[ $s == skerry && $SKERRY_THREADS == default ]]; then
         # INFO visits every worker: once it answers, every worker thread exists.
         redis-cli -p "$port" INFO >/dev/null

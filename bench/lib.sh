@@ -26,6 +26,17 @@ resp_ping() {
         [[ $reply == +PONG* ]]
     ) 2>/dev/null
 }
+# await_server NAME PID PORT LOG [TIMEOUT_S]: waits until the server answers PING on PORT;
+# dies, with the last lines of LOG, when process PID exits first or TIMEOUT_S (default 30)
+# pass. Every script's server start ends with it.
+await_server() {
+    local name=$1 pid=$2 port=$3 log=$4 timeout_s=${5:-30} t0=$SECONDS
+    until resp_ping "$port"; do
+        kill -0 "$pid" 2>/dev/null || { tail -n 5 "$log" >&2; die "$name exited during startup (log: $log)"; }
+        ((SECONDS - t0 < timeout_s)) || { tail -n 5 "$log" >&2; die "$name did not answer PING within ${timeout_s}s (log: $log)"; }
+        sleep 0.01
+    done
+}
 # start_on_free_port DIR CMD...: starts `CMD --port P --dir DIR` (output in DIR/server.log) on a
 # free port, trying another one if the server exits at once; sets PORT and PID, or dies with
 # the server's log.

@@ -128,7 +128,7 @@ trap cleanup EXIT
 trap 'log "interrupted"; exit 130' INT TERM
 
 start_server() {
-    local cmd c t0=$SECONDS
+    local cmd c
     mkdir -p "$SDIR"
     # shellcheck disable=SC2206  # SKERRY_ARGS is word-split on purpose
     cmd=(taskset -c "$SERVER_CPU" "$SKERRY_BIN" --port "$PORT" --bind 127.0.0.1 --dir "$SDIR" --threads 1
@@ -149,11 +149,7 @@ start_server() {
         done
         [[ -n $PID ]] || { tail -n 5 "$SLOG" >&2; die "could not find the server process under memcap"; }
     fi
-    until resp_ping "$PORT"; do
-        kill -0 "$PID" 2>/dev/null || { tail -n 5 "$SLOG" >&2; die "skerry exited during startup (log: $SLOG)"; }
-        ((SECONDS - t0 < START_TIMEOUT)) || die "skerry did not answer PING within ${START_TIMEOUT}s"
-        sleep 0.05
-    done
+    await_server skerry "$PID" "$PORT" "$SLOG" "$START_TIMEOUT"
     log "skerry: pid $PID, port $PORT: ${cmd[*]}"
 }
 rcli() { redis-cli -h 127.0.0.1 -p "$PORT" "$@" 2>&1; }

@@ -152,7 +152,7 @@ is_true() { awk "BEGIN { exit !($1) }"; }
 human_bytes() { awk -v b="$1" 'BEGIN { split("B KiB MiB GiB TiB", u); i = 1; while (b >= 1024 && i < 5) { b /= 1024; i++ } printf "%.1f %s", b, u[i] }'; }
 
 start_server() {
-    local cmd t0=$SECONDS
+    local cmd
     mkdir -p "$SDIR"
     # shellcheck disable=SC2206  # SKERRY_ARGS is word-split on purpose
     cmd=(taskset -c "$SERVER_CPU" "$SKERRY_BIN" --port "$PORT" --bind 127.0.0.1 --dir "$SDIR" --threads 1
@@ -160,11 +160,7 @@ start_server() {
     echo "# ${cmd[*]}" >>"$SLOG"
     "${cmd[@]}" >>"$SLOG" 2>&1 &
     PID=$!
-    until resp_ping "$PORT"; do
-        kill -0 "$PID" 2>/dev/null || { tail -n 5 "$SLOG" >&2; die "skerry exited during startup (log: $SLOG)"; }
-        ((SECONDS - t0 < START_TIMEOUT)) || die "skerry did not answer PING within ${START_TIMEOUT}s"
-        sleep 0.05
-    done
+    await_server skerry "$PID" "$PORT" "$SLOG" "$START_TIMEOUT"
     log "skerry: pid $PID, port $PORT: ${cmd[*]}"
 }
 

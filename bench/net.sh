@@ -178,7 +178,7 @@ sed 's/^/  /' "$OUT/env.txt" >&2
 
 # ---------------------------------------------------------------- servers
 start_server() { # NAME
-    local s=$1 port dir cmd t0
+    local s=$1 port dir cmd
     port=$(free_port)
     dir=$DATA_DIR/$s
     rm -rf "$dir"
@@ -195,12 +195,7 @@ start_server() { # NAME
     taskset -c "$SERVER_CPU" "${cmd[@]}" >>"$OUT/$s.server.log" 2>&1 &
     PID[$s]=$!
     PORT[$s]=$port
-    t0=$SECONDS
-    until resp_ping "$port"; do
-        kill -0 "${PID[$s]}" 2>/dev/null || { tail -n 5 "$OUT/$s.server.log" >&2; die "$s exited during startup (log: $OUT/$s.server.log)"; }
-        ((SECONDS - t0 < START_TIMEOUT)) || die "$s did not answer PING within ${START_TIMEOUT}s (log: $OUT/$s.server.log)"
-        sleep 0.1
-    done
+    await_server "$s" "${PID[$s]}" "$port" "$OUT/$s.server.log" "$START_TIMEOUT"
     log "$s: pid ${PID[$s]}, port $port, CPU $SERVER_CPU"
 }
 

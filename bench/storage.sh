@@ -291,12 +291,8 @@ start_server() {
 }
 # wait_ping NAME TIMEOUT: waits until the server answers PING.
 wait_ping() {
-    local s=$1 timeout=$2 t0=$SECONDS
-    until resp_ping "${PORT[$s]}"; do
-        kill -0 "${PID[$s]}" 2>/dev/null || { tail -n 5 "${DIR[$s]}.log" >&2; die "$s exited during startup (log: ${DIR[$s]}.log)"; }
-        ((SECONDS - t0 < timeout)) || die "$s did not answer PING within ${timeout}s"
-        sleep 0.01
-    done
+    local s=$1 timeout=$2
+    await_server "$s" "${PID[$s]}" "${PORT[$s]}" "${DIR[$s]}.log" "$timeout"
 }
 declare -A CMD
 launch() { # NAME KIND [ARGS...]

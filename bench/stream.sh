@@ -136,7 +136,7 @@ log "results: $OUT"
 sed 's/^/  /' "$OUT/env.txt" >&2
 
 start_server() { # NAME
-    local s=$1 port dir cmd t0
+    local s=$1 port dir cmd
     port=$(free_port)
     dir=$DATA_DIR/$s
     rm -rf "$dir"
@@ -152,12 +152,7 @@ start_server() { # NAME
     taskset -c "$SERVER_CPU" "${cmd[@]}" >>"$OUT/$s.server.log" 2>&1 &
     PID[$s]=$!
     PORT[$s]=$port
-    t0=$SECONDS
-    until resp_ping "$port"; do
-        kill -0 "${PID[$s]}" 2>/dev/null || die "$s exited during startup (log: $OUT/$s.server.log)"
-        ((SECONDS - t0 < 30)) || die "$s did not answer PING within 30 s"
-        sleep 0.1
-    done
+    await_server "$s" "${PID[$s]}" "$port" "$OUT/$s.server.log"
     log "$s: pid ${PID[$s]}, port $port, CPU $SERVER_CPU"
 }
 

@@ -283,12 +283,8 @@ start_server() {
         done
         [[ -n ${PID[$s]} ]] || { tail -n 5 "$dir.log" >&2; die "$s: no server process found under memcap"; }
     fi
-    local t0=$SECONDS
-    until resp_ping "$port"; do
-        kill -0 "${PID[$s]}" 2>/dev/null || { tail -n 5 "$dir.log" >&2; die "$s exited during startup ($dir.log)"; }
-        ((SECONDS - t0 < START_TIMEOUT)) || die "$s did not answer PING within ${START_TIMEOUT}s"
-        sleep 0.01
-    done
+
+    await_server "$s" "${PID[$s]}" "$port" "$dir.log" "$START_TIMEOUT"
     if [[ $kind == skerry-default ]]; then
         # INFO visits every worker, so once it answers every worker runs (and has pinned
         # itself, one CPU each); then every thread goes onto SERVER_CPU, twice to catch a

@@ -187,13 +187,6 @@ fn keeps_the_ttl() {
 
 // ----- differential test against the reference Redis -----
 
-fn diff_ops() -> usize {
-    std::env::var("SKERRY_BITFIELD_DIFF_OPS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3000)
-}
-
 /// A random value near the interesting limits of a `bits`-bit field.
 fn value(rng: &mut StdRng, bits: u32, signed: bool) -> i64 {
     let max: i128 = if signed {
@@ -219,26 +212,20 @@ fn differential(threads: &str) {
     if is_redis() {
         return;
     }
-    let redis = Server::start_reference(&[]);
-    let skerry = Server::start(&["--threads", threads]);
-    let (mut rr, mut sr) = (redis.raw(), skerry.raw());
-    let seed = std::env::var("SKERRY_BITFIELD_DIFF_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0xb17f_1e1du64);
+    let mut d = diff::Diff::start(diff::DiffOpts {
+        name: "BITFIELD",
+        both: &[],
+        skerry: &["--threads", threads],
+        default_ops: 3000,
+        seed: 0xb17f_1e1d,
+        needs_8: false,
+    })
+    .expect("any reference");
+    let (n, seed) = (d.ops, d.seed);
     let mut rng = StdRng::seed_from_u64(seed);
     let keys = ["bf:a", "bf:b", "bf:c"];
-    let n = diff_ops();
     let mut both = |args: &[String], step: usize| {
-        let msg = resp::encode(args);
-        rr.send(&msg);
-        sr.send(&msg);
-        let (a, b) = (rr.read_raw(), sr.read_raw());
-        assert_eq!(
-            String::from_utf8_lossy(&a),
-            String::from_utf8_lossy(&b),
-            "step {step}: {args:?}"
-        );
+        d.both(args, format_args!("step {step}"));
     };
     for step in 0..n {
         let key = keys[rng.random_range(0..keys.len())];

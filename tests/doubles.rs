@@ -216,21 +216,18 @@ fn sorted_scan(v: Value) -> (Value, Vec<(Value, Value)>) {
 }
 
 fn differential(threads: &str, seed: u64) {
-    let ops: usize = std::env::var("SKERRY_DOUBLES_DIFF_OPS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3000);
-    let Some(re) = Server::start_reference_8(&[]) else {
+    let Some(d) = diff::Diff::start(diff::DiffOpts {
+        name: "DOUBLES",
+        both: &[],
+        skerry: &["--threads", threads],
+        default_ops: 3000,
+        seed,
+        needs_8: true,
+    }) else {
         return;
     };
-    let sk = Server::start(&["--threads", threads]);
-    let (mut sk2, mut re2) = (sk.raw(), re.raw());
-    let (mut sk3, mut re3) = (resp3(&sk), resp3(&re));
-    let seed = seed
-        + std::env::var("SKERRY_DOUBLES_DIFF_SEED")
-            .ok()
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0);
+    let mut d = d.with_resp3();
+    let (ops, seed) = (d.ops, d.seed);
     let mut rng = StdRng::seed_from_u64(seed);
     // A zset past the listpack limit (128 entries): a skiplist, whose ZSCAN uses %.17g.
     let mut big = vec!["ZADD".to_string(), "{d}big".to_string()];
@@ -242,21 +239,15 @@ fn differential(threads: &str, seed: u64) {
         );
         big.push(format!("m{i}"));
     }
-    let big: Vec<&str> = big.iter().map(|s| s.as_str()).collect();
-    let (a, b) = (sk2.cmd_raw(&big), re2.cmd_raw(&big));
-    assert_eq!(a, b, "seed {seed}: initial ZADD");
+    d.both(&big, "initial ZADD");
     let (mut errors, mut doubles) = (0usize, 0usize);
     for i in 0..ops {
         let (cmd, sorted) = random_op(&mut rng);
         let args: Vec<&str> = cmd.iter().map(|s| s.as_str()).collect();
         let resp3 = rng.random_bool(0.4);
-        let (x, y) = if resp3 {
-            (&mut sk3, &mut re3)
-        } else {
-            (&mut sk2, &mut re2)
-        };
         if sorted {
-            let (a, b) = (x.cmd(&args), y.cmd(&args));
+            let (re, sk) = d.conns(resp3);
+            let (a, b) = (sk.cmd(&args), re.cmd(&args));
             assert_eq!(
                 sorted_scan(a),
                 sorted_scan(b),
@@ -264,12 +255,7 @@ fn differential(threads: &str, seed: u64) {
             );
             continue;
         }
-        let (a, b) = (x.cmd_raw(&args), y.cmd_raw(&args));
-        assert_eq!(
-            String::from_utf8_lossy(&a),
-            String::from_utf8_lossy(&b),
-            "seed {seed} op {i} (resp3 {resp3}): {cmd:?}"
-        );
+        let a = d.both_in(&args, resp3, format_args!("op {i}"));
         if a.first() == Some(&b'-') {
             errors += 1;
         } else if a

@@ -931,33 +931,21 @@ fn members_and_scores(v: Value) -> Vec<(Vec<u8>, u64)> {
 }
 
 fn differential(threads: &str, seed: u64) {
-    // SKERRY_GEO_DIFF_OPS raises the number of operations (3000 by default).
-    let ops: usize = std::env::var("SKERRY_GEO_DIFF_OPS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3000);
-    let sk = Server::start_opts(common::Opts {
-        args: vec!["--threads".into(), threads.into()],
-        ..Default::default()
-    });
-    let Some(re) = Server::start_reference_8(&[]) else {
+    // SKERRY_GEO_DIFF_OPS raises the number of operations (3000 by default);
+    // SKERRY_GEO_DIFF_SEED adds to the seeds (other runs than CI's).
+    let Some(d) = diff::Diff::start(diff::DiffOpts {
+        name: "GEO",
+        both: &[],
+        skerry: &["--threads", threads],
+        default_ops: 3000,
+        seed,
+        needs_8: true,
+    }) else {
         return;
     };
-    let mut sk2 = sk.raw();
-    let mut re2 = re.raw();
-    let mut sk3 = sk.raw();
-    let mut re3 = re.raw();
-    sk3.cmd(&["HELLO", "3"]);
-    re3.cmd(&["HELLO", "3"]);
-    for c in [&mut sk2, &mut re2] {
-        c.cmd(&["SET", "str", "x"]);
-    }
-    // SKERRY_GEO_DIFF_SEED adds to the seeds (other runs than CI's).
-    let seed = seed
-        + std::env::var("SKERRY_GEO_DIFF_SEED")
-            .ok()
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0);
+    let mut d = d.with_resp3();
+    let (ops, seed) = (d.ops, d.seed);
+    d.both(&["SET", "str", "x"], "setup");
     let mut rng = StdRng::seed_from_u64(seed);
     let mut compared = 0usize;
     let (mut errors, mut searches, mut multi) = (0usize, 0usize, 0usize);
@@ -965,16 +953,7 @@ fn differential(threads: &str, seed: u64) {
         let (cmd, dst) = random_op(&mut rng);
         let args: Vec<&str> = cmd.iter().map(|s| s.as_str()).collect();
         let resp3 = rng.random_bool(0.25);
-        let (a, b) = if resp3 {
-            (sk3.cmd_raw(&args), re3.cmd_raw(&args))
-        } else {
-            (sk2.cmd_raw(&args), re2.cmd_raw(&args))
-        };
-        assert_eq!(
-            String::from_utf8_lossy(&a),
-            String::from_utf8_lossy(&b),
-            "seed {seed} op {i} (resp3 {resp3}): {cmd:?}"
-        );
+        let a = d.both_in(&args, resp3, format_args!("op {i}"));
         compared += 1;
         if a.first() == Some(&b'-') {
             errors += 1;
@@ -985,22 +964,20 @@ fn differential(threads: &str, seed: u64) {
                 multi += 1;
             }
         }
-        if let Some(d) = dst {
-            let q = ["ZRANGE", d.as_str(), "0", "-1", "WITHSCORES"];
-            let (x, y) = (sk2.cmd_raw(&["TYPE", &d]), re2.cmd_raw(&["TYPE", &d]));
-            assert_eq!(x, y, "seed {seed} op {i}: TYPE {d} after {cmd:?}");
+        if let Some(dst) = dst {
+            let q = ["ZRANGE", dst.as_str(), "0", "-1", "WITHSCORES"];
+            let x = d.both(&["TYPE", &dst], format_args!("op {i}: TYPE after {cmd:?}"));
             if x == b"+zset\r\n" {
-                let (x, y) = (sk2.cmd(&q), re2.cmd(&q));
+                let (x, y) = (d.sk.cmd(&q), d.re.cmd(&q));
                 assert_eq!(
                     members_and_scores(x),
                     members_and_scores(y),
-                    "seed {seed} op {i}: {d} after {cmd:?}"
+                    "seed {seed} op {i}: {dst} after {cmd:?}"
                 );
-                let (x, y) = (
-                    sk2.cmd_raw(&["OBJECT", "ENCODING", &d]),
-                    re2.cmd_raw(&["OBJECT", "ENCODING", &d]),
+                d.both(
+                    &["OBJECT", "ENCODING", &dst],
+                    format_args!("op {i}: encoding after {cmd:?}"),
                 );
-                assert_eq!(x, y, "seed {seed} op {i}: encoding of {d} after {cmd:?}");
                 compared += 2;
             }
         }
@@ -1011,8 +988,8 @@ fn differential(threads: &str, seed: u64) {
     ] {
         let q = ["ZRANGE", k, "0", "-1", "WITHSCORES"];
         assert_eq!(
-            members_and_scores(sk2.cmd(&q)),
-            members_and_scores(re2.cmd(&q)),
+            members_and_scores(d.sk.cmd(&q)),
+            members_and_scores(d.re.cmd(&q)),
             "final {k}"
         );
     }

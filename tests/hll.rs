@@ -238,56 +238,6 @@ fn pfselftest_passes() {
 
 // ----- differential tests against the reference Redis -----
 
-fn diff_ops() -> usize {
-    std::env::var("SKERRY_HLL_DIFF_OPS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3000)
-}
-
-/// Both servers: the reference and Skerry.
-struct Pair {
-    _redis: Server,
-    _skerry: Server,
-    rr: Raw,
-    sr: Raw,
-}
-
-impl Pair {
-    fn start(threads: &str) -> Pair {
-        let redis = Server::start_reference(&[]);
-        let skerry = Server::start(&["--threads", threads]);
-        let (rr, sr) = (redis.raw(), skerry.raw());
-        Pair {
-            _redis: redis,
-            _skerry: skerry,
-            rr,
-            sr,
-        }
-    }
-
-    /// Sends `args` to both; panics when the replies' bytes differ. Returns the reply.
-    fn both(&mut self, args: &[Vec<u8>], step: usize) -> Vec<u8> {
-        let msg = resp::encode(args);
-        self.rr.send(&msg);
-        self.sr.send(&msg);
-        let (a, b) = (self.rr.read_raw(), self.sr.read_raw());
-        if a != b {
-            let shown: Vec<String> = args
-                .iter()
-                .take(6)
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect();
-            panic!(
-                "step {step}: {shown:?}...\n redis:  {:?}\n skerry: {:?}",
-                String::from_utf8_lossy(&a[..a.len().min(300)]),
-                String::from_utf8_lossy(&b[..b.len().min(300)])
-            );
-        }
-        a
-    }
-}
-
 fn args(words: &[&str]) -> Vec<Vec<u8>> {
     words.iter().map(|w| w.as_bytes().to_vec()).collect()
 }
@@ -296,14 +246,18 @@ fn differential(threads: &str) {
     if is_redis() {
         return;
     }
-    let mut p = Pair::start(threads);
+    let mut p = diff::Diff::start(diff::DiffOpts {
+        name: "HLL",
+        both: &[],
+        skerry: &["--threads", threads],
+        default_ops: 3000,
+        seed: 0x5eed_4411,
+        needs_8: false,
+    })
+    .expect("any reference");
     let keys = ["hll:a", "hll:b", "hll:c", "hll:d", "hll:e"];
-    let seed = std::env::var("SKERRY_HLL_DIFF_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0x5eed_4411u64);
+    let (n, seed) = (p.ops, p.seed);
     let mut rng = StdRng::seed_from_u64(seed);
-    let n = diff_ops();
     let mut stats = [0usize; 3];
     for step in 0..n {
         let key = keys[rng.random_range(0..keys.len())];
@@ -361,10 +315,10 @@ fn differential(threads: &str) {
                 args(&["SADD", key, "member"])
             }
         };
-        p.both(&cmd, step);
+        p.both(&cmd, format_args!("step {step}"));
         if step % 50 == 0 || step + 1 == n {
             for k in keys {
-                p.both(&args(&["GET", k]), step);
+                p.both(&["GET", k], format_args!("step {step}"));
             }
         }
     }

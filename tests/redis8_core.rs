@@ -691,15 +691,20 @@ fn object_encoding_and_config_names_match_redis8() {
 /// and SELECT across databases 0..3, sets through their encodings (OBJECT ENCODING), lists
 /// (LPOS RANK, OBJECT ENCODING), sorted sets (ZRANK/ZREVRANK WITHSCORE). Replies that list
 /// a hashtable set are compared sorted (hash order differs by design). Ops:
-/// `SKERRY_DIFF_OPS` (default 3000).
+/// `SKERRY_CORE_DIFF_OPS` (default 3000); `SKERRY_CORE_DIFF_SEED` adds to the seed.
 fn random_differential(threads: &str, seed: u64) {
-    let Some(redis) = start_redis8() else { return };
-    let skerry = Server::start(&["--threads", threads]);
-    let (mut a, mut b) = (skerry.raw(), redis.raw());
-    let ops: usize = std::env::var("SKERRY_DIFF_OPS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3000);
+    let Some(mut d) = diff::Diff::start(diff::DiffOpts {
+        name: "CORE",
+        both: &[],
+        skerry: &["--threads", threads],
+        default_ops: 3000,
+        seed,
+        needs_8: true,
+    }) else {
+        return;
+    };
+    let (ops, seed) = (d.ops, d.seed);
+    let (a, b) = (&mut d.sk, &mut d.re);
     let mut rng = Rng::new(seed);
     let mut next = move |n: u64| rng.range(0, n);
     for cfg in [

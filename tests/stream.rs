@@ -1050,18 +1050,20 @@ impl Gen {
 /// `extra` options; `both`: options of both servers) and compares every reply.
 fn differential(threads: &str, seed: u64, both: &[&str], extra: &[&str]) {
     skip_if_redis!();
-    let ops: usize = std::env::var("SKERRY_STREAM_DIFF_OPS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3000);
-    let reference = Server::start_reference(both);
-    let mut rr = reference.raw();
-    let plus = reference_is_8(&mut rr);
-    let mut args = vec!["--threads", threads];
-    args.extend_from_slice(both);
-    args.extend_from_slice(extra);
-    let skerry = Server::start(&args);
-    let mut sr = skerry.raw();
+    let mut skerry_args = vec!["--threads", threads];
+    skerry_args.extend_from_slice(extra);
+    let mut d = common::diff::Diff::start(common::diff::DiffOpts {
+        name: "STREAM",
+        both,
+        skerry: &skerry_args,
+        default_ops: 3000,
+        seed,
+        needs_8: false,
+    })
+    .expect("any reference");
+    let (ops, seed) = (d.ops, d.seed);
+    let (rr, sr) = (&mut d.re, &mut d.sk);
+    let plus = reference_is_8(rr);
     let keys: Vec<String> = vec![
         common::key_on("st", 0),
         common::key_on("st", 1),

@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod diff;
 pub mod migrate;
 pub mod resp;
 
