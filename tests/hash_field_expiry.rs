@@ -8,7 +8,7 @@
 //! 8.0.2 with `SKERRY_TEST_SERVER=redis`.
 //!
 //! `SKERRY_HFE_DIFF_OPS` sets the number of operations of the differential test (default
-//! 3000 per thread setting).
+//! 3000 per thread setting); `SKERRY_HFE_DIFF_SEED` adds to its seeds.
 
 mod common;
 
@@ -935,14 +935,21 @@ impl BytesOf for Value {
     }
 }
 
-fn diff_run(threads: &str, ops: usize, seed: u64) {
-    let sk = Server::start(&["--threads", threads]);
+fn diff_run(threads: &str, seed: u64) {
     // The commands compared are Redis 8.0's.
-    let Some(rf) = Server::start_reference_8(&[]) else {
+    let Some(mut d) = diff::Diff::start(diff::DiffOpts {
+        name: "HFE",
+        both: &[],
+        skerry: &["--threads", threads],
+        default_ops: 3000,
+        seed,
+        needs_8: true,
+    }) else {
         return;
     };
-    let (mut a, mut b) = (sk.raw(), rf.raw());
-    for r in [&mut a, &mut b] {
+    let (ops, seed) = (d.ops, d.seed);
+    let (a, b) = (&mut d.sk, &mut d.re);
+    for r in [&mut *a, &mut *b] {
         assert_eq!(
             r.cmd(&["CONFIG", "SET", "hash-max-listpack-entries", "16"]),
             ok()
@@ -964,16 +971,16 @@ fn diff_run(threads: &str, ops: usize, seed: u64) {
     };
     for i in 0..ops {
         if i % 1000 == 999 {
-            short_ttl_phase(&mut a, &mut b, &mut g, &mut history);
+            short_ttl_phase(a, b, &mut g, &mut history);
         }
         let c = g.op();
-        let (ra, rb) = both(&mut a, &mut b, &c);
+        let (ra, rb) = both(a, b, &c);
         // Orders of a hashtable differ between servers: sort when it is one.
         let key = &c[1.min(c.len() - 1)];
         let hashtable = matches!(
             c[0].to_ascii_uppercase().as_str(),
             "HGETALL" | "HKEYS" | "HVALS" | "HSCAN"
-        ) && encoding(&mut b, key) == "hashtable";
+        ) && encoding(b, key) == "hashtable";
         let (na, nb) = (
             normalize(&c, ra.clone(), base, hashtable),
             normalize(&c, rb.clone(), base, hashtable),
@@ -996,8 +1003,8 @@ fn diff_run(threads: &str, ops: usize, seed: u64) {
             vec!["OBJECT".into(), "ENCODING".into(), key.clone()],
             vec!["HLEN".into(), key.clone()],
         ] {
-            let (ra, rb) = both(&mut a, &mut b, &c);
-            let ht = encoding(&mut b, &key) == "hashtable";
+            let (ra, rb) = both(a, b, &c);
+            let ht = encoding(b, &key) == "hashtable";
             assert_eq!(
                 normalize(&c, ra, base, ht),
                 normalize(&c, rb, base, ht),
@@ -1049,21 +1056,14 @@ fn short_ttl_phase(a: &mut Raw, b: &mut Raw, g: &mut Gen, history: &mut Vec<Stri
     }
 }
 
-fn diff_ops() -> usize {
-    std::env::var("SKERRY_HFE_DIFF_OPS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3000)
-}
-
 #[test]
 fn differential_against_redis_8_one_thread() {
-    diff_run("1", diff_ops(), 0x4fe1);
+    diff_run("1", 0x4fe1);
 }
 
 #[test]
 fn differential_against_redis_8_two_threads() {
-    diff_run("2", diff_ops(), 0x4fe2);
+    diff_run("2", 0x4fe2);
 }
 
 /// Field expiries follow their hash through SWAPDB: the active expiry deletes the fields in
