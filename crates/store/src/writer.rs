@@ -1106,6 +1106,12 @@ impl Writer {
         self.trim_retained(&mut st, SPARE_IMAGES_KEPT);
     }
 
+    /// The most bytes of durable block images that may be kept for reads
+    /// ([`Writer::set_retained_image_budget`]).
+    pub fn retained_image_max_bytes(&self) -> usize {
+        self.retain_max_bytes.get()
+    }
+
     /// Bytes of durable block images kept for reads now.
     pub fn retained_image_bytes(&self) -> usize {
         self.state.borrow().retained_bytes
@@ -1402,8 +1408,8 @@ impl Writer {
                 self.store.header_durable(b.alloc.id);
             }
         }
-        // Durable sealed images: kept for reads while they fit the retention budget, the
-        // oldest then given up (their bytes are read from the device from then on).
+        // Durable sealed images: kept for reads within the retention budget, the least live
+        // given up (`trim_retained`; their bytes are read from the device from then on).
         let mut retained_more = 0;
         let mut i = 0;
         while i < st.sealed.len() {

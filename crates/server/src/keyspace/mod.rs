@@ -305,8 +305,6 @@ pub struct Keyspace {
     retained_budget_bytes: usize,
     /// The whole budget: the value cache's and the retained images' (decision 0034).
     cache_budget_bytes: usize,
-    /// The retained images' maximum last given to the writer.
-    retained_max_bytes: usize,
     /// Collections decoded for earlier commands, by record (see [`colls::CollCache`]).
     colls: colls::CollCache,
     /// Set when an append or a value read failed (the change was not applied); the
@@ -709,7 +707,6 @@ impl Keyspace {
             cache: cache::ValueCache::default(),
             retained_budget_bytes: 0,
             cache_budget_bytes: 0,
-            retained_max_bytes: 0,
             colls: colls::CollCache::default(),
             error: None,
             writes: 0,
@@ -912,7 +909,6 @@ impl Keyspace {
             / block
             * block;
         let max = free.max(self.retained_budget_bytes);
-        self.retained_max_bytes = max;
         self.log
             .set_retained_image_budget(self.retained_budget_bytes, max);
     }
@@ -922,8 +918,9 @@ impl Keyspace {
     #[inline]
     fn admit(&mut self, k: cache::CacheKey, v: cache::SharedValue) {
         self.cache.insert(k, v);
-        if self.cache.used_bytes() + self.retained_max_bytes > self.cache_budget_bytes
-            && self.retained_max_bytes > self.retained_budget_bytes
+        let retained_max = self.log.retained_image_max_bytes();
+        if self.cache.used_bytes() + retained_max > self.cache_budget_bytes
+            && retained_max > self.retained_budget_bytes
         {
             self.retune_retained_images();
         }
