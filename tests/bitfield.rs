@@ -212,15 +212,8 @@ fn differential(threads: &str) {
     if is_redis() {
         return;
     }
-    let mut d = diff::Diff::start(diff::DiffOpts {
-        name: "BITFIELD",
-        both: &[],
-        skerry: &["--threads", threads],
-        default_ops: 3000,
-        seed: 0xb17f_1e1d,
-        needs_8: false,
-    })
-    .expect("any reference");
+    let mut d =
+        diff::Diff::on_threads("BITFIELD", threads, 0xb17f_1e1d, false).expect("any reference");
     let (n, seed) = (d.ops, d.seed);
     let mut rng = StdRng::seed_from_u64(seed);
     let keys = ["bf:a", "bf:b", "bf:c"];

@@ -216,14 +216,7 @@ fn sorted_scan(v: Value) -> (Value, Vec<(Value, Value)>) {
 }
 
 fn differential(threads: &str, seed: u64) {
-    let Some(d) = diff::Diff::start(diff::DiffOpts {
-        name: "DOUBLES",
-        both: &[],
-        skerry: &["--threads", threads],
-        default_ops: 3000,
-        seed,
-        needs_8: true,
-    }) else {
+    let Some(d) = diff::Diff::on_threads("DOUBLES", threads, seed, true) else {
         return;
     };
     let mut d = d.with_resp3();

@@ -933,14 +933,7 @@ fn members_and_scores(v: Value) -> Vec<(Vec<u8>, u64)> {
 fn differential(threads: &str, seed: u64) {
     // SKERRY_GEO_DIFF_OPS raises the number of operations (3000 by default);
     // SKERRY_GEO_DIFF_SEED adds to the seeds (other runs than CI's).
-    let Some(d) = diff::Diff::start(diff::DiffOpts {
-        name: "GEO",
-        both: &[],
-        skerry: &["--threads", threads],
-        default_ops: 3000,
-        seed,
-        needs_8: true,
-    }) else {
+    let Some(d) = diff::Diff::on_threads("GEO", threads, seed, true) else {
         return;
     };
     let mut d = d.with_resp3();

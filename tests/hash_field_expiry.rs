@@ -937,14 +937,7 @@ impl BytesOf for Value {
 
 fn diff_run(threads: &str, seed: u64) {
     // The commands compared are Redis 8.0's.
-    let Some(mut d) = diff::Diff::start(diff::DiffOpts {
-        name: "HFE",
-        both: &[],
-        skerry: &["--threads", threads],
-        default_ops: 3000,
-        seed,
-        needs_8: true,
-    }) else {
+    let Some(mut d) = diff::Diff::on_threads("HFE", threads, seed, true) else {
         return;
     };
     let (ops, seed) = (d.ops, d.seed);

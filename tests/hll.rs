@@ -246,15 +246,7 @@ fn differential(threads: &str) {
     if is_redis() {
         return;
     }
-    let mut p = diff::Diff::start(diff::DiffOpts {
-        name: "HLL",
-        both: &[],
-        skerry: &["--threads", threads],
-        default_ops: 3000,
-        seed: 0x5eed_4411,
-        needs_8: false,
-    })
-    .expect("any reference");
+    let mut p = diff::Diff::on_threads("HLL", threads, 0x5eed_4411, false).expect("any reference");
     let keys = ["hll:a", "hll:b", "hll:c", "hll:d", "hll:e"];
     let (n, seed) = (p.ops, p.seed);
     let mut rng = StdRng::seed_from_u64(seed);

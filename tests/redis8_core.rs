@@ -693,14 +693,7 @@ fn object_encoding_and_config_names_match_redis8() {
 /// a hashtable set are compared sorted (hash order differs by design). Ops:
 /// `SKERRY_CORE_DIFF_OPS` (default 3000); `SKERRY_CORE_DIFF_SEED` adds to the seed.
 fn random_differential(threads: &str, seed: u64) {
-    let Some(mut d) = diff::Diff::start(diff::DiffOpts {
-        name: "CORE",
-        both: &[],
-        skerry: &["--threads", threads],
-        default_ops: 3000,
-        seed,
-        needs_8: true,
-    }) else {
+    let Some(mut d) = diff::Diff::on_threads("CORE", threads, seed, true) else {
         return;
     };
     let (ops, seed) = (d.ops, d.seed);

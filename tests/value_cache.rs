@@ -30,8 +30,11 @@ fn storage(r: &mut Raw, field: &str) -> u64 {
     info_u64(r, "storage", field).unwrap_or_else(|| panic!("INFO storage has no {field}"))
 }
 
-/// SETs `keys` to their `generation` value in pipelined batches.
-fn set_all(r: &mut Raw, keys: &[usize], generation: u64, len: usize) {
+/// What each key should hold (`None`: absent).
+type Model = BTreeMap<usize, Option<Vec<u8>>>;
+
+/// SETs `keys` to their `generation` value in pipelined batches; returns what they hold now.
+fn set_all(r: &mut Raw, keys: &[usize], generation: u64, len: usize) -> Model {
     for chunk in keys.chunks(100) {
         let cmds: Vec<Vec<Vec<u8>>> = chunk
             .iter()
@@ -41,10 +44,13 @@ fn set_all(r: &mut Raw, keys: &[usize], generation: u64, len: usize) {
             assert_eq!(reply, ok(), "SET {k}");
         }
     }
+    keys.iter()
+        .map(|&k| (k, Some(value(k, generation, len))))
+        .collect()
 }
 
 /// GETs every key of `model` (pipelined) and checks each reply against it (`None`: absent).
-fn check_all(r: &mut Raw, model: &BTreeMap<usize, Option<Vec<u8>>>, what: &str) {
+fn check_all(r: &mut Raw, model: &Model, what: &str) {
     let keys: Vec<usize> = model.keys().copied().collect();
     for chunk in keys.chunks(100) {
         let cmds: Vec<Vec<Vec<u8>>> = chunk
@@ -73,18 +79,13 @@ fn check_all(r: &mut Raw, model: &BTreeMap<usize, Option<Vec<u8>>>, what: &str) 
 
 /// Writes `n` values of `len` bytes and restarts the server, so that every value is read
 /// from the data device (nothing left in the writer's staging images).
-fn written_and_restarted(
-    args: &[&str],
-    n: usize,
-    len: usize,
-) -> (Server, BTreeMap<usize, Option<Vec<u8>>>) {
+fn written_and_restarted(args: &[&str], n: usize, len: usize) -> (Server, Model) {
     let mut s = Server::start(args);
     let mut r = s.raw();
     let keys: Vec<usize> = (0..n).collect();
-    set_all(&mut r, &keys, 1, len);
+    let model = set_all(&mut r, &keys, 1, len);
     s.stop_clean();
     s.start_again();
-    let model = keys.iter().map(|&k| (k, Some(value(k, 1, len)))).collect();
     (s, model)
 }
 
@@ -187,9 +188,7 @@ fn values_written_last_are_read_from_retained_images() {
     ]);
     let mut r = s.raw();
     let keys: Vec<usize> = (0..N).collect();
-    set_all(&mut r, &keys, 1, 1000);
-    let model: BTreeMap<usize, Option<Vec<u8>>> =
-        keys.iter().map(|&k| (k, Some(value(k, 1, 1000)))).collect();
+    let model = set_all(&mut r, &keys, 1, 1000);
     assert!(
         storage(&mut r, "storage_blocks_opened") >= 3,
         "the values fill more than two blocks"
@@ -222,6 +221,17 @@ fn values_written_last_are_read_from_retained_images() {
     assert!(storage(&mut r, "storage_value_reads") - reads0 >= (N / 2) as u64);
 }
 
+/// A 512 MiB budget (its floor for images: 128 MiB) on one worker, for the decision-0034
+/// tests.
+const BUDGET_512_ARGS: &[&str] = &[
+    "--data-size",
+    "1gb",
+    "--threads",
+    "1",
+    "--value-cache-mb",
+    "512",
+];
+
 /// Past their floor (a quarter of the budget), the retained images use what the value cache
 /// leaves free (decision 0034): a load half again as large as the floor is read back with
 /// no device read.
@@ -229,20 +239,11 @@ fn values_written_last_are_read_from_retained_images() {
 fn retained_images_use_the_budget_the_cache_leaves_free() {
     skip_if_redis!();
     const N: usize = 180_000;
-    let s = Server::start(&[
-        "--data-size",
-        "1gb",
-        "--threads",
-        "1",
-        "--value-cache-mb",
-        "512",
-    ]);
+    let s = Server::start(BUDGET_512_ARGS);
     let mut r = s.raw();
     // About 187 MB of records; the floor is 128 MiB (a quarter of 512).
     let keys: Vec<usize> = (0..N).collect();
-    set_all(&mut r, &keys, 1, 1000);
-    let model: BTreeMap<usize, Option<Vec<u8>>> =
-        keys.iter().map(|&k| (k, Some(value(k, 1, 1000)))).collect();
+    let model = set_all(&mut r, &keys, 1, 1000);
     let used = storage(&mut r, "storage_cache_used_bytes");
     assert!(used > 140 << 20, "images kept past the floor: {used}");
     let reads0 = storage(&mut r, "storage_value_reads");
@@ -265,19 +266,10 @@ fn retained_images_use_the_budget_the_cache_leaves_free() {
 fn retained_images_past_the_floor_hold_live_records() {
     skip_if_redis!();
     const N: usize = 60_000;
-    let s = Server::start(&[
-        "--data-size",
-        "1gb",
-        "--threads",
-        "1",
-        "--value-cache-mb",
-        "512",
-    ]);
+    let s = Server::start(BUDGET_512_ARGS);
     let mut r = s.raw();
     let keys: Vec<usize> = (0..N).collect();
-    set_all(&mut r, &keys, 1, 1000);
-    let mut model: BTreeMap<usize, Option<Vec<u8>>> =
-        keys.iter().map(|&k| (k, Some(value(k, 1, 1000)))).collect();
+    let mut model = set_all(&mut r, &keys, 1, 1000);
     // About 62 MB live, 500 MB written (within the 512 MiB budget): random halves of the
     // keys overwritten, so that old blocks keep some live records (a block whose records
     // are all dead is reclaimed, and its image with it).
@@ -288,11 +280,10 @@ fn retained_images_past_the_floor_hold_live_records() {
             .copied()
             .filter(|_| rng.range(0, 2) == 0)
             .collect();
-        set_all(&mut r, &half, g, 1000);
-        model.extend(half.iter().map(|&k| (k, Some(value(k, g, 1000)))));
+        model.extend(set_all(&mut r, &half, g, 1000));
     }
     // The once-a-second budget call gives up what the writes left over.
-    std::thread::sleep(std::time::Duration::from_millis(2500));
+    std::thread::sleep(Duration::from_millis(2500));
     let used = storage(&mut r, "storage_cache_used_bytes");
     let live = storage(&mut r, "storage_live_bytes");
     assert!(

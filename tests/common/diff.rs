@@ -87,6 +87,19 @@ impl Diff {
         })
     }
 
+    /// [`Diff::start`] in the common shape: no arguments for both servers, Skerry with
+    /// `--threads threads`, 3000 operations unless the environment says otherwise.
+    pub fn on_threads(name: &str, threads: &str, seed: u64, needs_8: bool) -> Option<Diff> {
+        Diff::start(DiffOpts {
+            name,
+            both: &[],
+            skerry: &["--threads", threads],
+            default_ops: 3000,
+            seed,
+            needs_8,
+        })
+    }
+
     /// Opens a RESP3 connection to each server (`HELLO 3`), for [`Diff::both_in`].
     pub fn with_resp3(mut self) -> Diff {
         let open = |s: &Server| {
