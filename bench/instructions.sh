@@ -76,8 +76,10 @@ for s in $SERVERS; do
         sleep 0.2
     done
     if [[ -n $SETUP ]]; then
-        # shellcheck disable=SC2086
-        redis-benchmark -p "$PORT" -c 50 -r 100000000 -q $SETUP >/dev/null 2>&1 || die "setup failed"
+        # Split on spaces without globbing: a setup such as "XADD s * f v" keeps its '*'.
+        read -ra setup_args <<<"$SETUP"
+        redis-benchmark -p "$PORT" -c 50 -r 100000000 -q "${setup_args[@]}" >/dev/null 2>&1 ||
+            die "setup failed"
     fi
     callgrind_control -z "$VPID" >/dev/null 2>&1 || die "callgrind_control -z failed"
     redis-benchmark -p "$PORT" -c 50 -n "$N" -r 100000000 -P "$P" -q "$@" >/dev/null 2>&1 ||

@@ -415,7 +415,8 @@ fn serve_key(s: &mut Shard, db: usize, key: &[u8]) {
         // Served again as a new call: its lookups are accesses (a blocked client's CLIENT
         // NO-TOUCH is not kept with its wait).
         let client = s.blocking.waiters[&id].client;
-        let again = crate::conn::exec_keyed(s, idx, wdb, now_ms, &mut reply, &argv, client, false);
+        let again =
+            crate::conn::exec_keyed(s, idx, wdb, now_ms, &mut reply, &argv, client, false, false);
         let w = &s.blocking.waiters[&id];
         if again.is_some() {
             // Nothing for it after all: it keeps its place.

@@ -101,7 +101,10 @@ pub struct Multi {
 /// shard that owns its keys, recording statistics there. Returns the blocking command's
 /// request to wait, when it found nothing to serve (it replied nothing then; see
 /// `crate::blocking`). `no_touch`: the client is in CLIENT NO-TOUCH (its lookups leave the
-/// keys' access clocks alone, except TOUCH's).
+/// keys' access clocks alone, except TOUCH's). `may_leave_behind`: the caller is a plain
+/// command path (a connection's own command or a hop batch, not MULTI, a script or a
+/// blocked command served later), so a `behind` handler may leave its collection's write
+/// to the end of the turn (decision 0035).
 #[allow(clippy::too_many_arguments)]
 pub fn exec_keyed(
     shard: &mut Shard,
@@ -112,14 +115,24 @@ pub fn exec_keyed(
     argv: &[&[u8]],
     client: u64,
     no_touch: bool,
+    may_leave_behind: bool,
 ) -> Option<crate::commands::BlockRequest> {
-    let Handler::Keyed { run, .. } = COMMANDS[idx].handler else {
+    let Handler::Keyed { run, behind, .. } = COMMANDS[idx].handler else {
         unreachable!("exec_keyed on a non-keyed command")
     };
     let started = quanta::Instant::now();
     let mark = reply.buf.len();
+    let behind = may_leave_behind
+        && behind
+        && argv.len() > 1
+        && (!shard.keyspace.has_behind() || shard.keyspace.holds_behind(db, argv[1]));
     let mut x = Exec {
-        ks: &mut shard.keyspace,
+        // Any other command writes what was left behind first (the guard does).
+        ks: if behind {
+            shard.keyspace.unguarded()
+        } else {
+            &mut shard.keyspace
+        },
         db,
         now_ms,
         reply,
@@ -129,12 +142,21 @@ pub fn exec_keyed(
     x.ks.begin_command(may_write_several(idx, argv));
     x.ks.set_clock_mode(x.config.hot.clock_mode());
     x.ks.set_touch(crate::commands::keyspace::touches(idx, no_touch));
+    x.ks.allow_behind(behind);
     run(&mut x, argv);
+    x.ks.allow_behind(false);
     // Lookups outside a command (a cross-worker step's) are accesses.
     x.ks.set_touch(true);
     let mut block = x.block.take();
     x.ks.end_command();
-    if let Some(e) = shard.keyspace.take_error() {
+    if behind && x.ks.behind_dropped() {
+        debug_assert!(
+            false,
+            "{} dropped the collection left behind",
+            COMMANDS[idx].name
+        );
+    }
+    if let Some(e) = shard.keyspace.unguarded().take_error() {
         // An append to the data devices or a value read failed: nothing was changed (or
         // nothing wrong served); say why.
         reply.buf.truncate(mark);
@@ -523,7 +545,9 @@ impl Conn {
                     // Not a barrier: commands queued for other workers run there in
                     // parallel, their replies keep their place (crate::hop).
                     let shard = local_shard();
-                    if commands::reads_values(idx, argv) {
+                    if commands::reads_values(idx, argv)
+                        && !crate::hop::leaves_behind(&shard.borrow(), idx, self.db, argv)
+                    {
                         let keys = key_args(idx, argv);
                         let read_mark = Some(shard.borrow().keyspace.read_mark());
                         let needs = commands::stream::needs_of(&shard.borrow(), idx, argv);
@@ -568,6 +592,7 @@ impl Conn {
                         argv,
                         self.info.id,
                         self.info.no_touch.get(),
+                        true,
                     ) {
                         crate::blocking::timeout_reply(&mut self.reply, req.on_timeout);
                     }
@@ -988,6 +1013,7 @@ impl Conn {
                 argv,
                 self.info.id,
                 self.info.no_touch.get(),
+                false,
             );
             let changes = s.keyspace.end_lend();
             (changes, block, reply.buf)
@@ -1159,7 +1185,7 @@ impl Conn {
                             let argv: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
                             let mut r = Reply::lazy(proto);
                             let writes = s.keyspace.writes();
-                            if exec_keyed(s, idx, db, now, &mut r, &argv, client, no_touch)
+                            if exec_keyed(s, idx, db, now, &mut r, &argv, client, no_touch, false)
                                 .is_some()
                             {
                                 deny_blocking_reply(idx, &mut r);

@@ -250,6 +250,16 @@ fn prefetch_batch(s: &Shard, b: &Batch) -> usize {
     b.next + looked
 }
 
+/// True when command `idx` may leave its collection behind and the one left behind is its
+/// key's: it is resident in RAM, and a residency check would write it (decision 0035).
+pub(crate) fn leaves_behind(s: &Shard, idx: usize, db: usize, argv: &[&[u8]]) -> bool {
+    matches!(
+        commands::COMMANDS[idx].handler,
+        commands::Handler::Keyed { behind: true, .. }
+    ) && argv.len() > 1
+        && s.keyspace.holds_behind(db, argv[1])
+}
+
 /// Runs the rest of `b` on the owner. A command whose values are not resident suspends the
 /// batch: its values are read together, then the batch continues (after any transaction
 /// that took the worker meanwhile), so the owner never blocks on the device.
@@ -266,7 +276,9 @@ fn run_batch(s: &mut Shard, mut b: Batch) {
                 argv.push(&b.p.data[start..e as usize]);
                 start = e as usize;
             }
-            let missing = if commands::reads_values(idx, &argv) {
+            let missing = if commands::reads_values(idx, &argv)
+                && !(b.wait.is_none() && leaves_behind(s, idx, db, &argv))
+            {
                 let mark = *b.mark.get_or_insert_with(|| s.keyspace.read_mark());
                 let needs = commands::stream::needs_of(s, idx, &argv);
                 s.keyspace
@@ -291,6 +303,7 @@ fn run_batch(s: &mut Shard, mut b: Batch) {
                     &argv,
                     b.p.client,
                     b.no_touch,
+                    b.wait.is_none(),
                 );
                 b.wrote |= s.keyspace.writes() != writes;
                 if asks_to_wait.is_none() {

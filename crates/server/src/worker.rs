@@ -186,8 +186,9 @@ impl Stats {
 pub struct Shard {
     /// Worker index.
     pub id: usize,
-    /// The worker's keys.
-    pub keyspace: Keyspace,
+    /// The worker's keys. A mutable access writes the collection its commands left
+    /// behind first (decision 0035; only `conn::exec_keyed` reaches past that).
+    pub keyspace: crate::keyspace::behind::Guarded,
     /// The worker's counters.
     pub stats: Stats,
     /// Clients connected to this worker.
@@ -370,6 +371,31 @@ async fn send_posts(shared: Arc<Shared>) {
     }
 }
 
+/// The task writing the collection the turn's commands left behind (decision 0035): woken
+/// by the first command that leaves one, it runs after the tasks already scheduled in that
+/// turn (the other connections' turns, which may change the same collection again).
+async fn write_behind() {
+    loop {
+        std::future::poll_fn(|cx| {
+            if local_shard().borrow().keyspace.has_behind() {
+                Poll::Ready(())
+            } else {
+                crate::keyspace::behind::park_flusher(cx.waker().clone());
+                Poll::Pending
+            }
+        })
+        .await;
+        let shard = local_shard();
+        if shard.borrow().hold.is_some() {
+            // Not between a transaction's steps: after it (or when its next step reaches
+            // the keyspace).
+            wait_local_unheld().await;
+            continue;
+        }
+        shard.borrow_mut().keyspace.write_behind();
+    }
+}
+
 /// Makes every record appended so far on every worker durable (clean shutdown, and
 /// `appendfsync always` after multi-worker writes). Returns once all workers answered.
 pub async fn sync_all(shared: &Shared, me: usize) {
@@ -390,6 +416,8 @@ pub async fn sync_all(shared: &Shared, me: usize) {
 /// A job that makes the worker's appended records durable and then answers on `tx`.
 pub fn commit_job(tx: flume::Sender<Result<(), String>>) -> Job {
     Box::new(move |s: &mut Shard| {
+        // A collection left behind is appended first.
+        s.keyspace.write_behind();
         let log = s.keyspace.log().clone();
         compio::runtime::spawn(async move {
             let _ = tx.send(log.commit().await.map_err(|e| e.to_string()));
@@ -765,7 +793,7 @@ pub fn spawn_worker(
                 ));
                 let shard = Rc::new(RefCell::new(Shard {
                     id,
-                    keyspace,
+                    keyspace: crate::keyspace::behind::Guarded::new(keyspace),
                     stats: Stats::new(),
                     clients: HashMap::new(),
                     shared: shared.clone(),
@@ -784,6 +812,7 @@ pub fn spawn_worker(
                 }
                 compio::runtime::spawn(cron(shared.clone(), id)).detach();
                 compio::runtime::spawn(send_posts(shared.clone())).detach();
+                compio::runtime::spawn(write_behind()).detach();
                 compio::runtime::spawn(crate::checkpoint::timer(shared.clone(), id)).detach();
                 compio::runtime::spawn(crate::defrag::run(shared.clone(), id)).detach();
                 // The inbox: jobs from other workers.

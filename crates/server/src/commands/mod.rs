@@ -106,6 +106,11 @@ pub enum Handler {
         run: KeyedFn,
         /// Handler for keys on several workers.
         cross: Option<AsyncCmd>,
+        /// The handler may leave its one key's changed collection to be written at the
+        /// end of the turn (decision 0035, `keyspace::behind`): it takes the collection
+        /// with `take_coll` and, on every path, hands it back with `put_coll` or
+        /// `keep_coll`.
+        behind: bool,
     },
     /// On the connection's worker, synchronously.
     Conn(ConnFn),
@@ -523,12 +528,25 @@ const fn spec(
 }
 
 const fn keyed(run: KeyedFn) -> Handler {
-    Handler::Keyed { run, cross: None }
+    Handler::Keyed {
+        run,
+        cross: None,
+        behind: false,
+    }
+}
+/// A keyed handler that may leave its collection's write behind (see `Handler::Keyed`).
+const fn keyed_behind(run: KeyedFn) -> Handler {
+    Handler::Keyed {
+        run,
+        cross: None,
+        behind: true,
+    }
 }
 const fn keyed_x(run: KeyedFn, cross: AsyncCmd) -> Handler {
     Handler::Keyed {
         run,
         cross: Some(cross),
+        behind: false,
     }
 }
 
@@ -579,9 +597,9 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("bitop", -4, W, (2, -1, 1), "bitmap", "2.6.0", "Performs bitwise operations on multiple strings, and stores the result.", A_BIT_W, keyed(b::bitop)),
     spec("bitpos", -3, R, K1, "bitmap", "2.8.7", "Finds the first set (1) or clear (0) bit in a string.", A_BIT_R, keyed(b::bitpos)),
     // hash (commands/hash.rs)
-    spec("hset", -4, WF, K1, "hash", "2.0.0", "Creates or modifies the value of a field in a hash.", A_HASH_WF, keyed(h::hset)),
+    spec("hset", -4, WF, K1, "hash", "2.0.0", "Creates or modifies the value of a field in a hash.", A_HASH_WF, keyed_behind(h::hset)),
     spec("hsetnx", 4, WF, K1, "hash", "2.0.0", "Sets the value of a field in a hash only when the field doesn't exist.", A_HASH_WF, keyed(h::hsetnx)),
-    spec("hmset", -4, WF, K1, "hash", "2.0.0", "Sets the values of multiple fields.", A_HASH_WF, keyed(h::hset)),
+    spec("hmset", -4, WF, K1, "hash", "2.0.0", "Sets the values of multiple fields.", A_HASH_WF, keyed_behind(h::hset)),
     spec("hget", 3, RF, K1, "hash", "2.0.0", "Returns the value of a field in a hash.", A_HASH_RF, keyed(h::hget)),
     spec("hmget", -3, RF, K1, "hash", "2.0.0", "Returns the values of all fields in a hash.", A_HASH_RF, keyed(h::hmget)),
     spec("hdel", -3, WDELF, K1, "hash", "2.0.0", "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.", A_HASH_WF, keyed(h::hdel)),
@@ -610,12 +628,12 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("hsetex", -6, WF, K1, "hash", "8.0.0", "Set the value of one or more fields of a given hash key, and optionally set their expiration.", A_HASH_WF, keyed(h::hsetex)),
     //
     // list (commands/list.rs)
-    spec("lpush", -3, WF, K1, "list", "1.0.0", "Prepends one or more elements to a list. Creates the key if it doesn't exist.", A_LIST_WF, keyed(l::lpush)),
-    spec("rpush", -3, WF, K1, "list", "1.0.0", "Appends one or more elements to a list. Creates the key if it doesn't exist.", A_LIST_WF, keyed(l::rpush)),
+    spec("lpush", -3, WF, K1, "list", "1.0.0", "Prepends one or more elements to a list. Creates the key if it doesn't exist.", A_LIST_WF, keyed_behind(l::lpush)),
+    spec("rpush", -3, WF, K1, "list", "1.0.0", "Appends one or more elements to a list. Creates the key if it doesn't exist.", A_LIST_WF, keyed_behind(l::rpush)),
     spec("lpushx", -3, WF, K1, "list", "2.2.0", "Prepends one or more elements to a list only when the list exists.", A_LIST_WF, keyed(l::lpushx)),
     spec("rpushx", -3, WF, K1, "list", "2.2.0", "Appends an element to a list only when the list exists.", A_LIST_WF, keyed(l::rpushx)),
-    spec("lpop", -2, WDELF, K1, "list", "1.0.0", "Returns the first elements in a list after removing it. Deletes the list if the last element was popped.", A_LIST_WF, keyed(l::lpop)),
-    spec("rpop", -2, WDELF, K1, "list", "1.0.0", "Returns and removes the last elements of the list. Deletes the list if the last element was popped.", A_LIST_WF, keyed(l::rpop)),
+    spec("lpop", -2, WDELF, K1, "list", "1.0.0", "Returns the first elements in a list after removing it. Deletes the list if the last element was popped.", A_LIST_WF, keyed_behind(l::lpop)),
+    spec("rpop", -2, WDELF, K1, "list", "1.0.0", "Returns and removes the last elements of the list. Deletes the list if the last element was popped.", A_LIST_WF, keyed_behind(l::rpop)),
     spec("llen", 2, RF, K1, "list", "1.0.0", "Returns the length of a list.", A_LIST_RF, keyed(l::llen)),
     spec("lindex", 3, R, K1, "list", "1.0.0", "Returns an element from a list by its index.", A_LIST_R, keyed(l::lindex)),
     spec("lrange", 4, R, K1, "list", "1.0.0", "Returns a range of elements from a list.", A_LIST_R, keyed(l::lrange)),
@@ -640,7 +658,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     //
     // set (commands/set.rs)
-    spec("sadd", -3, WF, K1, "set", "1.0.0", "Adds one or more members to a set. Creates the key if it doesn't exist.", A_SET_WF, keyed(st::sadd)),
+    spec("sadd", -3, WF, K1, "set", "1.0.0", "Adds one or more members to a set. Creates the key if it doesn't exist.", A_SET_WF, keyed_behind(st::sadd)),
     spec("srem", -3, WDELF, K1, "set", "1.0.0", "Removes one or more members from a set. Deletes the set if the last member was removed.", A_SET_WF, keyed(st::srem)),
     spec("scard", 2, RF, K1, "set", "1.0.0", "Returns the number of members in a set.", A_SET_RF, keyed(st::scard)),
     spec("sismember", 3, RF, K1, "set", "1.0.0", "Determines whether a member belongs to a set.", A_SET_RF, keyed(st::sismember)),
@@ -884,7 +902,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("dump", 2, &["readonly"], K1, "generic", "2.6.0", "Returns a serialized representation of the value stored at a key.", A_KS_R, keyed(dump::dump)),
     spec("restore", -4, W, K1, "generic", "2.6.0", "Creates a key from the serialized representation of a value.", &["@keyspace", "@write", "@slow", "@dangerous"], keyed(dump::restore)),
     // stream (commands/stream.rs)
-    spec("xadd", -5, WF, K1, "stream", "5.0.0", "Appends a new message to a stream. Creates the key if it doesn't exist.", &["@write", "@stream", "@fast"], keyed(stream::xadd)),
+    spec("xadd", -5, WF, K1, "stream", "5.0.0", "Appends a new message to a stream. Creates the key if it doesn't exist.", &["@write", "@stream", "@fast"], keyed_behind(stream::xadd)),
     spec("xrange", -4, R, K1, "stream", "5.0.0", "Returns the messages from a stream within a range of IDs.", &["@read", "@stream", "@slow"], keyed(stream::xrange)),
     spec("xrevrange", -4, R, K1, "stream", "5.0.0", "Returns the messages from a stream within a range of IDs in reverse order.", &["@read", "@stream", "@slow"], keyed(stream::xrevrange)),
     spec("xlen", 2, RF, K1, "stream", "5.0.0", "Return the number of messages in a stream.", &["@read", "@stream", "@fast"], keyed(stream::xlen)),

@@ -40,6 +40,11 @@ fn put(x: &mut Exec, key: &[u8], s: Stream) -> bool {
     x.ks.put_coll(x.db, key, Coll::Stream(s), &t, x.now_ms)
 }
 
+/// Hands back a stream taken with [`take`] that the command did not change.
+fn keep(x: &mut Exec, key: &[u8], s: Stream) {
+    x.ks.keep_coll(x.db, key, Coll::Stream(s));
+}
+
 /// Runs `f` on the stream under `key` (None when missing); replies WRONGTYPE itself.
 fn read(x: &mut Exec, key: &[u8], f: impl FnOnce(&mut Reply, Option<&Stream>)) {
     match x.ks.coll(x.db, key, VALUE_TYPE_STREAM, x.now_ms) {
@@ -296,6 +301,7 @@ pub fn xadd(x: &mut Exec, a: &[&[u8]]) {
         None => Stream::default(),
     };
     if s.last_id == StreamId::MAX {
+        keep(x, a[1], s);
         return x
             .reply
             .error("ERR The stream has exhausted the last possible ID, unable to add more items");
@@ -323,6 +329,7 @@ pub fn xadd(x: &mut Exec, a: &[&[u8]]) {
         }
     };
     let Some(id) = id.filter(|id| *id > s.last_id) else {
+        keep(x, a[1], s);
         return x.reply.error(
             "ERR The ID specified in XADD is equal or smaller than the target stream top item",
         );

@@ -14,6 +14,7 @@
 //! read from the devices also enter the worker's value cache ([`cache::ValueCache`],
 //! `value-cache-mb`), which serves later reads of the same record without I/O.
 
+pub mod behind;
 pub mod cache;
 pub mod chunked;
 pub mod clock;
@@ -338,6 +339,11 @@ pub struct Keyspace {
     uncached: hashbrown::HashSet<cache::CacheKey, foldhash::fast::FixedState>,
     /// Hashes with field expiries, for their active expiry (see [`hfe`]).
     hfe: hfe::HfeIndex,
+    /// The collection the turn's commands changed and left behind its record (see
+    /// [`behind`], decision 0035).
+    behind: Option<behind::Behind>,
+    /// The running command may leave its collection behind ([`Keyspace::allow_behind`]).
+    behind_allowed: bool,
     /// The physical database of each logical one (see `crate::dbmap`): `dbs[l]` holds the
     /// keys whose records name database `phys[l]`.
     phys: Vec<usize>,
@@ -722,6 +728,8 @@ impl Keyspace {
             group_bytes: crate::coll::groups::DEFAULT_GROUP_BYTES,
             uncached: Default::default(),
             hfe: hfe::HfeIndex::discovering(),
+            behind: None,
+            behind_allowed: false,
             phys: Vec::new(),
             logi: Vec::new(),
             clock_mode: clock::ClockMode::default(),
@@ -2179,6 +2187,13 @@ impl Keyspace {
         value_type: u8,
         now_ms: i64,
     ) -> Result<Option<&Coll>, CollError> {
+        if let Some(c) = self.behind_ref(db, key) {
+            if c.value_type() != value_type {
+                return Err(CollError::WrongType);
+            }
+            self.stats.hits += 1;
+            return Ok(self.behind_ref(db, key));
+        }
         if self.lent_for(db, key).is_some() {
             let l = self.lent.as_ref().expect("lent");
             return match l.get(db, key, now_ms) {
@@ -2216,6 +2231,12 @@ impl Keyspace {
         value_type: u8,
         now_ms: i64,
     ) -> Result<Option<&Coll>, CollError> {
+        if let Some(t) = self.behind_ref(db, key).map(Coll::value_type) {
+            if t != value_type {
+                return Err(CollError::WrongType);
+            }
+            return Ok(self.behind_ref(db, key));
+        }
         if self.lent_for(db, key).is_some() {
             // A lent key is answered from the lent values (no hit or miss counted there).
             return self.coll(db, key, value_type, now_ms);
@@ -2235,6 +2256,12 @@ impl Keyspace {
         value_type: u8,
         now_ms: i64,
     ) -> Result<Option<Coll>, CollError> {
+        if let Some(c) = self.behind_ref(db, key) {
+            if c.value_type() != value_type {
+                return Err(CollError::WrongType);
+            }
+            return Ok(self.take_behind(db, key));
+        }
         if self.lent_for(db, key).is_some() {
             return self.coll(db, key, value_type, now_ms).map(|c| c.cloned());
         }
@@ -2248,6 +2275,9 @@ impl Keyspace {
     /// decoded; dropping it would cost a decode at the next use (of every group, for a
     /// grouped one). It must be unchanged: nothing is written.
     pub fn keep_coll(&mut self, db: usize, key: &[u8], coll: Coll) {
+        let Some(coll) = self.keep_behind(db, key, coll) else {
+            return;
+        };
         if self.lent_for(db, key).is_some() {
             return;
         }
@@ -2271,6 +2301,7 @@ impl Keyspace {
         now_ms: i64,
     ) -> bool {
         if coll.is_empty() {
+            self.forget_behind(db, key);
             self.delete(db, key, now_ms);
             return self.error.is_none();
         }
@@ -2281,6 +2312,10 @@ impl Keyspace {
             return true;
         }
         self.group_bytes = thresholds.group_bytes;
+        let Some(coll) = self.leave_behind(db, key, coll, now_ms) else {
+            return true;
+        };
+        self.forget_behind(db, key);
         self.store_coll(db, key, coll, Expiry::Keep, now_ms)
     }
 
@@ -2296,6 +2331,10 @@ impl Keyspace {
         thresholds: &Thresholds,
         now_ms: i64,
     ) -> bool {
+        debug_assert!(
+            !self.holds_behind(db, key),
+            "a write past a collection left behind"
+        );
         coll.note_encoding(thresholds);
         if let Some(l) = self.lent_for_mut(db, key) {
             l.set(db, key, Some(lent::LentData::Coll(coll)), expiry);
