@@ -371,9 +371,27 @@ async fn send_posts(shared: Arc<Shared>) {
     }
 }
 
-/// The task writing the collection the turn's commands left behind (decision 0035): woken
-/// by the first command that leaves one, it runs after the tasks already scheduled in that
-/// turn (the other connections' turns, which may change the same collection again).
+/// How long a collection may stay behind its record when nothing else needs the keyspace
+/// (decision 0035): the commands of every turn meanwhile that change it share one write.
+/// Under `appendfsync everysec` (the only policy with write-behind besides `no`) the record
+/// still reaches the device well within the second a crash may lose.
+const WRITE_BEHIND_DELAY: Duration = Duration::from_millis(10);
+
+/// [`WRITE_BEHIND_DELAY`], or `SKERRY_WRITE_BEHIND_DELAY_MS` when set (for measurements).
+fn behind_delay() -> Duration {
+    static DELAY: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *DELAY.get_or_init(|| {
+        std::env::var("SKERRY_WRITE_BEHIND_DELAY_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .map_or(WRITE_BEHIND_DELAY, Duration::from_millis)
+    })
+}
+
+/// The task writing the collection the commands left behind (decision 0035): woken by the
+/// first command that leaves one, it writes it [`WRITE_BEHIND_DELAY`] later unless
+/// something that needs the keyspace wrote it first (every access but the commands that
+/// may leave it behind does).
 async fn write_behind() {
     loop {
         std::future::poll_fn(|cx| {
@@ -385,6 +403,7 @@ async fn write_behind() {
             }
         })
         .await;
+        compio::time::sleep(behind_delay()).await;
         let shard = local_shard();
         if shard.borrow().hold.is_some() {
             // Not between a transaction's steps: after it (or when its next step reaches
