@@ -411,3 +411,26 @@ fn xadd_errors_in_a_pipeline_keep_the_entries_before_them() {
         .collect();
     assert_eq!(ids, vec![bulk("1-1"), bulk("2-1"), bulk("3-1")]);
 }
+
+/// Every command on a key left behind counts one access of it (LFU), as in Redis.
+#[test]
+fn commands_on_a_change_left_behind_count_their_accesses() {
+    let s = Server::start(&["--threads", "1"]);
+    let mut r = s.raw();
+    for (k, v) in [("maxmemory-policy", "allkeys-lfu"), ("lfu-log-factor", "0")] {
+        assert_eq!(r.cmd(&["CONFIG", "SET", k, v]), simple("OK"));
+    }
+    assert_eq!(r.cmd(&["RPUSH", "wb:f", "a"]), Value::Integer(1));
+    let freq = |r: &mut Raw| match r.cmd(&["OBJECT", "FREQ", "wb:f"]) {
+        Value::Integer(n) => n,
+        v => panic!("OBJECT FREQ: {v:?}"),
+    };
+    let f0 = freq(&mut r);
+    let mut cmds: Vec<Vec<&str>> = Vec::new();
+    for _ in 0..10 {
+        cmds.push(vec!["RPUSH", "wb:f", "x"]);
+        cmds.push(vec!["LPOP", "wb:f"]);
+    }
+    pipeline(&mut r, &cmds);
+    assert_eq!(freq(&mut r), f0 + 20, "20 pipelined pushes and pops");
+}

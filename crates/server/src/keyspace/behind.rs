@@ -1,11 +1,11 @@
-//! Write-behind of one collection within a loop turn (decision 0035).
+//! Write-behind of one hot collection for a few milliseconds (decision 0035).
 //!
 //! A command that changes a collection (LPUSH, XADD, HSET, ...) used to append the changed
 //! part at once: a pipeline of 16 LPUSHes to one list rewrote its head page (up to 8 KiB)
 //! 16 times, and 50 clients adding to one stream re-encoded and checksummed its tail page
 //! for every entry. Now the changed collection may stay in RAM, *behind* its record, while
-//! more commands of the same turn change the same key; it is written once, when the turn
-//! ends or before anything else looks at the keyspace.
+//! more commands change the same key; it is written once, a few milliseconds later or as
+//! soon as anything else looks at the keyspace.
 //!
 //! The rules that keep this invisible:
 //! - **Only the command path knows.** A worker reaches its keyspace through [`Guarded`],
@@ -16,13 +16,16 @@
 //!   a keyspace whose index and records are exactly as if the write had happened.
 //! - **Only audited handlers leave a write behind.** They take their one key's collection
 //!   with `take_coll` and always hand it back with `put_coll` or `keep_coll`: a handler
-//!   that dropped it would lose the turn's changes ([`Keyspace::behind_dropped`] reports
+//!   that dropped it would lose the changes left behind ([`Keyspace::behind_dropped`] reports
 //!   that as a bug).
 //! - **Only when nothing can refuse the write later**: not under `appendfsync always`
 //!   (whose replies wait for the record anyway), not while the data devices are short of
-//!   room, not for a new key (it needs its index entry now), a lent key, or a hash with
-//!   field expiry; not inside MULTI, scripts or a multi-worker step (they run through
-//!   other paths and write at once).
+//!   room, not for a new key (it needs its index entry now), a key with a time to live
+//!   (it could expire while its change waits), a lent key, or a hash with field expiry;
+//!   not inside MULTI, scripts or a multi-worker step (they run through other paths and
+//!   write at once).
+//! - **Not for long**: the worker writes it at most 10 ms after the first change left
+//!   behind (`worker::WRITE_BEHIND_DELAY`), earlier when anything else needs the keyspace.
 //! - **What a write does at once still happens at once**: WATCH invalidation, waking
 //!   blocked clients, the dirty counter. The record follows with the time of the command
 //!   that left it behind, so its expiry check is the command's.
@@ -50,7 +53,7 @@ fn enabled() -> bool {
 }
 
 thread_local! {
-    /// The worker task that writes the collection left behind when the turn ends (see
+    /// The worker task that writes the collection left behind (see
     /// `crate::worker`): set while it waits.
     static FLUSHER: std::cell::Cell<Option<std::task::Waker>> = const { std::cell::Cell::new(None) };
 }
@@ -93,6 +96,14 @@ impl Keyspace {
             .as_ref()
             .filter(|b| b.db == db && b.key == key)
             .and_then(|b| b.coll.as_ref())
+    }
+
+    /// Counts an access of the key left behind (its access clock), as the lookup of a
+    /// key whose collection is read from the cache does.
+    pub(super) fn touch_behind(&mut self, db: usize, key: &[u8], now_ms: i64) {
+        let hash = super::table::hash_key(key);
+        let live = self.live_loc_typed(db, hash, key, now_ms).is_some();
+        debug_assert!(live, "a key left behind has no time to live");
     }
 
     /// Takes the collection left behind under `key` for a handler to change; it must come
@@ -147,11 +158,14 @@ impl Keyspace {
             return Some(coll);
         }
         if !held {
-            // An existing live key of the same type, with no write of its own pending:
-            // its index entry and groups stay as they are until the write.
+            // An existing live key of the same type and with no time to live (so that it
+            // cannot expire while its change waits), with no write of its own pending: its
+            // index entry and groups stay as they are until the write. (While it is behind,
+            // nothing but the commands that may leave it behind can give it a time to live.)
+            // (A quiet lookup: the command's own lookup counted its access.)
             let hash = super::table::hash_key(key);
-            match self.live_loc_typed(db, hash, key, now_ms) {
-                Some((_, _, t)) if t == coll.value_type() => {}
+            match self.dbs[db].table.get(hash, key) {
+                Some(e) if e.expire_at_ms() == 0 && e.value_type() == coll.value_type() => {}
                 _ => return Some(coll),
             }
         }
@@ -178,7 +192,7 @@ impl Keyspace {
     }
 
     /// True when a handler took the collection left behind and did not hand it back (a
-    /// bug: its changes, and the turn's before it, are lost). Forgets it then, so that
+    /// bug: its changes, and those left behind before it, are lost). Forgets it then, so that
     /// the key answers from its last record.
     pub fn behind_dropped(&mut self) -> bool {
         if self.behind.as_ref().is_some_and(|b| b.coll.is_none()) {
@@ -193,7 +207,7 @@ impl Keyspace {
     }
 
     /// Writes the collection left behind, if any (as `put_coll` would have when its last
-    /// command ran). The dirty counter already counted its commands.
+    /// command ran).
     pub fn write_behind(&mut self) {
         let Some(b) = self.behind.take() else {
             return;
@@ -204,10 +218,14 @@ impl Keyspace {
             tracing::error!("the collection left behind was lost");
             return;
         };
+        // The commands counted their changes and their accesses (dirty counter, access
+        // clock) when they ran: the write counts neither again.
         let dirty = self.stats.dirty;
+        let touch = std::mem::replace(&mut self.touch, false);
         let kept_error = self.error.take();
         let ok = self.store_coll(b.db, &b.key, coll, Expiry::Keep, b.now_ms);
         self.stats.dirty = dirty;
+        self.touch = touch;
         if !ok {
             let e = self.error.take().unwrap_or_default();
             tracing::error!(

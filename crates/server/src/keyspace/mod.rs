@@ -2187,11 +2187,12 @@ impl Keyspace {
         value_type: u8,
         now_ms: i64,
     ) -> Result<Option<&Coll>, CollError> {
-        if let Some(c) = self.behind_ref(db, key) {
-            if c.value_type() != value_type {
+        if let Some(t) = self.behind_ref(db, key).map(Coll::value_type) {
+            if t != value_type {
                 return Err(CollError::WrongType);
             }
             self.stats.hits += 1;
+            self.touch_behind(db, key, now_ms);
             return Ok(self.behind_ref(db, key));
         }
         if self.lent_for(db, key).is_some() {
@@ -2235,6 +2236,7 @@ impl Keyspace {
             if t != value_type {
                 return Err(CollError::WrongType);
             }
+            self.touch_behind(db, key, now_ms);
             return Ok(self.behind_ref(db, key));
         }
         if self.lent_for(db, key).is_some() {
@@ -2256,10 +2258,11 @@ impl Keyspace {
         value_type: u8,
         now_ms: i64,
     ) -> Result<Option<Coll>, CollError> {
-        if let Some(c) = self.behind_ref(db, key) {
-            if c.value_type() != value_type {
+        if let Some(t) = self.behind_ref(db, key).map(Coll::value_type) {
+            if t != value_type {
                 return Err(CollError::WrongType);
             }
+            self.touch_behind(db, key, now_ms);
             return Ok(self.take_behind(db, key));
         }
         if self.lent_for(db, key).is_some() {
