@@ -122,10 +122,11 @@ pub fn exec_keyed(
     };
     let started = quanta::Instant::now();
     let mark = reply.buf.len();
-    let behind = may_leave_behind
-        && behind
-        && argv.len() > 1
-        && (!shard.keyspace.has_behind() || shard.keyspace.holds_behind(db, argv[1]));
+    let behind = may_leave_behind && behind && argv.len() > 1;
+    if behind && !shard.keyspace.holds_behind(db, argv[1]) {
+        // Another key's change waits: written now (through the guard), this one may wait.
+        shard.keyspace.write_behind();
+    }
     let mut x = Exec {
         // Any other command writes what was left behind first (the guard does).
         ks: if behind {
