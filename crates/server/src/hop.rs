@@ -250,14 +250,24 @@ fn prefetch_batch(s: &Shard, b: &Batch) -> usize {
     b.next + looked
 }
 
-/// True when command `idx` may leave its collection behind and the one left behind is its
-/// key's: it is resident in RAM, and a residency check would write it (decision 0035).
+/// True when command `idx` may leave its collection behind, the one left behind is its
+/// key's, and it needs no more of it than is in RAM, so that the residency check (which
+/// would write it) can be skipped (decision 0035). A list, hash or set is always whole in
+/// RAM; a big stream may be partial, and a trimming XADD needs its head pages.
 pub(crate) fn leaves_behind(s: &Shard, idx: usize, db: usize, argv: &[&[u8]]) -> bool {
-    matches!(
-        commands::COMMANDS[idx].handler,
-        commands::Handler::Keyed { behind: true, .. }
-    ) && argv.len() > 1
-        && s.keyspace.holds_behind(db, argv[1])
+    let spec = &commands::COMMANDS[idx];
+    if !matches!(spec.handler, commands::Handler::Keyed { behind: true, .. })
+        || argv.len() < 2
+        || !s.keyspace.holds_behind(db, argv[1])
+    {
+        return false;
+    }
+    spec.group != "stream"
+        || commands::stream::needs_of(s, idx, argv).is_some_and(|needs| {
+            needs
+                .iter()
+                .all(|n| matches!(n, crate::coll::stream::Need::Skeleton))
+        })
 }
 
 /// Runs the rest of `b` on the owner. A command whose values are not resident suspends the
