@@ -546,8 +546,12 @@ impl Conn {
                     // Not a barrier: commands queued for other workers run there in
                     // parallel, their replies keep their place (crate::hop).
                     let shard = local_shard();
+                    // A command on the collection left behind needs no residency check
+                    // (decision 0035), unless it must first wait for a transaction, which
+                    // may write that collection and let it go from RAM meanwhile.
                     if commands::reads_values(idx, argv)
-                        && !crate::hop::leaves_behind(&shard.borrow(), idx, self.db, argv)
+                        && (shard.borrow().hold.is_some()
+                            || !crate::hop::leaves_behind(&shard.borrow(), idx, self.db, argv))
                     {
                         let keys = key_args(idx, argv);
                         let read_mark = Some(shard.borrow().keyspace.read_mark());
