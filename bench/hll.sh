@@ -198,7 +198,7 @@ run_point() {
     t1=$(now)
     kill -0 "$pid" 2>/dev/null || die "$s died"
     c1=$(cpu_ticks "$pid")
-    rps=$(tr '\r' '\n' <"$raw" | awk '/requests per second/ { for (i = 1; i <= NF; i++) if ($i == "requests") r = $(i - 1) } END { print r }')
+    rps=$(benchmark_rps "$raw")
     [[ -n $rps ]] || die "could not parse redis-benchmark output: $raw"
     echo "$(calc "$t1 - $t0") $rps $(calc "($c1 - $c0) / $CLK_TCK")"
 }
@@ -237,10 +237,6 @@ for t in "${TEST_LIST[@]}"; do
     done
 done
 
-median() { # SERVER TEST PIPE COLUMN
-    awk -F'\t' -v s="$1" -v t="$2" -v p="$3" -v c="$4" 'NR > 1 && $1 == s && $2 == t && $3 == p { print $c }' "$RUNS" | median_of
-}
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "nan" || b == "nan" || b == 0) print "-"; else printf "%.2f", a / b }'; }
 fmt() { awk -v v="$1" 'BEGIN { if (v == "nan") print "-"; else printf "%.0f", v }'; }
 have() { [[ " ${SERVER_LIST[*]} " == *" $1 "* ]]; }
 {
@@ -258,8 +254,8 @@ have() { [[ " ${SERVER_LIST[*]} " == *" $1 "* ]]; }
     for t in "${TEST_LIST[@]}"; do
         for p in "${PIPE_LIST[@]}"; do
             ks=nan kr=nan cs=nan cr=nan
-            have skerry && ks=$(median skerry "$t" "$p" 7) && cs=$(median skerry "$t" "$p" 9)
-            have redis && kr=$(median redis "$t" "$p" 7) && cr=$(median redis "$t" "$p" 9)
+            have skerry && ks=$(run_median skerry "$t" "$p" 7) && cs=$(run_median skerry "$t" "$p" 9)
+            have redis && kr=$(run_median redis "$t" "$p" 7) && cr=$(run_median redis "$t" "$p" 9)
             echo "| $t | $p | $(fmt "$ks") | $(fmt "$kr") | $(ratio "$ks" "$kr") | $(fmt "$cs") | $(fmt "$cr") | $(ratio "$cs" "$cr") |"
         done
     done

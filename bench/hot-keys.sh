@@ -154,7 +154,7 @@ for ((r = 1; r <= REPEATS; r++)); do
                     -d 1024 -q "${args[@]}" >"$raw" 2>&1 || { cat "$raw" >&2; die "redis-benchmark failed against $s"; }
                 c1=$(cpu_ticks "$SPID")
                 w1=$(written_bytes)
-                rps=$(tr '\r' '\n' <"$raw" | awk '/requests per second/ { for (i = 1; i <= NF; i++) if ($i == "requests") v = $(i - 1) } END { print v }')
+                rps=$(benchmark_rps "$raw")
                 [[ -n $rps ]] || die "no result in $raw"
                 cpu=$(calc "($c1 - $c0) / $CLK_TCK")
                 opc=$(calc "($cpu > 0) ? $N / $cpu : 0")
@@ -167,9 +167,6 @@ for ((r = 1; r <= REPEATS; r++)); do
     done
 done
 
-med() { # SERVER TEST PIPE COLUMN
-    awk -F'\t' -v s="$1" -v t="$2" -v p="$3" -v c="$4" 'NR > 1 && $1 == s && $2 == t && $3 == p { print $c }' "$RUNS" | median_of
-}
 {
     echo "# One hot collection: Skerry vs Redis"
     echo
@@ -190,12 +187,12 @@ med() { # SERVER TEST PIPE COLUMN
     for p in "${PIPE_LIST[@]}"; do
         for t in "${TEST_LIST[@]}"; do
             printf '| %s | %s |' "$t" "$p"
-            for s in "${SERVER_LIST[@]}"; do printf ' %.0f |' "$(med "$s" "$t" "$p" 8)"; done
-            rd=$(med redis "$t" "$p" 8)
+            for s in "${SERVER_LIST[@]}"; do printf ' %.0f |' "$(run_median "$s" "$t" "$p" 8)"; done
+            rd=$(run_median redis "$t" "$p" 8)
             for s in "${SERVER_LIST[@]}"; do
-                [[ $s == redis ]] || printf ' %s |' "$(awk -v a="$(med "$s" "$t" "$p" 8)" -v b="$rd" 'BEGIN { if (b == "nan" || b == 0) print "-"; else printf "%.2f", a / b }')"
+                [[ $s == redis ]] || printf ' %s |' "$(ratio "$(run_median "$s" "$t" "$p" 8)" "$rd")"
             done
-            for s in "${SERVER_LIST[@]}"; do [[ $s == redis ]] || printf ' %.0f |' "$(med "$s" "$t" "$p" 9)"; done
+            for s in "${SERVER_LIST[@]}"; do [[ $s == redis ]] || printf ' %.0f |' "$(run_median "$s" "$t" "$p" 9)"; done
             echo
         done
     done

@@ -94,6 +94,15 @@ median_of() {
             print (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
         }'
 }
+# run_median SERVER TEST PIPE COLUMN: the median of COLUMN over the rows of the tab-separated
+# "$RUNS" file (a header line, then server, test, pipeline, ... per run) of one point.
+run_median() {
+    awk -F'\t' -v s="$1" -v t="$2" -v p="$3" -v c="$4" 'NR > 1 && $1 == s && $2 == t && $3 == p { print $c }' "$RUNS" | median_of
+}
+# ratio A B: A / B to two decimals, "-" when either is "nan" or B is 0.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "nan" || b == "nan" || b == 0) print "-"; else printf "%.2f", a / b }'; }
+# benchmark_rps FILE: the last "requests per second" figure of a redis-benchmark -q output.
+benchmark_rps() { tr '\r' '\n' <"$1" | awk '/requests per second/ { for (i = 1; i <= NF; i++) if ($i == "requests") r = $(i - 1) } END { print r }'; }
 # fio_iops JSON: the read IOPS (rounded) of a fio --output-format=json file; empty when
 # there is none.
 fio_iops() { awk '/"read" : \{/ { r = 1 } r && /"iops" :/ { gsub(/[ ,]/, ""); split($0, a, ":"); printf "%.0f", a[2]; exit }' "$1"; }

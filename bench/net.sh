@@ -293,12 +293,6 @@ read -r _ STEAL_T1 STEAL1 <<<"$(cpu_sample "$SERVER_CPU")"
 } >>"$OUT/env.txt"
 
 # ---------------------------------------------------------------- summary (medians)
-# median SERVER TEST PIPE COLUMN
-median() {
-    awk -F'\t' -v s="$1" -v t="$2" -v p="$3" -v c="$4" '
-        NR > 1 && $1 == s && $2 == t && $3 == p { print $c }' "$RUNS" | median_of
-}
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "nan" || b == "nan" || b == 0) print "-"; else printf "%.2f", a / b }'; }
 fmt() { awk -v v="$1" -v f="$2" 'BEGIN { if (v == "nan") print "-"; else printf f, v }'; }
 
 have() { [[ " ${SERVER_LIST[*]} " == *" $1 "* ]]; }
@@ -319,8 +313,8 @@ have() { [[ " ${SERVER_LIST[*]} " == *" $1 "* ]]; }
     for t in "${TEST_LIST[@]}"; do
         for p in "${PIPE_LIST[@]}"; do
             ks=nan kr=nan cs=nan cr=nan
-            have skerry && ks=$(median skerry "$t" "$p" 7) && cs=$(median skerry "$t" "$p" 9)
-            have redis && kr=$(median redis "$t" "$p" 7) && cr=$(median redis "$t" "$p" 9)
+            have skerry && ks=$(run_median skerry "$t" "$p" 7) && cs=$(run_median skerry "$t" "$p" 9)
+            have redis && kr=$(run_median redis "$t" "$p" 7) && cr=$(run_median redis "$t" "$p" 9)
             echo "| ${t^^} | $p | ${NPOINT[$t-$p]} | $(fmt "$ks" %.0f) | $(fmt "$kr" %.0f) | $(ratio "$ks" "$kr") | $(fmt "$cs" %.0f) | $(fmt "$cr" %.0f) | $(ratio "$cs" "$cr") |"
         done
     done
@@ -333,7 +327,7 @@ have() { [[ " ${SERVER_LIST[*]} " == *" $1 "* ]]; }
     for t in "${TEST_LIST[@]}"; do
         for p in "${PIPE_LIST[@]}"; do
             for s in "${SERVER_LIST[@]}"; do
-                echo "| $s | ${t^^} | $p | $(fmt "$(median "$s" "$t" "$p" 8)" %.2f) | $(fmt "$(median "$s" "$t" "$p" 10)" %.2f) | $(fmt "$(median "$s" "$t" "$p" 11)" %.2f) | $(median "$s" "$t" "$p" 12) | $(median "$s" "$t" "$p" 13) | $(median "$s" "$t" "$p" 14) |"
+                echo "| $s | ${t^^} | $p | $(fmt "$(run_median "$s" "$t" "$p" 8)" %.2f) | $(fmt "$(run_median "$s" "$t" "$p" 10)" %.2f) | $(fmt "$(run_median "$s" "$t" "$p" 11)" %.2f) | $(run_median "$s" "$t" "$p" 12) | $(run_median "$s" "$t" "$p" 13) | $(run_median "$s" "$t" "$p" 14) |"
             done
         done
     done

@@ -219,7 +219,6 @@ done
 median() { # SERVER TEST COLUMN
     awk -F'\t' -v s="$1" -v t="$2" -v c="$3" 'NR > 1 && $1 == s && $2 == t { print $c }' "$RUNS" | median_of
 }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "nan" || b == "nan" || b == 0) print "-"; else printf "%.2f", a / b }'; }
 fmt() { awk -v v="$1" 'BEGIN { if (v == "nan") print "-"; else printf "%.0f", v }'; }
 have() { [[ " ${SERVER_LIST[*]} " == *" $1 "* ]]; }
 {
