@@ -32,7 +32,7 @@
 
 use std::ops::{Deref, DerefMut};
 
-use super::{Expiry, Keyspace};
+use super::{CollError, Expiry, Keyspace};
 use crate::coll::Coll;
 
 /// The collection left behind: its key and its latest version.
@@ -98,12 +98,26 @@ impl Keyspace {
             .and_then(|b| b.coll.as_ref())
     }
 
-    /// Counts an access of the key left behind (its access clock), as the lookup of a
-    /// key whose collection is read from the cache does.
-    pub(super) fn touch_behind(&mut self, db: usize, key: &[u8], now_ms: i64) {
+    /// Whether `key`'s collection is the one left behind (and no handler holds it): then
+    /// checks that it is a `value_type` collection and counts the access (its clock), as
+    /// the lookup of a key whose collection is in the cache does.
+    pub(super) fn check_behind(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        value_type: u8,
+        now_ms: i64,
+    ) -> Result<bool, CollError> {
+        let Some(t) = self.behind_ref(db, key).map(Coll::value_type) else {
+            return Ok(false);
+        };
+        if t != value_type {
+            return Err(CollError::WrongType);
+        }
         let hash = super::table::hash_key(key);
         let live = self.live_loc_typed(db, hash, key, now_ms).is_some();
         debug_assert!(live, "a key left behind has no time to live");
+        Ok(true)
     }
 
     /// Takes the collection left behind under `key` for a handler to change; it must come

@@ -2187,12 +2187,8 @@ impl Keyspace {
         value_type: u8,
         now_ms: i64,
     ) -> Result<Option<&Coll>, CollError> {
-        if let Some(t) = self.behind_ref(db, key).map(Coll::value_type) {
-            if t != value_type {
-                return Err(CollError::WrongType);
-            }
+        if self.check_behind(db, key, value_type, now_ms)? {
             self.stats.hits += 1;
-            self.touch_behind(db, key, now_ms);
             return Ok(self.behind_ref(db, key));
         }
         if self.lent_for(db, key).is_some() {
@@ -2232,11 +2228,7 @@ impl Keyspace {
         value_type: u8,
         now_ms: i64,
     ) -> Result<Option<&Coll>, CollError> {
-        if let Some(t) = self.behind_ref(db, key).map(Coll::value_type) {
-            if t != value_type {
-                return Err(CollError::WrongType);
-            }
-            self.touch_behind(db, key, now_ms);
+        if self.check_behind(db, key, value_type, now_ms)? {
             return Ok(self.behind_ref(db, key));
         }
         if self.lent_for(db, key).is_some() {
@@ -2258,11 +2250,7 @@ impl Keyspace {
         value_type: u8,
         now_ms: i64,
     ) -> Result<Option<Coll>, CollError> {
-        if let Some(t) = self.behind_ref(db, key).map(Coll::value_type) {
-            if t != value_type {
-                return Err(CollError::WrongType);
-            }
-            self.touch_behind(db, key, now_ms);
+        if self.check_behind(db, key, value_type, now_ms)? {
             return Ok(self.take_behind(db, key));
         }
         if self.lent_for(db, key).is_some() {
