@@ -517,11 +517,52 @@ impl Raw {
                 ),
                 Ok(_) => {}
                 Err(e) => panic!(
-                    "error while waiting for a reply: {e} (buffered: {:?})",
-                    preview(&self.buf)
+                    "error while waiting for a reply: {e} (buffered: {:?})\n{}",
+                    preview(&self.buf),
+                    self.server_state()
                 ),
             }
         }
+    }
+
+    /// What the server says about its clients and itself (CLIENT LIST, INFO), asked over a
+    /// new connection: put in the message of a reply that never came, so that a hang seen
+    /// once in CI says which client waits and where.
+    fn server_state(&self) -> String {
+        let Ok(addr) = self.stream.peer_addr() else {
+            return String::new();
+        };
+        let me = self
+            .stream
+            .local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        let ask = || -> std::io::Result<String> {
+            let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
+            stream.set_read_timeout(Some(Duration::from_secs(2)))?;
+            let mut r = Raw {
+                stream,
+                buf: Vec::new(),
+            };
+            let mut out = format!("---- server state (this client: {me}) ----\n");
+            for args in [&["CLIENT", "LIST"][..], &["INFO", "everything"][..]] {
+                r.send(&resp::encode(args));
+                loop {
+                    if let Some((v, _)) = resp::decode(&r.buf) {
+                        if let Value::Bulk(b) | Value::Verbatim(_, b) = v {
+                            out.push_str(&String::from_utf8_lossy(&b));
+                        }
+                        r.buf.clear();
+                        break;
+                    }
+                    if r.fill()? == 0 {
+                        return Ok(out);
+                    }
+                }
+            }
+            Ok(out)
+        };
+        ask().unwrap_or_else(|e| format!("(server state not available: {e})"))
     }
 
     /// Reads one reply.

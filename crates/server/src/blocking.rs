@@ -15,7 +15,10 @@
 //! Time-outs and disconnects are decided by the connection, which waits for the reply with
 //! a deadline. Who finishes a waiter is settled by one atomic state (see [`WaitState`]): the
 //! connection may cancel only a waiter that is not being served, and the owner serves only
-//! a waiter it claimed, so an element is never popped for a client that has gone.
+//! a waiter it claimed, so an element is never popped for a client that has gone. A
+//! connection whose time runs out while the owner runs its command waits for the outcome:
+//! the reply when the run served it, an empty message when it found nothing (the owner then
+//! drops the waiter and the connection answers the time-out itself).
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -50,6 +53,9 @@ const CANCELLED_PENDING: u8 = 4;
 const CANCELLED_WAITING: u8 = 5;
 /// Dropped by the owner, which found the client's socket closed (it cleaned up).
 const CLOSED: u8 = 6;
+/// The connection gave up while the owner was running the command for it: it waits for the
+/// outcome, the reply or (nothing served) an empty message.
+const SERVING_CANCELLED: u8 = 7;
 
 /// The shared fate of one blocked command, between its connection and the owner worker.
 #[derive(Debug, Default)]
@@ -77,18 +83,30 @@ impl WaitState {
 
     /// The connection gives up (time-out, disconnect, kill). `Some(registered)` when it
     /// won: the owner will never serve it (`registered`: a waiter is left to clean up).
-    /// None while the owner is serving it: the reply is coming.
+    /// None when the owner served it or is running it for it now: the connection must wait
+    /// for the outcome on its channel, the reply, or an empty message when the run found
+    /// nothing (then the owner dropped the waiter; see [`WaitState::unserve`]).
     pub fn cancel(&self) -> Option<bool> {
-        if self.cas(PENDING, CANCELLED_PENDING) {
-            return Some(false);
+        loop {
+            let from = self.0.load(Ordering::SeqCst);
+            let (to, registered) = match from {
+                PENDING => (CANCELLED_PENDING, Some(false)),
+                WAITING => (CANCELLED_WAITING, Some(true)),
+                SERVING => (SERVING_CANCELLED, None),
+                CLOSED | CANCELLED_PENDING | CANCELLED_WAITING => return Some(false),
+                _ => return None, // DONE or SERVING_CANCELLED: the outcome is coming.
+            };
+            if self.cas(from, to) {
+                return registered;
+            }
         }
-        if self.cas(WAITING, CANCELLED_WAITING) {
-            return Some(true);
-        }
-        if self.0.load(Ordering::SeqCst) == CLOSED {
-            return Some(false);
-        }
-        None
+    }
+
+    /// The owner's run of the command found nothing for it: it waits again (SERVING ->
+    /// WAITING). False when its connection gave up during the run: the owner must then
+    /// drop the wait and send the connection an empty message ([`give_up`]).
+    fn unserve(&self) -> bool {
+        self.cas(SERVING, WAITING)
     }
 }
 
@@ -223,7 +241,7 @@ impl Registry {
             let live = q.iter().filter_map(|id| self.waiters.get(id)).filter(|w| {
                 !matches!(
                     w.state.0.load(Ordering::SeqCst),
-                    CANCELLED_WAITING | CANCELLED_PENDING | CLOSED | DONE
+                    CANCELLED_WAITING | CANCELLED_PENDING | CLOSED | DONE | SERVING_CANCELLED
                 )
             });
             let mut any = false;
@@ -243,7 +261,12 @@ impl Registry {
 /// its first run ([`WaitState::claim_first_run`]) or a wake-up still pending. Counts it in
 /// `blocked_clients`.
 pub fn register(s: &mut Shard, w: Waiter) {
-    if !w.state.cas(SERVING, WAITING) && !w.state.cas(PENDING, WAITING) {
+    if !w.state.cas(PENDING, WAITING) && !w.state.unserve() {
+        // Its connection gave up: before a wake-up was registered (it waits no more), or
+        // during the first run (it waits for word that nothing was served).
+        if w.state.0.load(Ordering::SeqCst) == SERVING_CANCELLED {
+            let _ = w.tx.send(Vec::new());
+        }
         return;
     }
     if !w.wake_up {
@@ -287,6 +310,18 @@ fn forget(s: &mut Shard, id: u64) -> Option<Waiter> {
         }
     }
     Some(w)
+}
+
+/// Drops registered waiter `id`, whose connection gave up while the owner ran its command
+/// again and found nothing for it ([`WaitState::unserve`]): the connection, waiting for
+/// the outcome, is told by an empty message and answers the time-out itself.
+fn give_up(s: &mut Shard, id: u64) {
+    if let Some(w) = forget(s, id) {
+        s.shared
+            .blocked_clients
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        let _ = w.tx.send(Vec::new());
+    }
 }
 
 /// Drops the waiters whose connections cancelled them (a job the connection sends).
@@ -391,10 +426,11 @@ fn serve_key(s: &mut Shard, db: usize, key: &[u8]) {
             .keyspace
             .missing_need(wdb, &keys, needs.as_deref(), now_ms, mark);
         if !missing.is_empty() {
-            s.blocking.waiters[&id]
-                .state
-                .0
-                .store(WAITING, Ordering::SeqCst);
+            if !s.blocking.waiters[&id].state.unserve() {
+                // Its time ran out meanwhile: the next waiter is now at `skip`.
+                give_up(s, id);
+                continue;
+            }
             let log = s.keyspace.log().clone();
             let key = key.to_vec();
             compio::runtime::spawn(async move {
@@ -419,10 +455,14 @@ fn serve_key(s: &mut Shard, db: usize, key: &[u8]) {
             crate::conn::exec_keyed(s, idx, wdb, now_ms, &mut reply, &argv, client, false, false);
         let w = &s.blocking.waiters[&id];
         if again.is_some() {
-            // Nothing for it after all: it keeps its place.
-            w.state.0.store(WAITING, Ordering::SeqCst);
-            if stream {
+            // Nothing for it after all: it keeps its place, unless its time ran out meanwhile
+            // (then the next waiter is at `skip`).
+            if !w.state.unserve() {
+                give_up(s, id);
+            } else if stream {
                 skip += 1;
+            }
+            if stream {
                 continue;
             }
             return;
@@ -647,10 +687,26 @@ mod tests {
         let s = WaitState::default();
         assert!(s.cas(PENDING, WAITING));
         assert!(s.cas(WAITING, SERVING), "owner claims it");
-        assert_eq!(s.cancel(), None, "connection must wait for the reply");
-        s.0.store(WAITING, Ordering::SeqCst); // nothing to serve after all
+        assert!(s.unserve(), "nothing to serve after all: it waits again");
         assert_eq!(s.cancel(), Some(true), "now the connection wins");
         assert!(!s.cas(WAITING, SERVING), "and the owner cannot serve it");
+
+        // A time-out during a run that then finds nothing: the connection waits for word,
+        // and the owner, unable to put the waiter back, must tell it (an empty message).
+        let s = WaitState::default();
+        assert!(s.cas(PENDING, WAITING));
+        assert!(s.cas(WAITING, SERVING), "owner claims it");
+        assert_eq!(s.cancel(), None, "connection must wait for the outcome");
+        assert_eq!(s.cancel(), None, "and keeps waiting when asked again");
+        assert!(!s.unserve(), "owner cannot put it back to waiting");
+        assert_eq!(s.0.load(Ordering::SeqCst), SERVING_CANCELLED);
+        // The same during a first run.
+        let s = WaitState::default();
+        assert!(s.claim_first_run());
+        assert_eq!(s.cancel(), None);
+        assert!(!s.unserve(), "the first run cannot register it");
+        s.served();
+        assert_eq!(s.cancel(), None, "served after all: the reply is coming");
 
         let s = WaitState::default();
         assert!(s.cas(PENDING, WAITING));

@@ -1394,8 +1394,7 @@ impl Conn {
         let out = match end {
             WaitEnd::Reply(r) => r.ok(),
             WaitEnd::TimedOut | WaitEnd::Gone => {
-                let gone = matches!(end, WaitEnd::Gone);
-                match state.cancel() {
+                let served = match state.cancel() {
                     Some(registered) => {
                         if registered {
                             self.shared
@@ -1403,19 +1402,25 @@ impl Conn {
                                 .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
                             self.drop_cancelled_on(w);
                         }
-                        if gone {
-                            self.close_after_reply = true;
-                            Some(Vec::new())
-                        } else {
-                            let unblocked = self.info.unblock.get();
-                            let out = ended_wait_reply(proto, unblocked, timeout);
-                            // Its one call, answered here (Redis's updateStatsOnUnblock).
-                            record_unblocked(&mut local_shard().borrow_mut(), idx, &out);
-                            Some(out)
-                        }
+                        None
                     }
-                    // Being served right now: the reply is coming.
-                    None => rx.recv_async().await.ok(),
+                    // Served, or being run for it right now: its reply, or an empty message
+                    // when the run found nothing (the owner dropped the wait then).
+                    None => rx.recv_async().await.ok().filter(|r| !r.is_empty()),
+                };
+                match served {
+                    Some(r) => Some(r),
+                    None if matches!(end, WaitEnd::Gone) => {
+                        self.close_after_reply = true;
+                        Some(Vec::new())
+                    }
+                    None => {
+                        let unblocked = self.info.unblock.get();
+                        let out = ended_wait_reply(proto, unblocked, timeout);
+                        // Its one call, answered here (Redis's updateStatsOnUnblock).
+                        record_unblocked(&mut local_shard().borrow_mut(), idx, &out);
+                        Some(out)
+                    }
                 }
             }
         };

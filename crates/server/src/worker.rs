@@ -411,7 +411,10 @@ async fn write_behind() {
             wait_local_unheld().await;
             continue;
         }
-        shard.borrow_mut().keyspace.write_behind();
+        let mut s = shard.borrow_mut();
+        s.keyspace.write_behind();
+        // As after every command and job: the write may have made a key ready.
+        crate::blocking::serve_ready(&mut s);
     }
 }
 
