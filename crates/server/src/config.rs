@@ -141,8 +141,10 @@ pub static PARAMS: &[Param] = &[
     p("logfile", Kind::Str, "", false),
     p("pidfile", Kind::Str, "", false),
     p("daemonize", Kind::Bool, "no", false),
-    // Accepted for compatibility: Skerry always keeps every value on its data devices.
-    p("appendonly", Kind::Bool, "no", false),
+    // Skerry always appends every write to the log in its data file: that is its
+    // append-only file, so the default is yes. `no` changes what Redis ties to the name
+    // and nothing else: INFO's aof_enabled, and WAITAOF's local part is refused.
+    p("appendonly", Kind::Bool, "yes", true),
     p(
         "appendfsync",
         Kind::Enum(&["always", "everysec", "no"]),

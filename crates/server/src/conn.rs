@@ -498,6 +498,8 @@ impl Conn {
                         | Swapdb
                         | Config
                         | Slowlog
+                        | Wait
+                        | Waitaof
                 )
             };
             if matches!(spec.handler, Handler::Async(cmd) if !queueable(cmd)) {
@@ -701,8 +703,14 @@ impl Conn {
     async fn run_async(&mut self, idx: usize, cmd: AsyncCmd, argv: &[&[u8]]) {
         use crate::commands::{connection as c, keyspace as k, server as sv};
         let started = quanta::Instant::now();
-        let mark = self.reply.buf.len();
+        let mut mark = self.reply.buf.len();
         self.info.blocked_in_command.set(true);
+        if matches!(cmd, AsyncCmd::Wait | AsyncCmd::Waitaof) {
+            // They may wait long (see `Conn::block_until`): the replies before them leave
+            // now, so their own starts a fresh buffer.
+            self.send_replies_before_wait().await;
+            mark = self.reply.buf.len();
+        }
         match cmd {
             AsyncCmd::Mget => s_cross::mget(self, argv).await,
             AsyncCmd::Mset => s_cross::mset(self, argv, false).await,
@@ -735,6 +743,8 @@ impl Conn {
             AsyncCmd::Swapdb => k::swapdb(self, argv).await,
             AsyncCmd::Slowlog => sv::slowlog(self, argv).await,
             AsyncCmd::Migrate => crate::commands::migrate::migrate(self, argv).await,
+            AsyncCmd::Wait => crate::commands::replication::wait(self, argv).await,
+            AsyncCmd::Waitaof => crate::commands::replication::waitaof(self, argv).await,
         }
         self.info.blocked_in_command.set(false);
         self.sync_multi_worker_writes(COMMANDS[idx].has_flag("write"))
@@ -1114,7 +1124,8 @@ impl Conn {
                             .map(|p| slot::owner(argv[p], workers)),
                     );
                 }
-                Handler::Conn(_) => {}
+                // They do not block inside MULTI, and touch no worker.
+                Handler::Conn(_) | Handler::Async(AsyncCmd::Wait | AsyncCmd::Waitaof) => {}
                 Handler::Async(_) => held.extend(0..workers),
             }
         }
@@ -1239,6 +1250,13 @@ impl Conn {
                 let out = std::mem::replace(&mut self.reply, saved);
                 (Some(out.buf), wrote)
             }
+            Handler::Async(AsyncCmd::Wait | AsyncCmd::Waitaof) => {
+                let mut r = Reply::lazy(proto);
+                crate::commands::replication::reply_without_blocking(
+                    self, spec.name, &argv, &mut r,
+                );
+                (Some(r.buf), false)
+            }
             Handler::Async(cmd) if txn.holds_all() => {
                 use crate::commands::{keyspace as k, pubsub as ps, server as sv};
                 let saved = std::mem::replace(&mut self.reply, Reply::lazy(proto));
@@ -1354,15 +1372,7 @@ impl Conn {
     /// reply until its time-out, the client's disconnect or a CLIENT KILL (see
     /// `crate::blocking`).
     async fn run_blocking(&mut self, w: usize, idx: usize, argv: &[&[u8]]) {
-        self.flush_pending().await;
-        // Replies of the commands before it leave now: the client may wait a long time.
-        self.ack_local_writes().await;
-        if !self.reply.buf.is_empty() {
-            if let Some(out) = &self.outbox {
-                out.push(&mut self.reply.buf);
-            }
-        }
-        crate::netbuf::release_if_empty(&mut self.reply.buf);
+        self.send_replies_before_wait().await;
         let timeout = crate::blocking::timeout_of(COMMANDS[idx].name, argv);
         let state = Arc::new(crate::blocking::WaitState::default());
         let proto = self.reply.proto;
@@ -1435,6 +1445,42 @@ impl Conn {
             self.reply.buf.extend_from_slice(&out);
         }
         self.apply_reply_mode(mark);
+    }
+
+    /// Before a command that may wait a long time: the replies of the commands before it
+    /// leave now.
+    async fn send_replies_before_wait(&mut self) {
+        self.flush_pending().await;
+        self.ack_local_writes().await;
+        if !self.reply.buf.is_empty() {
+            if let Some(out) = &self.outbox {
+                out.push(&mut self.reply.buf);
+            }
+        }
+        crate::netbuf::release_if_empty(&mut self.reply.buf);
+    }
+
+    /// Blocks the client (flag `b`, counted in `blocked_clients`) until `deadline` (None:
+    /// no limit), CLIENT UNBLOCK ([`ClientInfo::unblock`] says how; `TimedOut`) or its
+    /// disconnect (`Gone`, and the connection closes): WAIT and WAITAOF for replicas.
+    /// The replies before the command have left already (`Conn::run_async`).
+    pub(crate) async fn block_until(&mut self, deadline: Option<Instant>) -> WaitEnd<()> {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.info.blocked_in_command.set(true);
+        self.info.in_blocking.set(true);
+        self.info.unblock.set(0);
+        self.shared.blocked_clients.fetch_add(1, Relaxed);
+        let end = {
+            let never = std::pin::pin!(std::future::pending::<()>());
+            crate::blocking::wait_for_reply(&self.info, never, deadline).await
+        };
+        self.shared.blocked_clients.fetch_sub(1, Relaxed);
+        self.info.in_blocking.set(false);
+        self.info.last_interaction.set(Instant::now());
+        if matches!(end, WaitEnd::Gone) {
+            self.close_after_reply = true;
+        }
+        end
     }
 
     /// Runs `job` on worker `w`: inline once no transaction holds it when `w` is this
@@ -2262,9 +2308,9 @@ async fn read_loop(
 }
 
 /// True for a command that may wait long for its reply (BLPOP and the other blocking
-/// commands, whose names all start with `b`).
+/// list and sorted-set commands, whose names all start with `b`, and WAIT and WAITAOF).
 fn may_wait_long(name: &[u8]) -> bool {
-    matches!(name.first(), Some(b'b' | b'B'))
+    matches!(name.first(), Some(b'b' | b'B' | b'w' | b'W'))
         && commands::lookup(name).is_some_and(|i| COMMANDS[i].has_flag("blocking"))
 }
 

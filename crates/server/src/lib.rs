@@ -43,7 +43,7 @@ use worker::{unix_ms, Shared};
 
 /// The Redis version Skerry's behaviour follows (reported in HELLO and INFO for clients that
 /// check it).
-pub const REDIS_VERSION: &str = "7.0.15";
+pub const REDIS_VERSION: &str = "8.0.2";
 
 const USAGE: &str = "Usage: skerry [/path/to/skerry.conf] [--<config-name> <value>]...
        skerry --version

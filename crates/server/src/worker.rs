@@ -420,7 +420,9 @@ async fn write_behind() {
 
 /// Makes every record appended so far on every worker durable (clean shutdown, and
 /// `appendfsync always` after multi-worker writes). Returns once all workers answered.
+/// The workers sync at once: the wait is one fdatasync, not one per worker.
 pub async fn sync_all(shared: &Shared, me: usize) {
+    let mut answers = Vec::with_capacity(shared.workers);
     for w in 0..shared.workers {
         let (tx, rx) = flume::bounded(1);
         let job = commit_job(tx);
@@ -429,6 +431,9 @@ pub async fn sync_all(shared: &Shared, me: usize) {
         } else if shared.inboxes[w].send(Envelope::job(0, job)).is_err() {
             continue;
         }
+        answers.push((w, rx));
+    }
+    for (w, rx) in answers {
         if let Ok(Err(e)) = rx.recv_async().await {
             tracing::error!("worker {w}: data file sync failed: {e}");
         }

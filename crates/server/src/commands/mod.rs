@@ -16,6 +16,7 @@ pub mod keyspecs;
 pub mod list;
 pub mod migrate;
 pub mod pubsub;
+pub mod replication;
 pub mod server;
 pub mod set;
 pub mod sort;
@@ -94,6 +95,10 @@ pub enum AsyncCmd {
     Slowlog,
     /// MIGRATE (network I/O to another server; see `commands/migrate.rs`).
     Migrate,
+    /// WAIT (no replicas yet: see `commands/replication.rs`).
+    Wait,
+    /// WAITAOF (every worker's log made durable).
+    Waitaof,
 }
 
 /// How a command runs.
@@ -898,6 +903,9 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("bitfield_ro", -2, RF, K1, "bitmap", "6.0.0", "Performs arbitrary read-only bitfield integer operations on strings.", A_BIT_RF, keyed(b::bitfield_ro)),
     // redis 7.2 core (commands/keyspace.rs, commands/server.rs)
     spec("swapdb", 3, &["write", "fast"], NOKEY, "server", "4.0.0", "Swaps two Redis databases.", &["@keyspace", "@write", "@fast", "@dangerous"], Handler::Async(AsyncCmd::Swapdb)),
+    // replication (commands/replication.rs)
+    spec("wait", 3, &["blocking"], NOKEY, "generic", "3.0.0", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.", &["@slow", "@blocking", "@connection"], Handler::Async(AsyncCmd::Wait)),
+    spec("waitaof", 4, &["blocking"], NOKEY, "generic", "7.2.0", "Blocks until all of the preceding write commands sent by the connection are written to the append-only file of the master and/or replicas.", &["@slow", "@blocking", "@connection"], Handler::Async(AsyncCmd::Waitaof)),
     // dump (commands/dump.rs)
     spec("dump", 2, &["readonly"], K1, "generic", "2.6.0", "Returns a serialized representation of the value stored at a key.", A_KS_R, keyed(dump::dump)),
     spec("restore", -4, W, K1, "generic", "2.6.0", "Creates a key from the serialized representation of a value.", &["@keyspace", "@write", "@slow", "@dangerous"], keyed(dump::restore)),
