@@ -565,6 +565,75 @@ fn keys_spread_over_workers() {
     }
 }
 
+/// MIGRATE queued in MULTI and called from a script, keys on both workers: it runs inside
+/// the transaction (nothing else runs meanwhile, as in Redis), the moved keys are gone
+/// from the source when EXEC answers, and the commands after it see that.
+#[test]
+fn inside_multi_and_scripts() {
+    let src = source("2");
+    let mut r = src.raw();
+    for (name, to) in targets() {
+        let mut t = to.raw();
+        let keys: Vec<String> = (0..6)
+            .map(|i| key_on(&format!("{name}tx{i}-"), i % 2))
+            .collect();
+        for (i, k) in keys.iter().enumerate() {
+            r.cmd(&["SET", k, &format!("v{i}")]);
+        }
+        let p = port(&to);
+        assert_eq!(r.cmd(&["MULTI"]), ok());
+        let mut m = vec!["MIGRATE", "127.0.0.1", p.as_str(), "", "0", "5000", "KEYS"];
+        m.extend(keys[..3].iter().map(String::as_str));
+        assert_eq!(r.cmd(&m), simple("QUEUED"), "{name}");
+        assert_eq!(
+            r.cmd(&["EXISTS", &keys[0], &keys[1], &keys[3]]),
+            simple("QUEUED")
+        );
+        assert_eq!(
+            r.cmd(&["EXEC"]),
+            arr(vec![ok(), int(1)]),
+            "{name}: the moved keys are gone inside the transaction"
+        );
+        for (i, k) in keys[..3].iter().enumerate() {
+            assert_eq!(t.cmd(&["GET", k]), bulk(&format!("v{i}")), "{name} {k}");
+        }
+        // From a script: COPY keeps the source; without it the key goes.
+        let script = format!(
+            "local a = redis.call('MIGRATE', '127.0.0.1', '{p}', KEYS[1], 0, 5000, 'COPY') \
+             local b = redis.call('MIGRATE', '127.0.0.1', '{p}', KEYS[2], 0, 5000) \
+             return {{a, b, redis.call('EXISTS', KEYS[1], KEYS[2])}}"
+        );
+        assert_eq!(
+            r.cmd(&["EVAL", &script, "2", &keys[3], &keys[4]]),
+            arr(vec![simple("OK"), simple("OK"), int(1)]),
+            "{name}"
+        );
+        assert_eq!(t.cmd(&["GET", &keys[3]]), bulk("v3"), "{name}");
+        assert_eq!(t.cmd(&["GET", &keys[4]]), bulk("v4"), "{name}");
+        assert_eq!(r.cmd(&["DBSIZE"]), int(2), "{name}");
+        // A failed MIGRATE inside EXEC is that command's error; the rest runs.
+        assert_eq!(r.cmd(&["MULTI"]), ok());
+        let m = [
+            "MIGRATE",
+            "127.0.0.1",
+            p.as_str(),
+            keys[5].as_str(),
+            "0",
+            "5000",
+        ];
+        assert_eq!(r.cmd(&m), simple("QUEUED"));
+        assert_eq!(r.cmd(&m), simple("QUEUED"));
+        assert_eq!(r.cmd(&["GET", &keys[5]]), simple("QUEUED"));
+        assert_eq!(
+            r.cmd(&["EXEC"]),
+            arr(vec![ok(), simple("NOKEY"), Value::Null]),
+            "{name}"
+        );
+        r.cmd(&["FLUSHALL"]);
+        t.cmd(&["FLUSHALL"]);
+    }
+}
+
 /// A string of several MB and a big grouped list travel whole (Redis's "MIGRATE can
 /// correctly transfer large values").
 #[test]

@@ -500,6 +500,7 @@ impl Conn {
                         | Slowlog
                         | Wait
                         | Waitaof
+                        | Migrate
                 )
             };
             if matches!(spec.handler, Handler::Async(cmd) if !queueable(cmd)) {
@@ -1314,13 +1315,17 @@ impl Conn {
                         Box::pin(sv::slowlog(self, &argv)).await;
                         true
                     }
+                    AsyncCmd::Migrate => {
+                        Box::pin(crate::commands::migrate::migrate_in_txn(self, txn, &argv)).await;
+                        true
+                    }
                     _ => false,
                 };
                 self.ambient_txn = ambient;
                 let out = std::mem::replace(&mut self.reply, saved);
                 let wrote = matches!(
                     cmd,
-                    AsyncCmd::Flushdb | AsyncCmd::Flushall | AsyncCmd::Swapdb
+                    AsyncCmd::Flushdb | AsyncCmd::Flushall | AsyncCmd::Swapdb | AsyncCmd::Migrate
                 );
                 (ran.then_some(out.buf), wrote)
             }

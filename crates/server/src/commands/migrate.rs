@@ -40,7 +40,11 @@
 //! came after the DUMP is kept here (the target holds the value as it was at the DUMP),
 //! never lost silently. Flags are removed at the end, whatever way the command ends.
 //!
-//! Not done: MIGRATE inside MULTI or a script (Skerry refuses it there with an error).
+//!
+//! **Inside MULTI and scripts** (`migrate_in_txn`) the transaction already holds every
+//! worker, for the whole command: as in Redis, nothing else runs while the target is
+//! waited for, so no flags are needed and the acknowledged keys are deleted in the same
+//! transaction.
 
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -470,11 +474,13 @@ impl Drop for Flags {
 
 /// DUMPs the keys that exist, their owners held meanwhile; with `watch`, each gets a flag
 /// that any later change sets. Err: the reply of a failed read.
+/// Inside a transaction (`held`: it holds every worker) no flag is taken.
 async fn snapshot(
     c: &Conn,
     keys: &[&[u8]],
     watch: bool,
     flags: &mut Flags,
+    held: Option<&Txn>,
 ) -> Result<Vec<Dumped>, String> {
     let workers = c.shared.workers;
     let mut groups: Vec<Vec<(usize, Vec<u8>)>> = vec![Vec::new(); workers];
@@ -482,7 +488,15 @@ async fn snapshot(
         groups[slot::owner(k, workers)].push((i, k.to_vec()));
     }
     let owners: Vec<usize> = (0..workers).filter(|&w| !groups[w].is_empty()).collect();
-    let txn = Txn::begin(&c.shared, c.worker, owners.clone()).await;
+    let watch = watch && held.is_none();
+    let own;
+    let txn = match held {
+        Some(t) => t,
+        None => {
+            own = Txn::begin(&c.shared, c.worker, owners.clone()).await;
+            &own
+        }
+    };
     let (db, now) = (c.db, c.now_ms);
     let mut found: Vec<Option<Dumped>> = (0..keys.len()).map(|_| None).collect();
     for w in owners {
@@ -532,6 +546,19 @@ async fn snapshot(
         }
     }
     Ok(found.into_iter().flatten().collect())
+}
+
+/// Deletes the acknowledged keys inside the transaction `txn` that held their owners since
+/// their DUMP (so none can have changed).
+async fn delete_acked_in(c: &Conn, txn: &Txn, dumped: &[Dumped], acked: &[bool]) {
+    let (db, now) = (c.db, c.now_ms);
+    for (d, _) in dumped.iter().zip(acked).filter(|(_, ack)| **ack) {
+        let key = d.key.clone();
+        txn.run(d.worker, move |s| {
+            s.keyspace.delete(db, &key, now);
+        })
+        .await;
+    }
 }
 
 /// Deletes the acknowledged keys that did not change since their DUMP, their owners held
@@ -743,6 +770,16 @@ async fn transfer_on(shared: &Shared, me: usize, w: usize, t: Transfer) -> Outco
 /// MIGRATE host port key|"" destination-db timeout [COPY] [REPLACE] [AUTH password]
 /// [AUTH2 username password] [KEYS key [key ...]]
 pub async fn migrate(c: &mut Conn, a: &[&[u8]]) {
+    migrate_with(c, a, None).await
+}
+
+/// MIGRATE inside EXEC or a script, whose transaction `txn` holds every worker.
+pub async fn migrate_in_txn(c: &mut Conn, txn: &Txn, a: &[&[u8]]) {
+    debug_assert!(txn.holds_all());
+    migrate_with(c, a, Some(txn)).await
+}
+
+async fn migrate_with(c: &mut Conn, a: &[&[u8]], held: Option<&Txn>) {
     let args = match parse(a) {
         Ok(args) => args,
         Err(e) => return c.reply.error(e),
@@ -753,7 +790,7 @@ pub async fn migrate(c: &mut Conn, a: &[&[u8]]) {
         db: c.db,
         flags: Vec::new(),
     };
-    let mut dumped = match snapshot(c, args.keys, !args.copy, &mut flags).await {
+    let mut dumped = match snapshot(c, args.keys, !args.copy, &mut flags, held).await {
         Ok(d) => d,
         Err(e) => return c.reply.error(&format!("ERR {e}")),
     };
@@ -784,7 +821,10 @@ pub async fn migrate(c: &mut Conn, a: &[&[u8]]) {
     let w = connection_worker(&name, c.shared.workers);
     let (acked, failure) = transfer_on(&c.shared, c.worker, w, t).await;
     if !args.copy && acked.contains(&true) {
-        delete_acked(c, &dumped, &acked, &mut flags).await;
+        match held {
+            Some(txn) => delete_acked_in(c, txn, &dumped, &acked).await,
+            None => delete_acked(c, &dumped, &acked, &mut flags).await,
+        }
     }
     // (Otherwise the flags go when `flags` is dropped, without holding any worker.)
     match failure {
