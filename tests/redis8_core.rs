@@ -683,6 +683,53 @@ fn object_encoding_and_config_names_match_redis8() {
         lines.push(format!("RPUSH l3 {big}"));
         lines.push("OBJECT ENCODING l3".into());
     }
+    // Redis 7.2+'s hysteresis: a quicklist turns back into a listpack only at half the
+    // limit, LSET counts its element as one more, and a change of the limit re-encodes
+    // nothing until the list changes.
+    for l in [
+        "CONFIG SET list-max-listpack-size 3",
+        "RPUSH h1 a b c d",
+        "OBJECT ENCODING h1",
+        "RPOP h1",
+        "OBJECT ENCODING h1",
+        "LREM h1 1 b",
+        "OBJECT ENCODING h1",
+        "LPOP h1",
+        "OBJECT ENCODING h1",
+        "RPUSH h2 a b c",
+        "LSET h2 0 z",
+        "OBJECT ENCODING h2",
+        "LTRIM h2 0 0",
+        "OBJECT ENCODING h2",
+        "RPUSH h3 a b c",
+        "RPUSH h4 a b c d e f",
+        "LMOVE h4 h3 LEFT RIGHT",
+        "OBJECT ENCODING h3",
+        "OBJECT ENCODING h4",
+        "CONFIG SET list-max-listpack-size 1",
+        "OBJECT ENCODING h1",
+        "OBJECT ENCODING h3",
+        "LPUSH h1 q",
+        "OBJECT ENCODING h1",
+        "CONFIG SET list-max-listpack-size -1",
+        "RPOP h3 3",
+        "OBJECT ENCODING h3",
+        "CONFIG SET list-max-listpack-size -2",
+    ] {
+        lines.push(l.into());
+    }
+    lines.push(format!("RPUSH h5 a {big} {big} {big} {big} {big}"));
+    for l in [
+        "OBJECT ENCODING h5",
+        "RPOP h5 2",
+        "OBJECT ENCODING h5",
+        "RPOP h5 2",
+        "OBJECT ENCODING h5",
+        "RPOP h5",
+        "OBJECT ENCODING h5",
+    ] {
+        lines.push(l.into());
+    }
     let refs: Vec<&str> = lines.iter().map(|s| s.as_str()).collect();
     differential(&script(&refs), &[]);
 }

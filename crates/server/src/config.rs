@@ -1052,6 +1052,7 @@ impl Config {
             group_bytes: num("collection-group-bytes") as usize,
             stream_node_max_entries: num("stream-node-max-entries") as usize,
             stream_node_max_bytes: num("stream-node-max-bytes") as usize,
+            list_max_listpack_size: get("list-max-listpack-size").parse().unwrap_or(-2),
         });
         if let Ok(limits) = parse_output_limits(&get("client-output-buffer-limit")) {
             if let Some((_, hard, soft, secs)) = limits.iter().find(|l| l.0 == "normal") {

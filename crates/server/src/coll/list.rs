@@ -3,16 +3,30 @@
 //! Record value (the collection record of a `VALUE_TYPE_LIST` key):
 //!
 //! ```text
-//! flags: u8            always 0 (Redis 7.0 names every list "quicklist", so no FLAG_BIG)
+//! flags: u8            FLAG_ENCODING_KEPT, with FLAG_BIG while Redis would keep the
+//!                      list as a quicklist (see Encoding below)
 //! count: varint        number of elements (a stored list is never empty)
 //! count × element:     varint length, then the bytes, head first
 //! ```
+//!
+//! A grouped list's root is `FLAG_GROUPED`, with the two bits above; its pages are
+//! compact records with flags 0.
+//!
+//! **Encoding** (OBJECT ENCODING), as Redis 7.2+ keeps it: a list is a `listpack` until a
+//! change would take it past one quicklist node (`list-max-listpack-size`, Redis's `fill`:
+//! bytes of the listpack when negative, elements when positive), then a `quicklist` until a
+//! removal takes it to half of that (Redis's hysteresis, `listTypeTryConversionRaw`), and
+//! a change of `fill` re-encodes nothing until the next change of the list. The state is
+//! kept in `FLAG_BIG` under `FLAG_ENCODING_KEPT`; the listpack size is counted as Redis
+//! encodes it ([`listpack_entry_bytes`]). Records written before the state was kept (flags
+//! 0), and lists built whole (RESTORE, SORT STORE: Redis's `LIST_CONV_AUTO`), read as what
+//! their contents say until their first change.
 
 use std::collections::VecDeque;
 
 use super::codec::{put_bytes, put_varint, Reader};
 use super::groups::Changes;
-use super::{DecodeError, FLAG_GROUPED};
+use super::{DecodeError, FLAG_BIG, FLAG_GROUPED};
 
 /// Id of the first page of a newly paged list; pages pushed at the head count down from
 /// it, at the tail up, [`PAGE_ID_GAP`] apart, so the order of ids is the order of pages.
@@ -24,6 +38,70 @@ const PAGE_ID_GAP: u64 = 1 << 24;
 #[inline]
 fn item_bytes(v: &[u8]) -> usize {
     v.len() + 1
+}
+
+/// Flag bit of a list record: `FLAG_BIG` holds the list's encoding (see the module doc).
+const FLAG_ENCODING_KEPT: u8 = 4;
+
+/// Bytes of a listpack's header and end byte.
+const LISTPACK_OVERHEAD_BYTES: usize = 7;
+/// Largest listpack of a quicklist node per negative `fill` (Redis's `optimization_level`).
+const FILL_LEVEL_BYTES: [usize; 5] = [4096, 8192, 16384, 32768, 65536];
+/// A node under a count limit never holds more bytes (Redis's `SIZE_SAFETY_LIMIT`).
+const SIZE_SAFETY_LIMIT_BYTES: usize = 8192;
+
+/// Bytes of one listpack entry holding `v` (Redis's `lpEncodeGetType` and back-length).
+pub fn listpack_entry_bytes(v: &[u8]) -> usize {
+    let int = if v.len() <= 20 && v.first().is_some_and(|c| c.is_ascii_digit() || *c == b'-') {
+        crate::commands::parse_i64(v)
+    } else {
+        None
+    };
+    let enc = match int {
+        Some(n) if (0..=127).contains(&n) => 1,
+        Some(n) if (-4096..4096).contains(&n) => 2,
+        Some(n) if (-32768..32768).contains(&n) => 3,
+        Some(n) if (-8_388_608..8_388_608).contains(&n) => 4,
+        Some(n) if (i64::from(i32::MIN)..=i64::from(i32::MAX)).contains(&n) => 5,
+        Some(_) => 9,
+        None if v.len() <= 63 => 1 + v.len(),
+        None if v.len() <= 4095 => 2 + v.len(),
+        None => 5 + v.len(),
+    };
+    let back = match enc {
+        0..=127 => 1,
+        128..=16382 => 2,
+        16383..=2_097_150 => 3,
+        2_097_151..=268_435_454 => 4,
+        _ => 5,
+    };
+    enc + back
+}
+
+/// The encoding a record's flags keep, if any.
+fn kept_encoding(flags: u8) -> Option<bool> {
+    (flags & FLAG_ENCODING_KEPT != 0).then_some(flags & FLAG_BIG != 0)
+}
+
+/// Redis's node limits for `fill`: (bytes, elements).
+fn node_limits(fill: i64) -> (usize, usize) {
+    if fill >= 0 {
+        (usize::MAX, fill.max(1) as usize)
+    } else {
+        let level = ((-fill - 1) as usize).min(FILL_LEVEL_BYTES.len() - 1);
+        (FILL_LEVEL_BYTES[level], usize::MAX)
+    }
+}
+
+/// Redis's `quicklistNodeExceedsLimit`: a listpack of `bytes` and `count` elements is past
+/// one node.
+fn exceeds_node(fill: i64, bytes: usize, count: usize) -> bool {
+    let (size_limit, count_limit) = node_limits(fill);
+    if size_limit != usize::MAX {
+        bytes > size_limit
+    } else {
+        bytes > SIZE_SAFETY_LIMIT_BYTES || count > count_limit
+    }
 }
 
 /// One page of a grouped list: `len` consecutive elements stored as one group record.
@@ -121,6 +199,11 @@ pub struct List {
     items: VecDeque<Vec<u8>>,
     /// Estimated encoded bytes of all elements.
     bytes: usize,
+    /// Listpack entry bytes of all elements ([`listpack_entry_bytes`]).
+    lp_bytes: usize,
+    /// Redis would keep it as a quicklist (see the module doc); None: as its contents
+    /// say.
+    quicklist: Option<bool>,
     /// Set once the list is stored as pages (grouped).
     pages: Option<Pages>,
     /// The root must be written again (new list, new layout).
@@ -151,6 +234,8 @@ impl List {
     pub fn from_items(items: VecDeque<Vec<u8>>) -> List {
         List {
             bytes: items.iter().map(|v| item_bytes(v)).sum(),
+            lp_bytes: items.iter().map(|v| listpack_entry_bytes(v)).sum(),
+            quicklist: None,
             items,
             pages: None,
             root_dirty: true,
@@ -188,6 +273,7 @@ impl List {
     pub fn push(&mut self, end: End, v: Vec<u8>) {
         let b = item_bytes(&v);
         self.bytes += b;
+        self.lp_bytes += listpack_entry_bytes(&v);
         if let Some(pg) = &mut self.pages {
             let p = match end {
                 End::Head => 0,
@@ -237,6 +323,7 @@ impl List {
         }?;
         let b = item_bytes(&v);
         self.bytes -= b;
+        self.lp_bytes -= listpack_entry_bytes(&v);
         if let Some(pg) = &mut self.pages {
             let p = match end {
                 End::Head => pg.pages.iter().position(|p| p.len > 0),
@@ -280,6 +367,8 @@ impl List {
     pub fn set(&mut self, i: usize, v: Vec<u8>) {
         let (add, sub) = (item_bytes(&v), item_bytes(&self.items[i]));
         self.bytes = self.bytes + add - sub;
+        self.lp_bytes =
+            self.lp_bytes + listpack_entry_bytes(&v) - listpack_entry_bytes(&self.items[i]);
         if let Some(pg) = &mut self.pages {
             let (p, _) = pg.locate(i);
             pg.touch(p, add, sub);
@@ -338,6 +427,7 @@ impl List {
         let at = i + usize::from(after);
         let b = item_bytes(&v);
         self.bytes += b;
+        self.lp_bytes += listpack_entry_bytes(&v);
         if let Some(pg) = &mut self.pages {
             // The element joins the page of its left neighbour (or the first page).
             let (p, _) = pg.locate(at.saturating_sub(1));
@@ -416,6 +506,7 @@ impl List {
         }
         let freed = removed * item_bytes(v);
         self.bytes -= freed;
+        self.lp_bytes -= removed * listpack_entry_bytes(v);
         if let Some(pg) = &mut self.pages {
             let mut start = 0;
             for p in 0..pg.pages.len() {
@@ -469,14 +560,73 @@ impl List {
         out
     }
 
+    /// Bytes of the list as one listpack.
+    fn listpack_bytes(&self) -> usize {
+        LISTPACK_OVERHEAD_BYTES + self.lp_bytes
+    }
+
+    /// True while Redis would keep the list as a quicklist under `fill`.
+    fn is_quicklist(&self, fill: i64) -> bool {
+        self.quicklist
+            .unwrap_or_else(|| exceeds_node(fill, self.listpack_bytes(), self.len()))
+    }
+
+    fn keep_encoding(&mut self, quicklist: bool) {
+        if self.quicklist != Some(quicklist) {
+            self.quicklist = Some(quicklist);
+            self.root_dirty |= self.pages.is_some();
+        }
+    }
+
+    /// OBJECT ENCODING under `list-max-listpack-size` `fill`.
+    pub fn encoding(&self, fill: i64) -> &'static str {
+        if self.is_quicklist(fill) {
+            "quicklist"
+        } else {
+            "listpack"
+        }
+    }
+
+    /// Before adding `add_count` elements of `add_bytes` bytes (their lengths, as Redis
+    /// counts them; LSET counts its new element too): a listpack that would pass one node
+    /// becomes a quicklist (Redis's `LIST_CONV_GROWING`).
+    pub fn before_growth(&mut self, fill: i64, add_bytes: usize, add_count: usize) {
+        let now = self.is_quicklist(fill)
+            || exceeds_node(
+                fill,
+                self.listpack_bytes() + add_bytes,
+                self.len() + add_count,
+            );
+        self.keep_encoding(now);
+    }
+
+    /// After removing elements: a quicklist that fits in half a node becomes a listpack
+    /// again (Redis's `LIST_CONV_SHRINKING`; Redis also needs its one node, which a list
+    /// this small has unless its removals left two half-empty nodes).
+    pub fn after_shrink(&mut self, fill: i64) {
+        let mut quicklist = self.is_quicklist(fill);
+        if quicklist {
+            let (size_limit, count_limit) = node_limits(fill);
+            let bytes = self.listpack_bytes();
+            let one_node = !exceeds_node(fill, bytes, self.len());
+            quicklist = !(one_node && bytes <= size_limit / 2 && self.len() <= count_limit / 2);
+        }
+        self.keep_encoding(quicklist);
+    }
+
     /// Approximate RAM bytes.
     pub fn ram_bytes(&self) -> usize {
         // O(1): from the encoded-size estimate (the cache asks at every write).
         64 + self.bytes + self.items.len() * 24
     }
 
-    fn encode_items<'a>(out: &mut Vec<u8>, n: usize, items: impl Iterator<Item = &'a Vec<u8>>) {
-        out.push(0);
+    fn encode_items<'a>(
+        out: &mut Vec<u8>,
+        flags: u8,
+        n: usize,
+        items: impl Iterator<Item = &'a Vec<u8>>,
+    ) {
+        out.push(flags);
         put_varint(out, n as u64);
         for v in items {
             put_bytes(out, v);
@@ -485,12 +635,17 @@ impl List {
 
     /// Appends the record value: the whole list while compact, the root once grouped.
     pub fn encode(&self, out: &mut Vec<u8>) {
+        let big = match self.quicklist {
+            None => 0,
+            Some(false) => FLAG_ENCODING_KEPT,
+            Some(true) => FLAG_ENCODING_KEPT | FLAG_BIG,
+        };
         if self.pages.is_some() {
-            out.push(FLAG_GROUPED);
+            out.push(FLAG_GROUPED | big);
             return;
         }
         out.reserve(1 + 10 + self.bytes + self.items.len() * 4);
-        Self::encode_items(out, self.items.len(), self.items.iter());
+        Self::encode_items(out, big, self.items.len(), self.items.iter());
     }
 
     /// Appends the record value of page `id` (grouped only).
@@ -499,35 +654,43 @@ impl List {
         let p = pg.find(id).unwrap_or_else(|| panic!("no page {id}"));
         let start = pg.start_of(p, self.items.len());
         let len = pg.pages[p].len;
-        Self::encode_items(out, len, self.items.range(start..start + len));
+        Self::encode_items(out, 0, len, self.items.range(start..start + len));
     }
 
+    /// Decodes a compact record (flags: `allowed` bits only) into `into`: (its flags, its
+    /// element count, [`item_bytes`] and [`listpack_entry_bytes`] of its elements).
     fn decode_items(
         bytes: &[u8],
+        allowed: u8,
         into: &mut VecDeque<Vec<u8>>,
-    ) -> Result<(usize, usize), DecodeError> {
+    ) -> Result<(u8, usize, usize, usize), DecodeError> {
         let mut r = Reader::new(bytes);
-        if r.byte()? != 0 {
+        let flags = r.byte()?;
+        if flags & !allowed != 0 {
             return Err(DecodeError("unknown list flags".into()));
         }
         let n = r.count(1)?;
-        let mut b = 0;
+        let (mut b, mut lp) = (0, 0);
         for _ in 0..n {
             let v = r.bytes()?;
             b += item_bytes(v);
+            lp += listpack_entry_bytes(v);
             into.push_back(v.to_vec());
         }
         r.finish()?;
-        Ok((n, b))
+        Ok((flags, n, b, lp))
     }
 
     /// Decodes a compact record value.
     pub fn decode(bytes: &[u8]) -> Result<List, DecodeError> {
         let mut items = VecDeque::new();
-        let (_, b) = Self::decode_items(bytes, &mut items)?;
+        let (flags, _, b, lp) =
+            Self::decode_items(bytes, FLAG_ENCODING_KEPT | FLAG_BIG, &mut items)?;
         Ok(List {
             items,
             bytes: b,
+            lp_bytes: lp,
+            quicklist: kept_encoding(flags),
             pages: None,
             root_dirty: false,
             repage: false,
@@ -537,7 +700,7 @@ impl List {
 
     /// Decodes a grouped list: its root record value and its pages (id, value) in id order.
     pub fn decode_grouped(root: &[u8], groups: &[(u64, &[u8])]) -> Result<List, DecodeError> {
-        if root != [FLAG_GROUPED] {
+        if root.len() != 1 || root[0] & !(FLAG_ENCODING_KEPT | FLAG_BIG) != FLAG_GROUPED {
             return Err(DecodeError("unknown grouped list root".into()));
         }
         if groups.is_empty() {
@@ -545,10 +708,11 @@ impl List {
         }
         let mut items = VecDeque::new();
         let mut pages = VecDeque::with_capacity(groups.len());
-        let mut total = 0;
+        let (mut total, mut total_lp) = (0, 0);
         for (id, v) in groups {
-            let (len, bytes) = Self::decode_items(v, &mut items)?;
+            let (_, len, bytes, lp) = Self::decode_items(v, 0, &mut items)?;
             total += bytes;
+            total_lp += lp;
             pages.push_back(Page {
                 id: *id,
                 len,
@@ -559,6 +723,8 @@ impl List {
         Ok(List {
             items,
             bytes: total,
+            lp_bytes: total_lp,
+            quicklist: kept_encoding(root[0]),
             pages: Some(Pages {
                 pages,
                 page_bytes: super::groups::DEFAULT_GROUP_BYTES,
@@ -686,6 +852,59 @@ impl List {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn encoding_has_redis_hysteresis_and_is_kept_in_the_record() {
+        let fill = 3;
+        let mut l = List::default();
+        l.before_growth(fill, 4, 4);
+        for v in ["a", "b", "c", "d"] {
+            l.push_back(v.into());
+        }
+        assert_eq!(l.encoding(fill), "quicklist");
+        l.pop(End::Tail);
+        l.after_shrink(fill);
+        assert_eq!(l.encoding(fill), "quicklist", "3 elements: above half of 3");
+        let mut out = Vec::new();
+        l.encode(&mut out);
+        assert_eq!(out[0], FLAG_ENCODING_KEPT | FLAG_BIG);
+        let mut back = List::decode(&out).unwrap();
+        assert_eq!(back.encoding(fill), "quicklist");
+        back.pop(End::Head);
+        back.pop(End::Head);
+        back.after_shrink(fill);
+        assert_eq!(back.encoding(fill), "listpack");
+        let mut out = Vec::new();
+        back.encode(&mut out);
+        assert_eq!(out[0], FLAG_ENCODING_KEPT);
+        // A change of fill re-encodes nothing.
+        assert_eq!(List::decode(&out).unwrap().encoding(1), "listpack");
+        // A record from before the state was kept reads as its contents say.
+        let legacy = [0, 4, 1, b'a', 1, b'b', 1, b'c', 1, b'd'];
+        assert_eq!(List::decode(&legacy).unwrap().encoding(fill), "quicklist");
+        assert_eq!(List::decode(&legacy).unwrap().encoding(-2), "listpack");
+        assert!(List::decode(&[8, 1, 1, b'a']).is_err());
+    }
+
+    #[test]
+    fn listpack_bytes_follow_every_change() {
+        let mut l = list(&["1", "hello", "-70000", "x"]);
+        l.push_front(b"12345678901".to_vec());
+        l.set(2, b"world!".to_vec());
+        l.insert_at_pivot(b"x", false, b"42".to_vec());
+        l.remove(b"1", 0);
+        l.pop(End::Tail);
+        let want: usize = l.items().iter().map(|v| listpack_entry_bytes(v)).sum();
+        assert_eq!(l.lp_bytes, want);
+        l.trim(1, 1);
+        let want: usize = l.items().iter().map(|v| listpack_entry_bytes(v)).sum();
+        assert_eq!(l.lp_bytes, want);
+        // Redis's entry sizes: small ints in 2 bytes, 13-bit in 3, short strings len + 2.
+        assert_eq!(listpack_entry_bytes(b"100"), 2);
+        assert_eq!(listpack_entry_bytes(b"-4000"), 3);
+        assert_eq!(listpack_entry_bytes(b"abc"), 5);
+        assert_eq!(listpack_entry_bytes(b"007"), 5);
+    }
 
     fn list(items: &[&str]) -> List {
         List::from_items(items.iter().map(|s| s.as_bytes().to_vec()).collect())

@@ -373,6 +373,9 @@ pub struct Thresholds {
     pub stream_node_max_entries: usize,
     /// `stream-node-max-bytes`: bytes per node of Redis's stream layout.
     pub stream_node_max_bytes: usize,
+    /// `list-max-listpack-size` (Redis's quicklist `fill`), which decides a list's
+    /// encoding (see [`list`]).
+    pub list_max_listpack_size: i64,
 }
 
 impl Default for Thresholds {
@@ -388,6 +391,7 @@ impl Default for Thresholds {
             group_bytes: groups::DEFAULT_GROUP_BYTES,
             stream_node_max_entries: 100,
             stream_node_max_bytes: 4096,
+            list_max_listpack_size: -2,
         }
     }
 }
@@ -395,7 +399,7 @@ impl Default for Thresholds {
 /// The thresholds as atomics, mirrored from the configuration (`Config::hot`).
 #[derive(Debug)]
 pub struct HotThresholds {
-    v: [AtomicI64; 10],
+    v: [AtomicI64; 11],
 }
 
 impl Default for HotThresholds {
@@ -413,6 +417,7 @@ impl Default for HotThresholds {
                 AtomicI64::new(d.set_max_listpack_value as i64),
                 AtomicI64::new(d.stream_node_max_entries as i64),
                 AtomicI64::new(d.stream_node_max_bytes as i64),
+                AtomicI64::new(d.list_max_listpack_size),
             ],
         }
     }
@@ -433,25 +438,27 @@ impl HotThresholds {
             set_max_listpack_value: g(7),
             stream_node_max_entries: g(8),
             stream_node_max_bytes: g(9),
+            list_max_listpack_size: self.v[10].load(Ordering::Relaxed),
         }
     }
 
     /// Stores new thresholds.
     pub fn set(&self, t: Thresholds) {
         let vals = [
-            t.hash_max_listpack_entries,
-            t.hash_max_listpack_value,
-            t.set_max_intset_entries,
-            t.zset_max_listpack_entries,
-            t.zset_max_listpack_value,
-            t.group_bytes,
-            t.set_max_listpack_entries,
-            t.set_max_listpack_value,
-            t.stream_node_max_entries,
-            t.stream_node_max_bytes,
+            t.hash_max_listpack_entries as i64,
+            t.hash_max_listpack_value as i64,
+            t.set_max_intset_entries as i64,
+            t.zset_max_listpack_entries as i64,
+            t.zset_max_listpack_value as i64,
+            t.group_bytes as i64,
+            t.set_max_listpack_entries as i64,
+            t.set_max_listpack_value as i64,
+            t.stream_node_max_entries as i64,
+            t.stream_node_max_bytes as i64,
+            t.list_max_listpack_size,
         ];
         for (a, v) in self.v.iter().zip(vals) {
-            a.store(v as i64, Ordering::Relaxed);
+            a.store(v, Ordering::Relaxed);
         }
     }
 }

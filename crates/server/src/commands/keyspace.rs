@@ -807,9 +807,7 @@ pub fn object(x: &mut Exec, a: &[&[u8]]) {
         if is_list {
             let fill = x.config.get_i64("list-max-listpack-size");
             if let Ok(Some(c)) = x.ks.coll(x.db, key, crate::coll::VALUE_TYPE_LIST, x.now_ms) {
-                let items = c.as_list().items();
-                let name = list_encoding(fill, items.len(), items.iter().map(|v| &v[..]));
-                x.reply.bulk(name.as_bytes());
+                x.reply.bulk(c.as_list().encoding(fill).as_bytes());
             }
             return;
         }
@@ -860,53 +858,6 @@ pub fn object(x: &mut Exec, a: &[&[u8]]) {
         });
         x.reply.int(if shared { i64::from(i32::MAX) } else { 1 });
     }
-}
-
-/// Redis 7.2+'s list encoding for a list of `len` `items`: `listpack` while one quicklist
-/// node would hold it (`list-max-listpack-size` = `fill`: a byte limit when negative, an
-/// element count, within 8 KiB, when positive), `quicklist` beyond. Decided from the
-/// contents (Redis converts back only below half the limit; Skerry keeps no state for that).
-pub fn list_encoding<'a>(
-    fill: i64,
-    len: usize,
-    items: impl Iterator<Item = &'a [u8]>,
-) -> &'static str {
-    const LEVELS: [usize; 5] = [4096, 8192, 16384, 32768, 65536];
-    let bytes = 7 + items.map(listpack_entry_bytes).sum::<usize>();
-    let fits = if fill >= 0 {
-        bytes <= 8192 && len <= (fill.max(1)) as usize
-    } else {
-        let level = ((-fill - 1) as usize).min(LEVELS.len() - 1);
-        bytes <= LEVELS[level]
-    };
-    if fits {
-        "listpack"
-    } else {
-        "quicklist"
-    }
-}
-
-/// Bytes of one listpack entry holding `v` (Redis's `lpEncodeGetType` and backlen).
-fn listpack_entry_bytes(v: &[u8]) -> usize {
-    let enc = match parse_i64(v).filter(|_| v.len() <= 20) {
-        Some(n) if (0..=127).contains(&n) => 1,
-        Some(n) if (-4096..4096).contains(&n) => 2,
-        Some(n) if (-32768..32768).contains(&n) => 3,
-        Some(n) if (-8_388_608..8_388_608).contains(&n) => 4,
-        Some(n) if (i64::from(i32::MIN)..=i64::from(i32::MAX)).contains(&n) => 5,
-        Some(_) => 9,
-        None if v.len() <= 63 => 1 + v.len(),
-        None if v.len() <= 4095 => 2 + v.len(),
-        None => 5 + v.len(),
-    };
-    let back = match enc {
-        0..=127 => 1,
-        128..=16382 => 2,
-        16383..=2_097_150 => 3,
-        2_097_151..=268_435_454 => 4,
-        _ => 5,
-    };
-    enc + back
 }
 
 /// MEMORY USAGE key [SAMPLES count], MEMORY HELP. The figure is an estimate: the key, the

@@ -68,6 +68,17 @@ fn take_list(x: &mut Exec, key: &[u8]) -> Result<Option<List>, ()> {
     }
 }
 
+/// `list-max-listpack-size`, which decides the list encoding (see `coll::list`).
+fn fill(x: &Exec) -> i64 {
+    x.config.hot.coll.get().list_max_listpack_size
+}
+
+/// Elements about to be added, as Redis counts them for the list encoding: their bytes
+/// and number.
+fn adding(values: &[&[u8]]) -> (usize, usize) {
+    (values.iter().map(|v| v.len()).sum(), values.len())
+}
+
 /// Stores the new version of the list under `key` (deleting the key when it is empty);
 /// false when the write was refused (the dispatcher replies the kept error).
 fn put_list(x: &mut Exec, key: &[u8], l: List) -> bool {
@@ -86,6 +97,8 @@ fn push(x: &mut Exec, a: &[&[u8]], end: End, only_existing: bool) {
         None if only_existing => return x.reply.int(0),
         None => List::default(),
     };
+    let (bytes, count) = adding(&a[2..]);
+    l.before_growth(fill(x), bytes, count);
     for v in &a[2..] {
         l.push(end, v.to_vec());
     }
@@ -149,12 +162,14 @@ fn pop(x: &mut Exec, a: &[&[u8]], end: End) {
     match count {
         None => {
             let v = l.pop(end).unwrap_or_default();
+            l.after_shrink(fill(x));
             if put_list(x, key, l) {
                 x.reply.bulk(&v);
             }
         }
         Some(n) => {
             let vals = l.pop_many(end, n as usize);
+            l.after_shrink(fill(x));
             if put_list(x, key, l) {
                 x.reply.array(vals.len());
                 for v in &vals {
@@ -217,7 +232,11 @@ pub fn lset(x: &mut Exec, a: &[&[u8]]) {
             "ERR index out of range"
         });
     };
+    // As Redis: the new element counts as one more before, then the list may shrink.
+    let (bytes, count) = adding(&a[3..4]);
+    l.before_growth(fill(x), bytes, count);
     l.set(i, a[3].to_vec());
+    l.after_shrink(fill(x));
     if put_list(x, key, l) {
         x.reply.ok();
     }
@@ -273,6 +292,7 @@ pub fn ltrim(x: &mut Exec, a: &[&[u8]]) {
         return;
     };
     l.trim(start, stop);
+    l.after_shrink(fill(x));
     if put_list(x, key, l) {
         x.reply.ok();
     }
@@ -288,11 +308,15 @@ pub fn linsert(x: &mut Exec, a: &[&[u8]]) {
         return x.reply.error(SYNTAX);
     };
     let key = a[1];
+    let (bytes, count) = adding(&a[4..5]);
+    let fill = fill(x);
     match x.ks.coll(x.db, key, VALUE_TYPE_LIST, x.now_ms) {
         Ok(None) => return x.reply.int(0),
         Err(e) => return coll_error(x.reply, e),
         Ok(Some(c)) => {
             if !c.as_list().items().iter().any(|e| e[..] == *a[3]) {
+                // Redis converts the list before it looks for the pivot, so a missing
+                // pivot may still make it a quicklist; Skerry writes nothing here.
                 return x.reply.int(-1);
             }
         }
@@ -300,6 +324,7 @@ pub fn linsert(x: &mut Exec, a: &[&[u8]]) {
     let Ok(Some(mut l)) = take_list(x, key) else {
         return;
     };
+    l.before_growth(fill, bytes, count);
     l.insert_at_pivot(a[3], after, a[4].to_vec());
     let n = l.len() as i64;
     if put_list(x, key, l) {
@@ -326,6 +351,7 @@ pub fn lrem(x: &mut Exec, a: &[&[u8]]) {
         return;
     };
     let removed = l.remove(a[3], count) as i64;
+    l.after_shrink(fill(x));
     if put_list(x, key, l) {
         x.reply.int(removed);
     }
@@ -428,9 +454,12 @@ fn move_element_once(x: &mut Exec, src: &[u8], dst: &[u8], from: End, to: End) -
     let Some(mut s) = s else {
         return Moved::NoSource;
     };
+    let fill = fill(x);
     if src == dst {
         let v = s.pop(from).unwrap_or_default();
+        s.before_growth(fill, v.len(), 1);
         s.push(to, v.clone());
+        s.after_shrink(fill);
         if put_list(x, src, s) {
             x.reply.bulk(&v);
         }
@@ -447,6 +476,8 @@ fn move_element_once(x: &mut Exec, src: &[u8], dst: &[u8], from: End, to: End) -
     };
     let mut d = d.unwrap_or_default();
     let v = s.pop(from).unwrap_or_default();
+    s.after_shrink(fill);
+    d.before_growth(fill, v.len(), 1);
     d.push(to, v.clone());
     // The destination first: should the second write be refused, the element is in both
     // lists rather than in neither.
@@ -499,6 +530,7 @@ fn pop_first(x: &mut Exec, keys: &[&[u8]], end: End, count: Option<usize>) -> bo
         match count {
             None => {
                 let v = l.pop(end).unwrap_or_default();
+                l.after_shrink(fill(x));
                 if put_list(x, key, l) {
                     x.reply.array(2);
                     x.reply.bulk(key);
@@ -507,6 +539,7 @@ fn pop_first(x: &mut Exec, keys: &[&[u8]], end: End, count: Option<usize>) -> bo
             }
             Some(n) => {
                 let vals = l.pop_many(end, n);
+                l.after_shrink(fill(x));
                 if put_list(x, key, l) {
                     x.reply.array(2);
                     x.reply.bulk(key);
