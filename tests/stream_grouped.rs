@@ -577,6 +577,99 @@ fn big_pel(threads: &str) {
         0,
         "acked before kill -9"
     );
+    by_pending_ids_reads_only_their_pages(&mut r, &m, pending);
+}
+
+/// After a restart, the commands that read entries by their pending IDs (XREADGROUP of
+/// history, XCLAIM, XAUTOCLAIM) and XINFO STREAM FULL read only the pages of those entries,
+/// not the stream (`m.entries.len() / 100` pages), and answer as the model says. alice's
+/// pending list holds the first `pending` entries but every 250th.
+fn by_pending_ids_reads_only_their_pages(r: &mut Raw, m: &Model, pending: usize) {
+    let key = &m.key;
+    let pages = m.entries.len() / 100;
+    let mut read = |r: &mut Raw, what: &str, most: i64, cmd: &[&str]| -> Value {
+        let r0 = storage(r, "device_reads");
+        let v = r.cmd(cmd);
+        let d = storage(r, "device_reads") - r0;
+        eprintln!("{what}: {d} records read (the stream has {pages} pages)");
+        assert!(
+            d <= most,
+            "{what} read {d} records; the stream has {pages} pages"
+        );
+        v
+    };
+    let e = |i: usize| m.entries[i].0.as_str();
+    assert!(pending > 40_010);
+    let got = read(
+        r,
+        "XREADGROUP of history",
+        4,
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "alice",
+            "COUNT",
+            "3",
+            "STREAMS",
+            key,
+            e(10_000),
+        ],
+    );
+    assert_eq!(
+        entries_of(&got.items()[0].items()[1]),
+        m.entries[10_001..10_004]
+    );
+    // Each ID's page, and the pages around it.
+    let got = read(
+        r,
+        "XCLAIM of 3",
+        9,
+        &[
+            "XCLAIM",
+            key,
+            "g",
+            "carol",
+            "0",
+            e(20_001),
+            e(30_001),
+            e(40_001),
+        ],
+    );
+    let want: Vec<_> = [20_001, 30_001, 40_001]
+        .iter()
+        .map(|&i| m.entries[i].clone())
+        .collect();
+    assert_eq!(entries_of(&got), want);
+    let got = read(
+        r,
+        "XAUTOCLAIM COUNT 3",
+        4,
+        &["XAUTOCLAIM", key, "g", "dave", "0", e(25_001), "COUNT", "3"],
+    );
+    let v = got.items();
+    assert_eq!(v[0].text(), e(25_004));
+    assert_eq!(entries_of(&v[1]), m.entries[25_001..25_004]);
+    assert_eq!(v[2], Value::Array(vec![]));
+    let got = read(
+        r,
+        "XINFO STREAM FULL COUNT 3",
+        2,
+        &["XINFO", "STREAM", key, "FULL", "COUNT", "3"],
+    );
+    let v = got.items();
+    let at = (0..v.len())
+        .step_by(2)
+        .find(|&i| v[i].text() == "entries")
+        .unwrap();
+    assert_eq!(entries_of(&v[at + 1]), m.entries[..3]);
+    assert_eq!(
+        r.cmd(&["XPENDING", key, "g", "-", "+", "1", "carol"])
+            .items()[0]
+            .items()[0]
+            .text(),
+        e(20_001)
+    );
 }
 
 #[test]

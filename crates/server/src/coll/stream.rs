@@ -285,6 +285,19 @@ pub enum Need {
     Ids(Vec<StreamId>),
     /// The entries after consumer group `0`'s last ID, at most `1` pages.
     AfterGroup(Vec<u8>, Option<usize>),
+    /// The pages of the first `count` pending entries (all when None) from `start` in a
+    /// consumer group's pending list, or in one of its consumers' (XAUTOCLAIM, XREADGROUP
+    /// of history).
+    Pending {
+        /// The consumer group.
+        group: Vec<u8>,
+        /// Only this consumer's pending entries.
+        consumer: Option<Vec<u8>>,
+        /// Lowest ID.
+        start: StreamId,
+        /// At most this many pending entries.
+        count: Option<usize>,
+    },
     /// The head pages a trim looks at (the pages it removes and the first it keeps).
     Trim(Trim, u64),
     /// Several needs together.
@@ -1483,6 +1496,33 @@ impl Stream {
                             },
                             out,
                         );
+                    }
+                }
+            }
+            Need::Pending {
+                group,
+                consumer,
+                start,
+                count,
+            } => {
+                let Some(g) = self.groups.get(group) else {
+                    return;
+                };
+                let take = count.unwrap_or(usize::MAX);
+                let ids: Vec<StreamId> = match consumer {
+                    Some(c) => g.consumers.get(c).map_or_else(Vec::new, |c| {
+                        c.pel.range(*start..).take(take).copied().collect()
+                    }),
+                    None => g
+                        .pel
+                        .range(*start..)
+                        .take(take)
+                        .map(|(id, _)| *id)
+                        .collect(),
+                };
+                for id in ids {
+                    if let Some((_, p)) = l.page_of(id) {
+                        out.insert(p);
                     }
                 }
             }

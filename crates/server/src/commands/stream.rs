@@ -1690,10 +1690,12 @@ fn radix_nodes(keys: usize) -> usize {
 
 /// What stream command `name` with arguments `a` needs of each of its keys' streams, in
 /// key order (see [`Need`]): the keyspace loads only that much of a big (grouped) stream
-/// before the command runs. None: everything (any command not listed, and the ones that
-/// look at entries by pending IDs: XCLAIM, XAUTOCLAIM, XREADGROUP of history, XINFO
-/// STREAM FULL). Arguments are parsed as the handlers parse them; a command they would
+/// before the command runs. None: everything (any command not listed, and XINFO STREAM
+/// FULL COUNT 0). Arguments are parsed as the handlers parse them; a command they would
 /// refuse needs only the skeleton (the handler replies the error before reading entries).
+/// The commands that look at entries by their pending IDs (XCLAIM, XAUTOCLAIM, XREADGROUP
+/// of history) need the pages of exactly the IDs they may look at: an entry whose page is
+/// not loaded would read as deleted, and leave their pending lists.
 /// `node_max_entries` is `stream-node-max-entries` (XTRIM's default `~` LIMIT).
 pub fn needs(name: &str, a: &[&[u8]], node_max_entries: u64) -> Option<Vec<Need>> {
     let mut scratch = Reply::new(Proto::Resp2);
@@ -1702,10 +1704,59 @@ pub fn needs(name: &str, a: &[&[u8]], node_max_entries: u64) -> Option<Vec<Need>
         "xlen" | "xack" | "xpending" | "xgroup" | "xsetid" => one(Need::Skeleton),
         "xinfo" => {
             if a.len() > 3 && is(a[1], "stream") {
-                None
+                // FULL [COUNT n]: the first n entries (10 by default, 0: all).
+                let count = match a.get(5).map(|c| parse_i64(c)) {
+                    None => Some(10),
+                    Some(Some(0)) => return None,
+                    Some(Some(c)) if c > 0 => Some(c as usize),
+                    Some(Some(_)) => Some(10),
+                    Some(None) => return one(Need::Skeleton),
+                };
+                one(Need::Scan {
+                    start: StreamId::MIN,
+                    end: StreamId::MAX,
+                    rev: false,
+                    count,
+                })
             } else {
                 one(Need::Skeleton)
             }
+        }
+        "xclaim" => {
+            // The IDs as the handler takes them: up to the first argument that is not one.
+            let ids = a
+                .get(5..)?
+                .iter()
+                .map_while(|i| parse_id(i, 0, true, false).map(|(id, _)| id))
+                .collect();
+            one(Need::Ids(ids))
+        }
+        "xautoclaim" => {
+            if a.len() < 6 {
+                return one(Need::Skeleton);
+            }
+            let Some(start) = range_start(&mut scratch, a[5]) else {
+                return one(Need::Skeleton);
+            };
+            // COUNT (default 100) bounds the pending entries it looks at to 10 times it.
+            let mut count: usize = 100;
+            let mut j = 6;
+            while j + 1 < a.len() {
+                if is(a[j], "count") {
+                    match parse_i64(a[j + 1]) {
+                        Some(v) if v > 0 => count = v.min(i64::MAX / 16) as usize,
+                        _ => return one(Need::Skeleton),
+                    }
+                    j += 1;
+                }
+                j += 1;
+            }
+            one(Need::Pending {
+                group: a[2].to_vec(),
+                consumer: None,
+                start,
+                count: Some(count.saturating_mul(10)),
+            })
         }
         "xrange" | "xrevrange" => {
             if a.len() < 4 {
@@ -1760,10 +1811,21 @@ pub fn needs(name: &str, a: &[&[u8]], node_max_entries: u64) -> Option<Vec<Need>
             let mut out = Vec::with_capacity(p.keys.len());
             for arg in &p.id_args {
                 out.push(if group {
+                    let (gname, cname) = p.group.expect("parsed");
                     if *arg != b">" {
-                        return None;
+                        // History: the consumer's pending entries after the ID.
+                        match parse_id(arg, 0, true, false) {
+                            Some((id, _)) => Need::Pending {
+                                group: gname.to_vec(),
+                                consumer: Some(cname.to_vec()),
+                                start: id.incr().unwrap_or(StreamId::MAX),
+                                count: pages,
+                            },
+                            None => Need::Skeleton,
+                        }
+                    } else {
+                        Need::AfterGroup(gname.to_vec(), pages)
                     }
-                    Need::AfterGroup(p.group.map(|g| g.0.to_vec()).unwrap_or_default(), pages)
                 } else if *arg == b"$" || *arg == b"+" {
                     Need::Skeleton
                 } else {
