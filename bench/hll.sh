@@ -119,12 +119,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'log "interrupted"; exit 130' INT TERM
 
-if [[ -z $OUT ]]; then
-    OUT=$ROOT/bench/results/$(date +%Y-%m-%d)-hll
-    i=2
-    base=$OUT
-    while [[ -e $OUT ]]; do OUT=$base-$i; i=$((i + 1)); done
-fi
+[[ -n $OUT ]] || OUT=$(new_results_dir hll)
 mkdir -p "$OUT/raw"
 RUNS=$OUT/runs.tsv
 printf 'server\ttest\tpipeline\trep\trequests\twall_s\trps\tserver_cpu_s\tops_per_cpu_s\n' >"$RUNS"

@@ -70,11 +70,7 @@ if [[ " ${SERVER_LIST[*]} " == *" skerry"* && ! -x $SKERRY_BIN ]]; then
     (cd "$ROOT" && cargo build --release --bin skerry >&2) || die "cargo build --release failed"
 fi
 CLK_TCK=$(getconf CLK_TCK)
-if [[ -z $OUT ]]; then
-    OUT=$ROOT/bench/results/$(date +%Y-%m-%d)-hot-keys
-    base=$OUT i=2
-    while [[ -e $OUT ]]; do OUT=$base-$i; i=$((i + 1)); done
-fi
+[[ -n $OUT ]] || OUT=$(new_results_dir hot-keys)
 mkdir -p "$OUT/raw"
 RUNS=$OUT/runs.tsv
 printf 'server\ttest\tpipeline\trep\trequests\trps\tserver_cpu_s\tops_per_cpu_s\tdevice_bytes_per_op\n' >"$RUNS"

@@ -108,3 +108,12 @@ benchmark_rps() { tr '\r' '\n' <"$1" | awk '/requests per second/ { for (i = 1; 
 fio_iops() { awk '/"read" : \{/ { r = 1 } r && /"iops" :/ { gsub(/[ ,]/, ""); split($0, a, ":"); printf "%.0f", a[2]; exit }' "$1"; }
 # json_num FILE KEY: a number (or null) field of skerry-bench's one-line JSON.
 json_num() { grep -o "\"$2\":[-0-9.enul]*" "$1" | head -n 1 | cut -d: -f2; }
+# new_results_dir NAME: a results directory for today's run of NAME that does not exist yet
+# (bench/results/<date>-NAME, then -2, -3, ...), printed; the caller creates it.
+new_results_dir() {
+    local base out i=2
+    base=$ROOT/bench/results/$(date +%Y-%m-%d)-$1
+    out=$base
+    while [[ -e $out ]]; do out=$base-$i; i=$((i + 1)); done
+    printf '%s\n' "$out"
+}

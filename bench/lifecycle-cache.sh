@@ -92,12 +92,7 @@ if [[ -z $SKERRY_DATA_SIZE ]]; then
     need=$((N * (DATA_SIZE + 128) * 5 / 4))
     SKERRY_DATA_SIZE=$(((need + (1 << 30) - 1) >> 30))gb
 fi
-if [[ -z $OUT ]]; then
-    OUT=$ROOT/bench/results/$(date +%Y-%m-%d)-cache
-    i=2
-    base=$OUT
-    while [[ -e $OUT ]]; do OUT=$base-$i; i=$((i + 1)); done
-fi
+[[ -n $OUT ]] || OUT=$(new_results_dir cache)
 mkdir -p "$OUT/raw" "$DATA_DIR"
 SDIR=$DATA_DIR/skerry
 SLOG=$DATA_DIR/skerry.log

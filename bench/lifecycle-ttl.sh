@@ -97,12 +97,7 @@ if [[ -z $SKERRY_DATA_SIZE ]]; then
     need=$(((N + BASE_N) * (DATA_SIZE + 128) * 3 / 2 + (1 << 30)))
     SKERRY_DATA_SIZE=$(((need + (1 << 20) - 1) >> 20))mb
 fi
-if [[ -z $OUT ]]; then
-    OUT=$ROOT/bench/results/$(date +%Y-%m-%d)-ttl
-    i=2
-    base=$OUT
-    while [[ -e $OUT ]]; do OUT=$base-$i; i=$((i + 1)); done
-fi
+[[ -n $OUT ]] || OUT=$(new_results_dir ttl)
 mkdir -p "$OUT" "$DATA_DIR"
 SDIR=$DATA_DIR/skerry
 SLOG=$DATA_DIR/skerry.log

@@ -143,12 +143,7 @@ trap cleanup EXIT
 trap 'log "interrupted"; exit 130' INT TERM
 
 # ---------------------------------------------------------------- output dir
-if [[ -z $OUT ]]; then
-    OUT=$ROOT/bench/results/$(date +%Y-%m-%d)-net
-    i=2
-    base=$OUT
-    while [[ -e $OUT ]]; do OUT=$base-$i; i=$((i + 1)); done
-fi
+[[ -n $OUT ]] || OUT=$(new_results_dir net)
 mkdir -p "$OUT/raw"
 RUNS=$OUT/runs.tsv
 printf 'server\ttest\tpipeline\trep\trequests\twall_s\trps\tserver_cpu_s\tops_per_cpu_s\tserver_util\tclient_util\tp50_ms\tp99_ms\tp999_ms\n' >"$RUNS"

@@ -188,12 +188,7 @@ trap cleanup EXIT
 trap 'log "interrupted"; exit 130' INT TERM
 
 # ---------------------------------------------------------------- output and data dirs
-if [[ -z $OUT ]]; then
-    OUT=$ROOT/bench/results/$(date +%Y-%m-%d)-storage
-    i=2
-    base=$OUT
-    while [[ -e $OUT ]]; do OUT=$base-$i; i=$((i + 1)); done
-fi
+[[ -n $OUT ]] || OUT=$(new_results_dir storage)
 mkdir -p "$OUT/raw" "$OUT/logs" "$DATA_DIR"
 case $(cd "$DATA_DIR" && pwd)/ in
     "$ROOT"/bench/results/*) die "DATA_DIR must not be under bench/results" ;;

@@ -164,12 +164,7 @@ label_of() { # N -> 100k, 1M, 10M
 }
 
 # ---------------------------------------------------------------- output
-if [[ -z $OUT ]]; then
-    OUT=$ROOT/bench/results/$(date +%Y-%m-%d)-suite
-    i=2
-    base=$OUT
-    while [[ -e $OUT ]]; do OUT=$base-$i; i=$((i + 1)); done
-fi
+[[ -n $OUT ]] || OUT=$(new_results_dir suite)
 mkdir -p "$OUT/raw" "$OUT/logs" "$DATA_DIR"
 OUT=$(cd "$OUT" && pwd)
 case $(cd "$DATA_DIR" && pwd)/ in
