@@ -587,7 +587,7 @@ fn big_pel(threads: &str) {
 fn by_pending_ids_reads_only_their_pages(r: &mut Raw, m: &Model, pending: usize) {
     let key = &m.key;
     let pages = m.entries.len() / 100;
-    let mut read = |r: &mut Raw, what: &str, most: i64, cmd: &[&str]| -> Value {
+    let read = |r: &mut Raw, what: &str, most: i64, cmd: &[&str]| -> Value {
         let r0 = storage(r, "device_reads");
         let v = r.cmd(cmd);
         let d = storage(r, "device_reads") - r0;
