@@ -596,6 +596,36 @@ impl Store {
         ok
     }
 
+    /// [`Store::has_room_for_blocks`], but a growing data file that has not the room yet
+    /// grows at once, the caller waiting for the steps (as an allocation that finds no
+    /// block does): a big write checked for room before it ran (and that waited for it)
+    /// is not refused because the blocks it saw were taken, or its growth not yet made,
+    /// by the time it appends.
+    pub fn make_room_for_blocks(&self, blocks: u64) -> bool {
+        if self.has_room_for_blocks(blocks) {
+            return true;
+        }
+        let Some(g) = self.inner.growth.as_ref() else {
+            return false;
+        };
+        // Each step adds a quarter of the blocks (at least a few): a few rounds.
+        for _ in 0..8 {
+            let mut grown = false;
+            for d in 0..self.inner.devices.len() {
+                if g.growable(d) {
+                    grown |= grow::grow(&self.inner, d, Urgency::Urgent);
+                }
+            }
+            if self.has_room_for_blocks(blocks) {
+                return true;
+            }
+            if !grown {
+                break;
+            }
+        }
+        false
+    }
+
     /// A growing data file keeps at least `blocks` free blocks beyond the reserves from now
     /// on (the largest such request of the run wins), growing at once if it has fewer: so
     /// that a write of that many blocks at once (a copy of a big value: RENAME, COPY, MOVE)

@@ -208,3 +208,39 @@ fn length_past_the_geometry_is_used_by_the_next_growth() {
     });
     check_reopened(&path, &locs);
 }
+
+/// A write of many blocks at once (a big value) that finds too few free blocks when it
+/// appends gets them from growth steps taken there and then, not a refusal: the growth
+/// the check before it asked for may not have happened yet. A cap still refuses.
+#[test]
+fn room_for_many_blocks_is_made_at_once() {
+    let dir = temp_dir("grow-room");
+    let path = dir.join("data");
+    run(async {
+        let dev = FileDevice::open_or_create(&path, RESERVED_BYTES + 4 * BLOCK_BYTES)
+            .await
+            .unwrap();
+        let (store, _w) = open_writer(dev, &growing(0, 0)).await;
+        assert_eq!(store.block_count(0), 4);
+        // 40 blocks: ten times what the file has, more than one step adds.
+        assert!(store.make_room_for_blocks(40));
+        assert!(
+            store.block_count(0) >= 44,
+            "{} blocks",
+            store.block_count(0)
+        );
+        assert!(store.has_room_for_blocks(40));
+    });
+    let dir = temp_dir("grow-room-cap");
+    let path = dir.join("data");
+    run(async {
+        let cap = RESERVED_BYTES + 10 * BLOCK_BYTES;
+        let dev = FileDevice::open_or_create(&path, RESERVED_BYTES + 4 * BLOCK_BYTES)
+            .await
+            .unwrap();
+        let (store, _w) = open_writer(dev, &growing(cap, 0)).await;
+        assert!(!store.make_room_for_blocks(40), "past the cap");
+        assert_eq!(store.block_count(0), 10, "grown to the cap");
+        assert!(store.make_room_for_blocks(3));
+    });
+}

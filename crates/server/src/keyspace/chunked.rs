@@ -214,7 +214,7 @@ impl Keyspace {
         // by chunks of value), so that a write it waited for is never refused here.
         let store = self.log.store().clone();
         let need = blocks_for_chunks(write.len() as u64, store.max_record_bytes());
-        if !store.has_room_for_blocks(need) {
+        if !store.make_room_for_blocks(need) {
             tracing::warn!(
                 "a big value of {} bytes needs {need} free blocks: refused",
                 value.len()
