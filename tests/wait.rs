@@ -15,26 +15,6 @@ fn send(r: &mut Raw, args: &[&str]) {
     r.send(&resp::encode(args));
 }
 
-fn blocked_clients(r: &mut Raw) -> i64 {
-    let info = r.cmd(&["INFO", "clients"]).text();
-    info_field(&info, "blocked_clients")
-        .unwrap()
-        .parse()
-        .unwrap()
-}
-
-/// Waits until INFO counts `n` blocked clients.
-fn wait_blocked(r: &mut Raw, n: i64) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while blocked_clients(r) != n {
-        assert!(
-            Instant::now() < deadline,
-            "blocked_clients never reached {n}"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
 /// A server whose append-only file is on (Redis's default is off; Skerry's log always is).
 fn start(args: &[&str]) -> Server {
     let s = Server::start(args);

@@ -68,6 +68,11 @@ fn parse_waitaof(a: &[&[u8]]) -> Parsed<(i64, i64, u64)> {
     Ok((numlocal, numreplicas, timeout_ms(a[3])?))
 }
 
+/// `appendonly yes`: WAITAOF's local part is offered.
+fn aof_on(c: &Conn) -> bool {
+    c.shared.config.get("appendonly") == "yes"
+}
+
 fn waitaof_reply(reply: &mut Reply, acked_local: bool) {
     reply.array(2);
     reply.int(i64::from(acked_local));
@@ -94,12 +99,12 @@ pub async fn waitaof(c: &mut Conn, a: &[&[u8]]) {
         Ok(p) => p,
         Err(e) => return c.reply.error(e),
     };
-    if numlocal > 0 && c.shared.config.get("appendonly") != "yes" {
+    let aof = aof_on(c);
+    if numlocal > 0 && !aof {
         return c.reply.error(APPENDONLY_OFF);
     }
     // As Redis, it reports whether the connection's writes are durable here whatever
     // `numlocal` asks; Skerry finds out by making them so.
-    let aof = c.shared.config.get("appendonly") == "yes";
     if aof {
         // The commands before it have run (`Conn::run_async` waited for their replies),
         // so their records are appended; now every worker's log is made durable.
@@ -139,12 +144,10 @@ pub fn reply_without_blocking(c: &Conn, name: &str, a: &[&[u8]], reply: &mut Rep
         return;
     }
     match parse_waitaof(a) {
-        Ok((numlocal, _, _)) if numlocal > 0 && c.shared.config.get("appendonly") != "yes" => {
-            reply.error(APPENDONLY_OFF)
-        }
+        Ok((numlocal, _, _)) if numlocal > 0 && !aof_on(c) => reply.error(APPENDONLY_OFF),
         Ok(_) => {
             let durable = crate::persist::durability(&c.shared.config) == Durability::Always;
-            waitaof_reply(reply, durable && c.shared.config.get("appendonly") == "yes");
+            waitaof_reply(reply, durable && aof_on(c));
         }
         Err(e) => reply.error(e),
     }
