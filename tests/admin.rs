@@ -754,7 +754,7 @@ fn unbuilt_config_parameters_are_refused() {
         (
             "save",
             "900 1",
-            "RDB snapshots are not supported by Skerry",
+            "automatic save points are not supported by Skerry yet",
             "",
         ),
         (

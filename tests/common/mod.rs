@@ -313,6 +313,18 @@ impl Server {
         }
     }
 
+    /// Kills the server (SIGKILL), starts it again with the same directory, port and
+    /// options, and waits for it to exit (a start that must fail). Returns the exit status
+    /// and the whole log.
+    pub fn restart_expect_exit(&mut self, timeout: Duration) -> (ExitStatus, String) {
+        self.kill();
+        self.spawn();
+        let status = self
+            .wait_exit(timeout)
+            .expect("server was expected to exit but is still running");
+        (status, self.log_contents())
+    }
+
     /// Kills the server (SIGKILL) and starts it again with the same directory, port and options.
     pub fn restart(&mut self) {
         self.kill();

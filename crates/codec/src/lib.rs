@@ -1,5 +1,5 @@
 //! Redis's RDB **value** encodings, both ways, over neutral data types ([`RdbValue`]), for
-//! DUMP / RESTORE payloads and, later, RDB files and replication.
+//! DUMP / RESTORE payloads and RDB files ([`FileWriter`], [`FileReader`]), and later replication.
 //!
 //! Decoding reads every encoding Redis 5 to 8.0 writes for strings, lists, sets, sorted
 //! sets, hashes (also with field TTLs) and streams ([`decode_value`]). Encoding writes an
@@ -20,6 +20,7 @@
 mod crc64;
 mod decode;
 mod encode;
+mod file;
 mod lzf;
 mod packed;
 mod rdb;
@@ -28,6 +29,7 @@ mod value;
 
 pub use crc64::crc64;
 pub use encode::{Encoded, RDB_VERSION_7_0, RDB_VERSION_7_2, RDB_VERSION_7_4};
+pub use file::{opcode, Entry, FileError, FileReader, FileWriter, Item, KeyMeta};
 pub use lzf::{compress as lzf_compress, decompress as lzf_decompress};
 pub use rdb::{write_len, write_string, Reader};
 pub use value::{
@@ -51,6 +53,10 @@ pub mod rdb_type {
     pub const HASH: u8 = 4;
     /// A sorted set with binary scores.
     pub const ZSET_2: u8 = 5;
+    /// A module value in the pre-release 4.0 format.
+    pub const MODULE_PRE_GA: u8 = 6;
+    /// A module value.
+    pub const MODULE_2: u8 = 7;
     /// A hash as a zipmap (before Redis 2.6).
     pub const HASH_ZIPMAP: u8 = 9;
     /// A list as a ziplist (before Redis 3.2).
@@ -175,6 +181,16 @@ pub fn string_payload_len(payload: &[u8]) -> Option<u64> {
         return None;
     }
     Reader::new(rest).string_len().ok()
+}
+
+/// The encoding of a hash in Redis's `listpackex` form (see [`dump_hash_listpack_ex`]).
+pub fn encode_hash_listpack_ex(fields: &[HashField]) -> Encoded {
+    encode::encode_hash_listpack_ex(fields)
+}
+
+/// The DUMP payload of an encoded value.
+pub fn seal(e: Encoded) -> Vec<u8> {
+    seal_encoded(e)
 }
 
 /// The DUMP payload of `v`.

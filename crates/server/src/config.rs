@@ -253,6 +253,8 @@ pub static PARAMS: &[Param] = &[
     ),
     p("appenddirname", Kind::Str, "appendonlydir", false),
     p("dbfilename", Kind::Str, "dump.rdb", true),
+    // Skerry's own: an RDB file loaded at start into an empty store (`crate::rdb`).
+    p("rdb-import", Kind::Str, "", false),
     p("save", Kind::Str, "", true),
     p(
         "hz",
@@ -540,7 +542,7 @@ pub static PARAMS: &[Param] = &[
     p("activerehashing", Kind::Bool, "yes", true),
     p("activedefrag", Kind::Bool, "no", true),
     p("stop-writes-on-bgsave-error", Kind::Bool, "yes", true),
-    p("rdbcompression", Kind::Bool, "yes", true),
+    p("rdbcompression", Kind::Bool, "no", true),
     p("rdbchecksum", Kind::Bool, "yes", true),
     p("replica-read-only", Kind::Bool, "yes", true),
     p(
@@ -715,11 +717,18 @@ pub const UNBUILT: &[(&str, &str)] = &[
     ("lazyfree-lazy-user-del", "lazy freeing is not supported by Skerry yet"),
     ("lazyfree-lazy-user-flush", "lazy freeing is not supported by Skerry yet"),
     ("latency-monitor-threshold", "the latency monitor is not supported by Skerry yet"),
-    ("save", "RDB snapshots are not supported by Skerry"),
-    ("dbfilename", "RDB snapshots are not supported by Skerry"),
-    ("rdbcompression", "RDB snapshots are not supported by Skerry"),
-    ("rdbchecksum", "RDB snapshots are not supported by Skerry"),
-    ("stop-writes-on-bgsave-error", "RDB snapshots are not supported by Skerry"),
+    (
+        "save",
+        "automatic save points are not supported by Skerry yet (SAVE and BGSAVE are; the data files are durable by themselves)",
+    ),
+    (
+        "rdbcompression",
+        "Skerry writes RDB strings uncompressed (it reads LZF-compressed ones)",
+    ),
+    (
+        "stop-writes-on-bgsave-error",
+        "writes never stop on a save error in Skerry (the data files are durable by themselves)",
+    ),
     (
         "appendfilename",
         "Skerry writes no append-only file (values live in its data files)",

@@ -501,6 +501,8 @@ impl Conn {
                         | Wait
                         | Waitaof
                         | Migrate
+                        | Bgsave
+                        | Debug
                 )
             };
             if matches!(spec.handler, Handler::Async(cmd) if !queueable(cmd)) {
@@ -746,11 +748,24 @@ impl Conn {
             AsyncCmd::Migrate => crate::commands::migrate::migrate(self, argv).await,
             AsyncCmd::Wait => crate::commands::replication::wait(self, argv).await,
             AsyncCmd::Waitaof => crate::commands::replication::waitaof(self, argv).await,
+            AsyncCmd::Save => crate::commands::rdb::save(self, argv).await,
+            AsyncCmd::Bgsave => crate::commands::rdb::bgsave(self, argv).await,
+            AsyncCmd::Debug => self.debug(argv).await,
         }
         self.info.blocked_in_command.set(false);
         self.sync_multi_worker_writes(COMMANDS[idx].has_flag("write"))
             .await;
         self.finish_local(idx, argv, started, mark);
+    }
+
+    /// DEBUG: RELOAD reads and writes the whole dataset (`commands::rdb`); the other
+    /// subcommands run at once.
+    async fn debug(&mut self, argv: &[&[u8]]) {
+        if argv.len() >= 2 && argv[1].eq_ignore_ascii_case(b"reload") {
+            crate::commands::rdb::debug_reload(self, argv).await;
+        } else {
+            crate::commands::server::debug(self, argv);
+        }
     }
 
     /// Queues a keyed command for worker `w`: the commands of a turn for one worker travel
@@ -1319,13 +1334,25 @@ impl Conn {
                         Box::pin(crate::commands::migrate::migrate_in_txn(self, txn, &argv)).await;
                         true
                     }
+                    AsyncCmd::Bgsave => {
+                        Box::pin(crate::commands::rdb::bgsave(self, &argv)).await;
+                        true
+                    }
+                    AsyncCmd::Debug => {
+                        Box::pin(self.debug(&argv)).await;
+                        true
+                    }
                     _ => false,
                 };
                 self.ambient_txn = ambient;
                 let out = std::mem::replace(&mut self.reply, saved);
                 let wrote = matches!(
                     cmd,
-                    AsyncCmd::Flushdb | AsyncCmd::Flushall | AsyncCmd::Swapdb | AsyncCmd::Migrate
+                    AsyncCmd::Flushdb
+                        | AsyncCmd::Flushall
+                        | AsyncCmd::Swapdb
+                        | AsyncCmd::Migrate
+                        | AsyncCmd::Debug
                 );
                 (ran.then_some(out.buf), wrote)
             }

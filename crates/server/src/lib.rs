@@ -24,6 +24,7 @@ pub mod netbuf;
 pub mod persist;
 pub mod prefetch;
 pub mod pubsub;
+pub mod rdb;
 pub mod reply;
 pub mod scripting;
 pub mod slot;
@@ -34,7 +35,7 @@ pub use worker::set_allocator_collect;
 
 use std::ffi::OsString;
 use std::net::{SocketAddr, TcpListener};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -257,7 +258,7 @@ pub fn main_from_args<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
         pubsub_active: pubsub::Active::new(threads),
         stopping: AtomicBool::new(false),
         active_expire: AtomicBool::new(true),
-        lastsave_s: AtomicI64::new(unix_ms() / 1000),
+        rdb: rdb::State::new(unix_ms()),
         started: Instant::now(),
         started_unix_ms: unix_ms(),
         port,
@@ -333,6 +334,30 @@ pub fn main_from_args<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
                 tracing::error!("cannot start worker {id}: {e}");
                 return 1;
             }
+        }
+    }
+    // --rdb-import: the file is loaded before the server says it is ready (clients that
+    // connect meanwhile wait for the workers, which the import holds).
+    let import = shared.config.get("rdb-import");
+    if !import.is_empty() {
+        let (tx, rx) = flume::bounded(1);
+        let s = shared.clone();
+        let path = std::path::PathBuf::from(import);
+        let job: worker::Job = Box::new(move |_shard: &mut worker::Shard| {
+            compio::runtime::spawn(async move {
+                let _ = tx.send(rdb::import_at_start(s, 0, path).await);
+            })
+            .detach();
+        });
+        let imported = match shared.inboxes[0].send(worker::Envelope::job(0, job)) {
+            Ok(()) => rx
+                .recv()
+                .unwrap_or_else(|_| Err("the import task stopped".into())),
+            Err(_) => Err("worker 0 has stopped".into()),
+        };
+        if let Err(e) = imported {
+            tracing::error!("{e}");
+            return 1;
         }
     }
     let metrics_port = shared.config.get_i64("metrics-port") as u16;

@@ -5,7 +5,7 @@
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
@@ -90,8 +90,8 @@ pub struct Shared {
     /// Active expiry on (`DEBUG SET-ACTIVE-EXPIRE 0|1`; on at start). When off, expired keys
     /// go only when a command touches them.
     pub active_expire: AtomicBool,
-    /// Unix time of the last successful save (seconds).
-    pub lastsave_s: AtomicI64,
+    /// RDB saves and loads (LASTSAVE, INFO persistence).
+    pub rdb: crate::rdb::State,
     /// When the server started.
     pub started: Instant,
     /// Unix time in ms when the server started.
@@ -526,6 +526,8 @@ pub struct Txn {
     /// Its steps are for a client in CLIENT NO-TOUCH: their lookups leave access clocks
     /// alone (see [`Txn::with_no_touch`]).
     no_touch: bool,
+    /// It took its holds (and releases them when dropped); false for [`Txn::join`].
+    owns_holds: bool,
 }
 
 impl Txn {
@@ -556,6 +558,20 @@ impl Txn {
             id,
             workers,
             no_touch: false,
+            owns_holds: true,
+        }
+    }
+
+    /// The running transaction `id` (an EXEC's, which holds every worker), to run steps
+    /// through; dropping it releases nothing (the transaction's owner does).
+    pub fn join(shared: &Arc<Shared>, me: usize, id: u64) -> Txn {
+        Txn {
+            shared: shared.clone(),
+            me,
+            id,
+            workers: (0..shared.workers).collect(),
+            no_touch: false,
+            owns_holds: false,
         }
     }
 
@@ -656,6 +672,9 @@ fn untouched<R>(s: &mut Shard, no_touch: bool, f: impl FnOnce(&mut Shard) -> R) 
 impl Drop for Txn {
     /// Releases every held worker (also when the coordinating task is dropped midway).
     fn drop(&mut self) {
+        if !self.owns_holds {
+            return;
+        }
         for &w in &self.workers {
             let id = self.id;
             if w == self.me {

@@ -29,9 +29,9 @@ use crate::coll::{hash, list, set, stream, zset, Coll, Thresholds};
 use crate::keyspace::{CollError, Expiry, Got, Value};
 use crate::reply::errors::{NOT_INT, SYNTAX};
 
-/// The DUMP payload of a collection at `now_ms`; None for a hash whose fields have all
+/// The RDB encoding of a collection at `now_ms`; None for a hash whose fields have all
 /// expired (not deleted yet): no key to dump.
-fn dump_coll(c: &Coll, now_ms: i64) -> Option<Vec<u8>> {
+fn encode_coll(c: &Coll, now_ms: i64) -> Option<codec::Encoded> {
     let value = match c {
         Coll::Hash(h) if h.ttl_enabled() => {
             // Expired fields are not dumped (Redis's DUMP skips them too).
@@ -49,7 +49,7 @@ fn dump_coll(c: &Coll, now_ms: i64) -> Option<Vec<u8>> {
             }
             if !h.big {
                 // Redis's `listpackex`: restored as `listpackex` again.
-                return Some(codec::dump_hash_listpack_ex(&fields));
+                return Some(codec::encode_hash_listpack_ex(&fields));
             }
             RdbValue::HashWithTtl(fields)
         }
@@ -59,7 +59,7 @@ fn dump_coll(c: &Coll, now_ms: i64) -> Option<Vec<u8>> {
         Coll::Zset(z) => RdbValue::Zset(z.iter().map(|(m, s)| (m.to_vec(), s)).collect()),
         Coll::Stream(s) => RdbValue::Stream(Box::new(stream_to_rdb(s))),
     };
-    Some(codec::dump(&value))
+    Some(codec::encode_value(&value))
 }
 
 fn rdb_id(id: stream::StreamId) -> codec::StreamId {
@@ -288,35 +288,99 @@ fn from_rdb(v: RdbValue, t: &Thresholds, now_ms: i64, listpack_ex: bool) -> Opti
     })
 }
 
+/// Stores `key` in `db` as an RDB file gives it (Redis's `rdbLoad`, or RESTORE with
+/// REPLACE and ABSTTL): `rdb_type` is the value's RDB type byte, `meta` its expiry and
+/// access clock. Returns false for a key not stored because it had expired (or every field
+/// of its hash had); Err with the reason when the value is inconsistent or the write
+/// failed.
+#[allow(clippy::too_many_arguments)]
+pub fn load_key(
+    ks: &mut crate::keyspace::Keyspace,
+    db: usize,
+    key: &[u8],
+    rdb_type: u8,
+    value: RdbValue,
+    meta: &codec::KeyMeta,
+    t: &Thresholds,
+    now_ms: i64,
+) -> Result<bool, String> {
+    let listpack_ex = matches!(
+        rdb_type,
+        codec::rdb_type::HASH_LISTPACK_EX | codec::rdb_type::HASH_LISTPACK_EX_PRE_GA
+    );
+    let Some(value) = from_rdb(value, t, now_ms, listpack_ex) else {
+        return Err("a value that decodes but is inconsistent".into());
+    };
+    let expiry = match meta.expire_at_ms {
+        None => Expiry::Persist,
+        Some(at) => Expiry::At(at),
+    };
+    let failed = |ks: &mut crate::keyspace::Keyspace| {
+        ks.take_error()
+            .unwrap_or_else(|| "the write was refused".into())
+    };
+    let existing = ks.meta(db, key, now_ms).is_some();
+    if matches!(expiry, Expiry::At(at) if at <= now_ms) || matches!(value, Restored::Nothing) {
+        if existing && !ks.delete(db, key, now_ms) {
+            return Err(failed(ks));
+        }
+        return Ok(false);
+    }
+    let ok = match value {
+        Restored::Str(s) => ks.put(db, key, &s, expiry, now_ms),
+        Restored::Coll(c) => {
+            if existing && !ks.delete(db, key, now_ms) && ks.exists(db, key, now_ms) {
+                return Err(failed(ks));
+            }
+            ks.put_coll_with_expiry(db, key, c, expiry, t, now_ms)
+        }
+        Restored::Nothing => return Ok(false),
+    };
+    if !ok {
+        return Err(failed(ks));
+    }
+    let mode = ks.clock_mode();
+    let clock = mode
+        .restored(
+            meta.idle_s.map(|s| s.min(i64::MAX as u64) as i64),
+            meta.freq.map(i64::from),
+            now_ms,
+        )
+        .unwrap_or_else(|| mode.new_clock(now_ms));
+    ks.set_access_clock(db, key, clock);
+    Ok(true)
+}
+
 /// A value that could not be read: the keyspace kept the error (see
 /// [`crate::keyspace::Keyspace::take_error`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Unreadable;
 
-/// The DUMP payload of `key` at `now_ms` and the key's expiry (Unix ms, 0: none), for DUMP
-/// and MIGRATE; `Ok(None)` when there is no key (or a hash whose fields have all expired),
-/// `Err` when its value could not be read. The value must be resident.
-pub fn dump_payload(
+/// The RDB encoding of `key`'s value at `now_ms` and the key's expiry (Unix ms, 0:
+/// none), for DUMP, MIGRATE and RDB files; `Ok(None)` when there is no key (or a hash
+/// whose fields have all expired), `Err` when its value could not be read. The value must
+/// be resident.
+pub fn encode_key(
     ks: &mut crate::keyspace::Keyspace,
     db: usize,
     key: &[u8],
     now_ms: i64,
-) -> Result<Option<(Vec<u8>, i64)>, Unreadable> {
+) -> Result<Option<(codec::Encoded, i64)>, Unreadable> {
     let Some(meta) = ks.meta(db, key, now_ms) else {
         return Ok(None);
     };
-    let payload = if meta.value_type == VALUE_TYPE_STRING {
+    let encoded = if meta.value_type == VALUE_TYPE_STRING {
         match ks.get(db, key, now_ms) {
             Some(Got {
                 value: Value::Str(v),
                 ..
-            }) => codec::dump(&RdbValue::String(v)),
+            }) => codec::encode_value(&RdbValue::String(v)),
             _ => return Err(Unreadable),
         }
     } else {
         match ks.coll(db, key, meta.value_type, now_ms) {
-            Ok(Some(c)) => match dump_coll(c, now_ms) {
-                Some(p) => p,
+            Ok(Some(c)) => match encode_coll(c, now_ms) {
+                Some(e) => e,
                 None => return Ok(None),
             },
             // (WRONGTYPE cannot be: the type asked is the key's own.)
@@ -324,7 +388,18 @@ pub fn dump_payload(
             Err(CollError::Failed) => return Err(Unreadable),
         }
     };
-    Ok(Some((payload, meta.expire_at_ms)))
+    Ok(Some((encoded, meta.expire_at_ms)))
+}
+
+/// The DUMP payload of `key` at `now_ms` and the key's expiry (Unix ms, 0: none), for DUMP
+/// and MIGRATE (see [`encode_key`]).
+pub fn dump_payload(
+    ks: &mut crate::keyspace::Keyspace,
+    db: usize,
+    key: &[u8],
+    now_ms: i64,
+) -> Result<Option<(Vec<u8>, i64)>, Unreadable> {
+    Ok(encode_key(ks, db, key, now_ms)?.map(|(e, at)| (codec::seal(e), at)))
 }
 
 /// DUMP key

@@ -16,6 +16,7 @@ pub mod keyspecs;
 pub mod list;
 pub mod migrate;
 pub mod pubsub;
+pub mod rdb;
 pub mod replication;
 pub mod server;
 pub mod set;
@@ -99,6 +100,12 @@ pub enum AsyncCmd {
     Wait,
     /// WAITAOF (every worker's log made durable).
     Waitaof,
+    /// SAVE (every worker held while the RDB file is written; see `crate::rdb`).
+    Save,
+    /// BGSAVE.
+    Bgsave,
+    /// DEBUG (RELOAD holds every worker; the other subcommands run at once).
+    Debug,
 }
 
 /// How a command runs.
@@ -875,7 +882,9 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("defrag", -2, &["admin", "noscript"], NOKEY, "server", "0.1.0", "Shows and steers the defrag of the data devices (Skerry).", &["@admin", "@slow", "@dangerous"], Handler::Conn(crate::commands::storage::defrag)),
     spec("lastsave", 1, &["loading", "stale", "fast"], NOKEY, "server", "1.0.0", "Returns the Unix timestamp of the last successful save to disk.", &["@admin", "@fast", "@dangerous"], Handler::Conn(sv::lastsave)),
     spec("shutdown", -1, &["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"], NOKEY, "server", "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server.", A_ADMIN, Handler::Conn(sv::shutdown)),
-    spec("debug", -2, ADMIN, NOKEY, "server", "1.0.0", "A container for debugging commands.", A_ADMIN, Handler::Conn(sv::debug)),
+    spec("debug", -2, ADMIN, NOKEY, "server", "1.0.0", "A container for debugging commands.", A_ADMIN, Handler::Async(AsyncCmd::Debug)),
+    spec("save", 1, &["admin", "noscript", "no_async_loading", "no_multi"], NOKEY, "server", "1.0.0", "Synchronously saves the database(s) to disk.", A_ADMIN, Handler::Async(AsyncCmd::Save)),
+    spec("bgsave", -1, &["admin", "noscript", "no_async_loading"], NOKEY, "server", "1.0.0", "Asynchronously saves the database(s) to disk.", A_ADMIN, Handler::Async(AsyncCmd::Bgsave)),
     // geo (commands/geo.rs)
     spec("geoadd", -5, W, K1, "geo", "3.2.0", "Adds one or more members to a geospatial index. The key is created if it doesn't exist.", &["@write", "@geo", "@slow"], keyed(geo::geoadd)),
     spec("geodist", -4, R, K1, "geo", "3.2.0", "Returns the distance between two members of a geospatial index.", &["@read", "@geo", "@slow"], keyed(geo::geodist)),

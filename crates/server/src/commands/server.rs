@@ -31,7 +31,7 @@ pub fn time(c: &mut Conn, _a: &[&[u8]]) {
 
 /// LASTSAVE
 pub fn lastsave(c: &mut Conn, _a: &[&[u8]]) {
-    c.reply.int(c.shared.lastsave_s.load(Ordering::Relaxed));
+    c.reply.int(c.shared.rdb.lastsave_s.load(Ordering::Relaxed));
 }
 
 /// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]
@@ -1683,11 +1683,21 @@ fn render_info(c: &Conn, sections: &[String], w: &[WorkerInfo], pubsub: (usize, 
                 );
             }
             "persistence" => {
+                let rdb = &shared.rdb;
                 let _ = write!(
                     o,
-                    "# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\naof_enabled:{}\r\naof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0\r\naof_last_write_status:ok\r\n",
-                    w.iter().map(|x| x.dirty).sum::<u64>(),
-                    shared.lastsave_s.load(Ordering::Relaxed),
+                    "# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nrdb_last_bgsave_time_sec:{}\r\nrdb_current_bgsave_time_sec:-1\r\nrdb_saves:{}\r\nrdb_last_load_keys_expired:{}\r\nrdb_last_load_keys_loaded:{}\r\naof_enabled:{}\r\naof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0\r\naof_last_write_status:ok\r\n",
+                    w.iter()
+                        .map(|x| x.dirty)
+                        .sum::<u64>()
+                        .saturating_sub(rdb.dirty_at_save.load(Ordering::Relaxed)),
+                    rdb.saving.load(Ordering::Relaxed) as u8,
+                    rdb.lastsave_s.load(Ordering::Relaxed),
+                    if rdb.last_failed.load(Ordering::Relaxed) { "err" } else { "ok" },
+                    rdb.last_save_s.load(Ordering::Relaxed),
+                    rdb.saves.load(Ordering::Relaxed),
+                    rdb.last_load_expired.load(Ordering::Relaxed),
+                    rdb.last_load_keys.load(Ordering::Relaxed),
                     (shared.config.get("appendonly") == "yes") as u8,
                 );
             }

@@ -160,6 +160,12 @@ impl Keyspace {
         }
     }
 
+    /// True while the walk after a restart has not yet found every hash with field
+    /// expiries ([`Keyspace::hfe_hashes`] may then count too few).
+    pub fn hfe_discovering(&self) -> bool {
+        self.hfe.discover.is_some()
+    }
+
     /// Number of hashes with field expiries the worker knows of.
     pub fn hfe_hashes(&self) -> usize {
         self.hfe.len()

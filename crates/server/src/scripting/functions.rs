@@ -488,23 +488,78 @@ pub fn function(c: &mut Conn, a: &[&[u8]]) {
     }
 }
 
-/// FUNCTION RESTORE payload [FLUSH|APPEND|REPLACE].
-fn restore(c: &mut Conn, a: &[&[u8]], libraries: &Libraries) {
-    #[derive(PartialEq)]
-    enum Policy {
-        Append,
-        Replace,
-        Flush,
+/// How restored libraries meet the ones already loaded (FUNCTION RESTORE's policy).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RestorePolicy {
+    /// A library of the same name is an error.
+    Append,
+    /// A library of the same name is replaced.
+    Replace,
+    /// Every loaded library goes first.
+    Flush,
+}
+
+impl Libraries {
+    /// The code of every library, in name order (RDB files).
+    pub fn all_codes(&self) -> Vec<Arc<[u8]>> {
+        self.codes()
     }
+
+    /// Loads the libraries `codes` under `policy`: all of them or none (every library is
+    /// checked, and its functions listed, before anything changes), kept durably. Err
+    /// with the reply's message.
+    pub fn restore(&self, codes: Vec<Vec<u8>>, policy: RestorePolicy) -> Result<(), String> {
+        let mut incoming: BTreeMap<String, Library> = BTreeMap::new();
+        for code in codes {
+            let name = library_name(&code)?;
+            let loaded = vm::local().load_library(&code)?;
+            incoming.insert(name, Library::new(&code, loaded));
+        }
+        let mut libs = self.libs.lock().expect("libraries");
+        let old = libs.clone();
+        if policy == RestorePolicy::Flush {
+            libs.clear();
+        }
+        for (name, lib) in incoming {
+            if libs.contains_key(&name) {
+                if policy == RestorePolicy::Append {
+                    *libs = old;
+                    return Err(format!("ERR Library {name} already exists"));
+                }
+                libs.remove(&name);
+            }
+            for f in lib.functions.keys() {
+                if libs
+                    .values()
+                    .any(|l| l.functions.keys().any(|k| k.eq_ignore_ascii_case(f)))
+                {
+                    *libs = old;
+                    return Err(format!("ERR Function {f} already exists"));
+                }
+            }
+            libs.insert(name, lib);
+        }
+        if let Err(e) = self.save(&libs) {
+            *libs = old;
+            return Err(format!("ERR the libraries could not be saved: {e}"));
+        }
+        drop(libs);
+        self.bump();
+        Ok(())
+    }
+}
+
+/// FUNCTION RESTORE serialized-value [FLUSH|APPEND|REPLACE]
+fn restore(c: &mut Conn, a: &[&[u8]], libraries: &Libraries) {
     if a.len() > 4 {
         crate::commands::subcommand_syntax_error(&mut c.reply, "FUNCTION", a[1]);
         return;
     }
     let policy = match a.get(3) {
-        None => Policy::Append,
-        Some(p) if p.eq_ignore_ascii_case(b"append") => Policy::Append,
-        Some(p) if p.eq_ignore_ascii_case(b"replace") => Policy::Replace,
-        Some(p) if p.eq_ignore_ascii_case(b"flush") => Policy::Flush,
+        None => RestorePolicy::Append,
+        Some(p) if p.eq_ignore_ascii_case(b"append") => RestorePolicy::Append,
+        Some(p) if p.eq_ignore_ascii_case(b"replace") => RestorePolicy::Replace,
+        Some(p) if p.eq_ignore_ascii_case(b"flush") => RestorePolicy::Flush,
         Some(_) => {
             c.reply.error(
                 "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.",
@@ -519,60 +574,10 @@ fn restore(c: &mut Conn, a: &[&[u8]], libraries: &Libraries) {
             return;
         }
     };
-    // Every library is checked (and its functions listed) before anything changes.
-    let mut incoming: BTreeMap<String, Library> = BTreeMap::new();
-    for code in codes {
-        let name = match library_name(&code) {
-            Ok(n) => n,
-            Err(e) => {
-                c.reply.error(&e);
-                return;
-            }
-        };
-        let loaded = match vm::local().load_library(&code) {
-            Ok(f) => f,
-            Err(e) => {
-                c.reply.error(&e);
-                return;
-            }
-        };
-        incoming.insert(name, Library::new(&code, loaded));
+    match libraries.restore(codes, policy) {
+        Ok(()) => c.reply.ok(),
+        Err(e) => c.reply.error(&e),
     }
-    let mut libs = libraries.libs.lock().expect("libraries");
-    let old = libs.clone();
-    if policy == Policy::Flush {
-        libs.clear();
-    }
-    for (name, lib) in incoming {
-        if libs.contains_key(&name) {
-            if policy == Policy::Append {
-                *libs = old;
-                c.reply.error(&format!("ERR Library {name} already exists"));
-                return;
-            }
-            libs.remove(&name);
-        }
-        for f in lib.functions.keys() {
-            if libs
-                .values()
-                .any(|l| l.functions.keys().any(|k| k.eq_ignore_ascii_case(f)))
-            {
-                *libs = old;
-                c.reply.error(&format!("ERR Function {f} already exists"));
-                return;
-            }
-        }
-        libs.insert(name, lib);
-    }
-    if let Err(e) = libraries.save(&libs) {
-        *libs = old;
-        c.reply
-            .error(&format!("ERR the libraries could not be saved: {e}"));
-        return;
-    }
-    drop(libs);
-    libraries.bump();
-    c.reply.ok();
 }
 
 /// FUNCTION LIST [LIBRARYNAME pattern] [WITHCODE].
