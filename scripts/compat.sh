@@ -41,8 +41,8 @@ DEFAULT_UNITS=(unit/protocol unit/type/string unit/type/incr unit/keyspace unit/
 # --singledb, singledb:skip) are skipped by runtest itself; cluster:skip only
 # matters in cluster mode, logreqres:skip only with --log-req-res. The needs:*
 # tags below are all those 8.0.2's tests/unit + tests/integration use.
-DENY_TAGS=(needs:debug needs:repl needs:config-maxmemory needs:config-resetstat
-    needs:save needs:reset needs:pfdebug needs:latency needs:local-process)
+DENY_TAGS=(needs:repl needs:config-maxmemory needs:config-resetstat
+    needs:reset needs:pfdebug needs:latency needs:local-process)
 BASELINE_DEFAULT=$ROOT/tests/compat/baseline.txt
 RESULTS_DIR=$ROOT/tests/compat/results
 

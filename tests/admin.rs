@@ -754,7 +754,7 @@ fn unbuilt_config_parameters_are_refused() {
         (
             "save",
             "900 1",
-            "automatic save points are not supported by Skerry yet",
+            "automatic save points are not supported by Skerry yet (SAVE and BGSAVE are; the data files are durable by themselves)",
             "",
         ),
         (

@@ -197,6 +197,12 @@ fn save_and_debug_reload_keep_every_key() {
     );
     assert_eq!(r.cmd(&["GET", "kept"]), bulk("1"));
     assert_eq!(r.cmd(&["GET", "s:short"]), bulk("hello"));
+    // Without MERGE the file's function library is a duplicate: the load fails.
+    let e = r.cmd(&["DEBUG", "RELOAD", "NOFLUSH", "NOSAVE"]);
+    assert_eq!(
+        e,
+        Value::Error("ERR Error trying to load the RDB dump, check server logs.".into())
+    );
     let e = r.cmd(&["DEBUG", "RELOAD", "BOGUS"]);
     assert!(matches!(e, Value::Error(_)), "{e:?}");
 }

@@ -255,6 +255,16 @@ pub static PARAMS: &[Param] = &[
     p("dbfilename", Kind::Str, "dump.rdb", true),
     // Skerry's own: an RDB file loaded at start into an empty store (`crate::rdb`).
     p("rdb-import", Kind::Str, "", false),
+    // Redis's test knob: microseconds each key takes to save.
+    p(
+        "rdb-key-save-delay",
+        Kind::Int {
+            min: i64::MIN,
+            max: i64::MAX,
+        },
+        "0",
+        true,
+    ),
     p("save", Kind::Str, "", true),
     p(
         "hz",

@@ -28,6 +28,7 @@ use std::time::Instant;
 use skerry_codec::{self as codec, FileReader, FileWriter, Item, KeyMeta};
 
 use crate::commands::dump;
+use crate::scripting::functions::RestorePolicy;
 use crate::worker::{unix_ms, Shard, Shared, Txn};
 
 /// Keys asked of a worker per step of a save.
@@ -200,7 +201,15 @@ pub async fn save(txn: &Txn, shared: &Arc<Shared>, path: &Path) -> Result<Saved,
                                 encode_batch(s, db, &names, now_ms)
                             })
                             .await??;
+                        let delay_us = shared.config.get_i64("rdb-key-save-delay");
                         for (key, value, at) in entries {
+                            if delay_us > 0 {
+                                // A test knob (Redis's): every key written takes this long.
+                                compio::time::sleep(std::time::Duration::from_micros(
+                                    delay_us as u64,
+                                ))
+                                .await;
+                            }
                             let meta = KeyMeta {
                                 expire_at_ms: (at != 0).then_some(at),
                                 ..KeyMeta::default()
@@ -326,12 +335,14 @@ pub struct Loaded {
 /// A batch of keys for one worker: (db, entry).
 type Batch = Vec<(usize, codec::Entry)>;
 
-/// Stores `batch` on its worker; returns (stored, expired).
+/// Stores `batch` on its worker (replacing keys of the same name when `merge`); returns
+/// (stored, expired).
 async fn store_batch(
     txn: &Txn,
     shared: &Shared,
     w: usize,
     batch: Batch,
+    merge: bool,
 ) -> Result<(u64, u64), String> {
     let t = shared.config.hot.coll.get();
     txn.run(w, move |s| {
@@ -345,6 +356,7 @@ async fn store_batch(
                 e.rdb_type,
                 e.value,
                 &e.meta,
+                merge,
                 &t,
                 now_ms,
             ) {
@@ -363,12 +375,15 @@ async fn store_batch(
     .await
 }
 
-/// Loads the RDB file at `path` into the keyspace; `txn` holds every worker. Keys already
-/// there are replaced. Logs progress every few seconds when `progress`.
+/// Loads the RDB file at `path` into the keyspace; `txn` holds every worker. With `merge`,
+/// keys and function libraries already there are replaced by the file's; without, one
+/// that is already there is an error (what was stored until then stays). Logs progress
+/// every few seconds when `progress`.
 pub async fn load(
     txn: &Txn,
     shared: &Arc<Shared>,
     path: &Path,
+    merge: bool,
     progress: bool,
 ) -> Result<Loaded, String> {
     debug_assert!(txn.holds_all());
@@ -386,7 +401,6 @@ pub async fn load(
     let mut db = 0usize;
     let mut batches: Vec<Batch> = (0..workers).map(|_| Vec::new()).collect();
     let mut batch_bytes = vec![0usize; workers];
-    let mut functions = Vec::new();
     let mut loaded = Loaded {
         bytes: map.len() as u64,
         ..Loaded::default()
@@ -419,11 +433,24 @@ pub async fn load(
                 if batches[w].len() >= LOAD_BATCH_KEYS || batch_bytes[w] >= LOAD_BATCH_BYTES {
                     let batch = std::mem::take(&mut batches[w]);
                     batch_bytes[w] = 0;
-                    let n = store_batch(txn, shared, w, batch).await?;
+                    let n = store_batch(txn, shared, w, batch, merge).await?;
                     add(&mut loaded, n);
                 }
             }
-            Item::Function(code) => functions.push(code),
+            Item::Function(code) => {
+                // In file order (Redis writes them before the keys).
+                let policy = if merge {
+                    RestorePolicy::Replace
+                } else {
+                    RestorePolicy::Append
+                };
+                shared
+                    .scripts
+                    .libraries
+                    .restore(vec![code], policy)
+                    .map_err(|e| format!("{}: function library: {e}", path.display()))?;
+                loaded.functions += 1;
+            }
             Item::Aux { .. } | Item::ResizeDb { .. } => {}
         }
         if progress && last_report.elapsed().as_secs() >= 2 {
@@ -440,20 +467,9 @@ pub async fn load(
     }
     for (w, batch) in batches.into_iter().enumerate() {
         if !batch.is_empty() {
-            let n = store_batch(txn, shared, w, batch).await?;
+            let n = store_batch(txn, shared, w, batch, merge).await?;
             add(&mut loaded, n);
         }
-    }
-    if !functions.is_empty() {
-        loaded.functions = functions.len() as u64;
-        shared
-            .scripts
-            .libraries
-            .restore(
-                functions,
-                crate::scripting::functions::RestorePolicy::Replace,
-            )
-            .map_err(|e| format!("{}: function libraries: {e}", path.display()))?;
     }
     shared
         .rdb
@@ -493,7 +509,7 @@ pub async fn import_at_start(
         ));
     }
     tracing::info!("Importing {}", path.display());
-    let loaded = load(&txn, &shared, &path, true).await?;
+    let loaded = load(&txn, &shared, &path, true, true).await?;
     let secs = started.elapsed().as_secs_f64();
     tracing::info!(
         "Imported {}: {} keys ({} expired left out), {} function libraries, {} bytes in {:.2} s ({:.0} keys/s)",

@@ -578,6 +578,14 @@ impl List {
         }
     }
 
+    /// Fixes the encoding a list made from a DUMP payload or an RDB file starts with, as
+    /// Redis's `rdbLoadObject` leaves it: a quicklist unless it fits one listpack node
+    /// (from then on it converts as any list does).
+    pub fn settle_encoding(&mut self, fill: i64) {
+        let quicklist = exceeds_node(fill, self.listpack_bytes(), self.len());
+        self.keep_encoding(quicklist);
+    }
+
     /// OBJECT ENCODING under `list-max-listpack-size` `fill`.
     pub fn encoding(&self, fill: i64) -> &'static str {
         if self.is_quicklist(fill) {

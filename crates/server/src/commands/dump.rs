@@ -247,7 +247,11 @@ enum Restored {
 fn from_rdb(v: RdbValue, t: &Thresholds, now_ms: i64, listpack_ex: bool) -> Option<Restored> {
     Some(match v {
         RdbValue::String(s) => Restored::Str(s),
-        RdbValue::List(items) => Restored::Coll(Coll::List(list::List::from_items(items.into()))),
+        RdbValue::List(items) => {
+            let mut l = list::List::from_items(items.into());
+            l.settle_encoding(t.list_max_listpack_size);
+            Restored::Coll(Coll::List(l))
+        }
         RdbValue::Set(members) => {
             let mut s = set::Set::with_capacity(members.len());
             for m in members {
@@ -289,10 +293,10 @@ fn from_rdb(v: RdbValue, t: &Thresholds, now_ms: i64, listpack_ex: bool) -> Opti
 }
 
 /// Stores `key` in `db` as an RDB file gives it (Redis's `rdbLoad`, or RESTORE with
-/// REPLACE and ABSTTL): `rdb_type` is the value's RDB type byte, `meta` its expiry and
-/// access clock. Returns false for a key not stored because it had expired (or every field
-/// of its hash had); Err with the reason when the value is inconsistent or the write
-/// failed.
+/// ABSTTL, and REPLACE when `replace`): `rdb_type` is the value's RDB type byte, `meta`
+/// its expiry and access clock. Returns false for a key not stored because it had expired
+/// (or every field of its hash had); Err with the reason when the value is inconsistent,
+/// the key exists and `replace` is off, or the write failed.
 #[allow(clippy::too_many_arguments)]
 pub fn load_key(
     ks: &mut crate::keyspace::Keyspace,
@@ -301,6 +305,7 @@ pub fn load_key(
     rdb_type: u8,
     value: RdbValue,
     meta: &codec::KeyMeta,
+    replace: bool,
     t: &Thresholds,
     now_ms: i64,
 ) -> Result<bool, String> {
@@ -320,6 +325,9 @@ pub fn load_key(
             .unwrap_or_else(|| "the write was refused".into())
     };
     let existing = ks.meta(db, key, now_ms).is_some();
+    if existing && !replace {
+        return Err("the key already exists (duplicated key)".into());
+    }
     if matches!(expiry, Expiry::At(at) if at <= now_ms) || matches!(value, Restored::Nothing) {
         if existing && !ks.delete(db, key, now_ms) {
             return Err(failed(ks));

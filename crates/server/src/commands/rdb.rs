@@ -54,12 +54,14 @@ pub async fn bgsave(c: &mut Conn, a: &[&[u8]]) {
 
 /// DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]: saves (unless NOSAVE), empties the dataset and
 /// the function libraries (unless NOFLUSH), and loads the file back, every worker held
-/// throughout. Keys in the file replace keys of the same name (MERGE's behaviour, with or
-/// without it).
+/// throughout. With MERGE, keys and libraries in the file replace those of the same name;
+/// without, such a duplicate fails the load (Redis stops on a duplicated key; Skerry keeps
+/// what it loaded until then and answers the error).
 pub async fn debug_reload(c: &mut Conn, a: &[&[u8]]) {
-    let (mut flush, mut save) = (true, true);
+    let (mut flush, mut save, mut merge) = (true, true, false);
     for opt in &a[2..] {
         if is(opt, "merge") {
+            merge = true;
         } else if is(opt, "noflush") {
             flush = false;
         } else if is(opt, "nosave") {
@@ -98,7 +100,7 @@ pub async fn debug_reload(c: &mut Conn, a: &[&[u8]]) {
         }
     }
     let path = rdb::path(&shared);
-    match rdb::load(&txn, &shared, &path, false).await {
+    match rdb::load(&txn, &shared, &path, merge, false).await {
         Ok(loaded) => {
             tracing::info!(
                 "DB reloaded by DEBUG RELOAD: {} keys ({} expired left out)",
