@@ -154,6 +154,9 @@ fn save_and_debug_reload_keep_every_key() {
     fill(&mut r);
     let before = snapshot(&mut r);
     assert!(before.len() >= 17, "{before:?}");
+    let digest = r.cmd(&["DEBUG", "DIGEST"]).text();
+    assert_eq!(digest.len(), 40);
+    assert_ne!(digest, "0".repeat(40));
     let last_before = r.cmd(&["LASTSAVE"]).int();
     assert_eq!(r.cmd(&["SAVE"]), ok());
     assert!(r.cmd(&["LASTSAVE"]).int() >= last_before);
@@ -172,7 +175,12 @@ fn save_and_debug_reload_keep_every_key() {
         info_field(&mut r, "persistence", "rdb_changes_since_last_save"),
         "0"
     );
+    r.cmd(&["DEL", "after-save"]);
     assert_eq!(r.cmd(&["DEBUG", "RELOAD"]), ok());
+    assert_eq!(r.cmd(&["DEBUG", "DIGEST"]).text(), digest);
+    r.cmd(&["SET", "after-save", "1"]);
+    assert_eq!(r.cmd(&["DEBUG", "RELOAD"]), ok());
+    assert_ne!(r.cmd(&["DEBUG", "DIGEST"]).text(), digest);
     let mut expected = before.clone();
     expected.insert(
         (0, "after-save".into()),
@@ -262,6 +270,18 @@ fn files_exchanged_with_redis_both_ways() {
     let mut rd = redis.raw();
     assert_eq!(rd.cmd(&["DEBUG", "RELOAD", "NOSAVE"]), ok());
     assert_eq!(snapshot(&mut rd), expected);
+    // Redis's digest of what it loaded is Skerry's digest of what it saved (every type,
+    // TTLs, field TTLs, the stream's entries): same data, same algorithm.
+    let digest = sk.cmd(&["DEBUG", "DIGEST"]).text();
+    assert_eq!(rd.cmd(&["DEBUG", "DIGEST"]).text(), digest);
+    let keys = [
+        "s:big", "l:big", "set:big", "z:small", "h:fttl", "x", "missing",
+    ];
+    let mut args = vec!["DEBUG", "DIGEST-VALUE"];
+    args.extend(keys);
+    let per_key = sk.cmd(&args);
+    assert_eq!(rd.cmd(&args), per_key);
+    assert_eq!(per_key.items()[6].text(), "0".repeat(40));
     assert_eq!(rd.cmd(&["FCALL", "rdbf", "0"]), bulk("from-rdb"));
     // Redis's file (its own encodings: listpacks, intsets, quicklists) into a new Skerry.
     rd.cmd(&["SET", "from-redis", "yes"]);
@@ -271,6 +291,10 @@ fn files_exchanged_with_redis_both_ways() {
     let imported = Server::start(&["--threads", "2", "--rdb-import", file.to_str().unwrap()]);
     let mut im = imported.raw();
     assert_eq!(snapshot(&mut im), expected);
+    assert_eq!(
+        im.cmd(&["DEBUG", "DIGEST"]).text(),
+        rd.cmd(&["DEBUG", "DIGEST"]).text()
+    );
     assert_eq!(im.cmd(&["FCALL", "rdbf", "0"]), bulk("from-rdb"));
     assert!(imported.log_contents().contains("Imported"));
     assert_eq!(

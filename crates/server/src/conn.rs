@@ -763,6 +763,10 @@ impl Conn {
     async fn debug(&mut self, argv: &[&[u8]]) {
         if argv.len() >= 2 && argv[1].eq_ignore_ascii_case(b"reload") {
             crate::commands::rdb::debug_reload(self, argv).await;
+        } else if argv.len() == 2 && argv[1].eq_ignore_ascii_case(b"digest") {
+            crate::commands::digest::digest(self).await;
+        } else if argv.len() >= 2 && argv[1].eq_ignore_ascii_case(b"digest-value") {
+            crate::commands::digest::digest_value(self, argv).await;
         } else {
             crate::commands::server::debug(self, argv);
         }

@@ -303,8 +303,19 @@ pub async fn save_and_record(txn: &Txn, shared: &Arc<Shared>) -> Result<Saved, S
 /// A transaction holding every worker for `me`: the running one (`txn_id`, an EXEC's,
 /// which holds them all) or a new one.
 pub async fn hold_all(shared: &Arc<Shared>, me: usize, txn_id: u64) -> Txn {
+    hold_workers(shared, me, txn_id, (0..shared.workers).collect()).await
+}
+
+/// A transaction holding `workers` for `me`: the running one (`txn_id`, an EXEC's, which
+/// holds every worker) or a new one.
+pub async fn hold_workers(
+    shared: &Arc<Shared>,
+    me: usize,
+    txn_id: u64,
+    workers: Vec<usize>,
+) -> Txn {
     if txn_id == 0 {
-        Txn::begin(shared, me, (0..shared.workers).collect()).await
+        Txn::begin(shared, me, workers).await
     } else {
         Txn::join(shared, me, txn_id)
     }

@@ -32,6 +32,17 @@ use crate::reply::errors::{NOT_INT, SYNTAX};
 /// The RDB encoding of a collection at `now_ms`; None for a hash whose fields have all
 /// expired (not deleted yet): no key to dump.
 fn encode_coll(c: &Coll, now_ms: i64) -> Option<codec::Encoded> {
+    Some(match coll_value(c, now_ms)? {
+        // Redis's `listpackex`: restored as `listpackex` again.
+        (RdbValue::HashWithTtl(fields), true) => codec::encode_hash_listpack_ex(&fields),
+        (value, _) => codec::encode_value(&value),
+    })
+}
+
+/// The neutral form of a collection at `now_ms`, and whether it is a hash in Redis's
+/// `listpackex` encoding (small, field expiry on); None for a hash whose fields have all
+/// expired (not deleted yet).
+fn coll_value(c: &Coll, now_ms: i64) -> Option<(RdbValue, bool)> {
     let value = match c {
         Coll::Hash(h) if h.ttl_enabled() => {
             // Expired fields are not dumped (Redis's DUMP skips them too).
@@ -47,11 +58,7 @@ fn encode_coll(c: &Coll, now_ms: i64) -> Option<codec::Encoded> {
             if fields.is_empty() {
                 return None;
             }
-            if !h.big {
-                // Redis's `listpackex`: restored as `listpackex` again.
-                return Some(codec::encode_hash_listpack_ex(&fields));
-            }
-            RdbValue::HashWithTtl(fields)
+            return Some((RdbValue::HashWithTtl(fields), !h.big));
         }
         Coll::Hash(h) => RdbValue::Hash(h.iter().map(|(f, v)| (f.to_vec(), v.to_vec())).collect()),
         Coll::List(l) => RdbValue::List(l.items().iter().cloned().collect()),
@@ -59,7 +66,40 @@ fn encode_coll(c: &Coll, now_ms: i64) -> Option<codec::Encoded> {
         Coll::Zset(z) => RdbValue::Zset(z.iter().map(|(m, s)| (m.to_vec(), s)).collect()),
         Coll::Stream(s) => RdbValue::Stream(Box::new(stream_to_rdb(s))),
     };
-    Some(codec::encode_value(&value))
+    Some((value, false))
+}
+
+/// The value of `key` at `now_ms` in neutral form and the key's expiry (Unix ms, 0:
+/// none), for DEBUG DIGEST; `Ok(None)` when there is no key (or a hash whose fields have
+/// all expired), `Err` when its value could not be read. The value must be resident.
+pub fn key_value(
+    ks: &mut crate::keyspace::Keyspace,
+    db: usize,
+    key: &[u8],
+    now_ms: i64,
+) -> Result<Option<(RdbValue, i64)>, Unreadable> {
+    let Some(meta) = ks.meta(db, key, now_ms) else {
+        return Ok(None);
+    };
+    let value = if meta.value_type == VALUE_TYPE_STRING {
+        match ks.get(db, key, now_ms) {
+            Some(Got {
+                value: Value::Str(v),
+                ..
+            }) => RdbValue::String(v),
+            _ => return Err(Unreadable),
+        }
+    } else {
+        match ks.coll(db, key, meta.value_type, now_ms) {
+            Ok(Some(c)) => match coll_value(c, now_ms) {
+                Some((v, _)) => v,
+                None => return Ok(None),
+            },
+            Ok(None) | Err(CollError::WrongType) => return Ok(None),
+            Err(CollError::Failed) => return Err(Unreadable),
+        }
+    };
+    Ok(Some((value, meta.expire_at_ms)))
 }
 
 fn rdb_id(id: stream::StreamId) -> codec::StreamId {

@@ -6,6 +6,7 @@
 
 pub mod bitops;
 pub mod connection;
+pub mod digest;
 pub mod docs;
 pub mod dump;
 pub mod geo;

@@ -12,6 +12,7 @@ use crate::conn::Conn;
 use crate::glob::glob_match;
 use crate::reply::Reply;
 use crate::worker::unix_ms;
+use skerry_resp::{self as resp, Proto};
 
 /// TIME. Inside a script or EXEC it is the time the script or EXEC started (Redis 8.0 does
 /// not update its cached clock for nested calls): a script's loop on TIME never advances.
@@ -62,6 +63,7 @@ pub fn debug(c: &mut Conn, a: &[&[u8]]) {
             std::thread::sleep(std::time::Duration::from_secs_f64(secs));
             c.reply.ok();
         }
+        b"protocol" if a.len() == 3 => debug_protocol(c, a[2]),
         b"set-active-expire" if a.len() == 3 => {
             // Redis reads the flag with atoi: anything not a non-zero number is 0 (off).
             let on = super::parse_i64(a[2]).is_some_and(|n| n != 0);
@@ -69,9 +71,26 @@ pub fn debug(c: &mut Conn, a: &[&[u8]]) {
             c.reply.ok();
         }
         b"help" => {
-            c.reply.array(7);
+            c.reply.array(16);
             c.reply
                 .simple("DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
+            c.reply.simple("DIGEST");
+            c.reply
+                .simple("    Output a hex signature representing the current DB content.");
+            c.reply.simple("DIGEST-VALUE <key> [<key> ...]");
+            c.reply
+                .simple("    Output a hex signature of the values of all the specified keys.");
+            c.reply.simple("RELOAD [option ...]");
+            c.reply.simple(
+                "    Save the RDB on disk and reload it back to memory. Available <option> values:",
+            );
+            c.reply.simple(
+                "    * MERGE: Merge the content of the RDB instead of flushing the current data.",
+            );
+            c.reply
+                .simple("    * NOFLUSH: Do not flush the current data before loading.");
+            c.reply
+                .simple("    * NOSAVE: Do not save the RDB on disk before reloading.");
             c.reply.simple("SLEEP <seconds>");
             c.reply
                 .simple("    Stop the server for <seconds>. Decimals allowed.");
@@ -85,6 +104,63 @@ pub fn debug(c: &mut Conn, a: &[&[u8]]) {
             c.reply.simple("    default.");
         }
         _ => crate::commands::subcommand_syntax_error(&mut c.reply, "DEBUG", a[1]),
+    }
+}
+
+/// DEBUG PROTOCOL type: one reply of each RESP type, as Redis's `debug.c` gives them (for
+/// clients' and tests' protocol checks).
+fn debug_protocol(c: &mut Conn, name: &[u8]) {
+    let proto = c.reply.proto;
+    let buf = &mut c.reply.buf;
+    match name.to_ascii_lowercase().as_slice() {
+        b"string" => resp::bulk(buf, b"Hello World"),
+        b"integer" => resp::integer(buf, 12345),
+        b"double" => resp::double(buf, 3.141, proto),
+        b"bignum" => resp::big_number(buf, b"1234567999999999999999999999999999999", proto),
+        b"null" => resp::null(buf, proto),
+        b"array" | b"set" => {
+            if name.eq_ignore_ascii_case(b"set") {
+                resp::set_len(buf, 3, proto);
+            } else {
+                resp::array_len(buf, 3);
+            }
+            (0..3).for_each(|j| resp::integer(buf, j));
+        }
+        b"map" => {
+            resp::map_len(buf, 3, proto);
+            for j in 0..3 {
+                resp::integer(buf, j);
+                resp::boolean(buf, j == 1, proto);
+            }
+        }
+        b"attrib" => {
+            if proto != Proto::Resp2 {
+                resp::attribute_len(buf, 1);
+                resp::bulk(buf, b"key-popularity");
+                resp::array_len(buf, 2);
+                resp::bulk(buf, b"key:123");
+                resp::integer(buf, 90);
+            }
+            // An attribute is not a reply: a real one follows.
+            resp::bulk(buf, b"Some real reply following the attribute");
+        }
+        b"push" => {
+            if proto == Proto::Resp2 {
+                c.reply.error("ERR RESP2 is not supported by this command");
+                return;
+            }
+            let pushing = std::mem::replace(&mut c.pushing, true);
+            resp::push_len(&mut c.reply.buf, 2, proto);
+            resp::bulk(&mut c.reply.buf, b"server-cpu-usage");
+            resp::integer(&mut c.reply.buf, 42);
+            c.pushing = pushing;
+            // A push is not a reply either.
+            resp::bulk(&mut c.reply.buf, b"Some real reply following the push reply");
+        }
+        b"true" => resp::boolean(buf, true, proto),
+        b"false" => resp::boolean(buf, false, proto),
+        b"verbatim" => resp::verbatim(buf, b"txt", b"This is a verbatim\nstring", proto),
+        _ => c.reply.error("ERR Wrong protocol type name. Please use one of the following: string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false"),
     }
 }
 
