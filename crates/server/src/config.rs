@@ -555,6 +555,8 @@ pub static PARAMS: &[Param] = &[
     p("rdbcompression", Kind::Bool, "no", true),
     p("rdbchecksum", Kind::Bool, "yes", true),
     p("replica-read-only", Kind::Bool, "yes", true),
+    p("masterauth", Kind::Str, "", true),
+    p("masteruser", Kind::Str, "", true),
     p(
         "repl-backlog-size",
         Kind::Memory {
@@ -747,7 +749,6 @@ pub const UNBUILT: &[(&str, &str)] = &[
         "appenddirname",
         "Skerry writes no append-only file (values live in its data files)",
     ),
-    ("replica-read-only", "replication is not supported by Skerry yet"),
     ("repl-backlog-size", "replication is not supported by Skerry yet"),
     ("close-on-replica-write", "replication is not supported by Skerry yet"),
 ];

@@ -461,6 +461,16 @@ impl Conn {
             self.with_reply_mode(|c| c.reject(Some(idx), &msg));
             return;
         }
+        if spec.has_flag("write") && self.shared.repl.read_only_for(&self.shared, self.info.id) {
+            // A read-only replica: only the primary's stream writes (Redis's check comes
+            // before MULTI queues the command, whose EXEC then aborts).
+            self.flush_pending().await;
+            if let Some(m) = &mut self.multi {
+                m.error = true;
+            }
+            self.with_reply_mode(|c| c.reject(Some(idx), crate::replica::READONLY));
+            return;
+        }
         if self.multi.is_some()
             && !matches!(
                 spec.name,

@@ -25,6 +25,7 @@ pub mod persist;
 pub mod prefetch;
 pub mod pubsub;
 pub mod rdb;
+pub mod replica;
 pub mod reply;
 pub mod scripting;
 pub mod slot;
@@ -259,6 +260,7 @@ pub fn main_from_args<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
         stopping: AtomicBool::new(false),
         active_expire: AtomicBool::new(true),
         rdb: rdb::State::new(unix_ms()),
+        repl: Default::default(),
         started: Instant::now(),
         started_unix_ms: unix_ms(),
         port,

@@ -92,6 +92,8 @@ pub struct Shared {
     pub active_expire: AtomicBool,
     /// RDB saves and loads (LASTSAVE, INFO persistence).
     pub rdb: crate::rdb::State,
+    /// Following a primary (REPLICAOF; see `crate::replica`).
+    pub repl: crate::replica::State,
     /// When the server started.
     pub started: Instant,
     /// Unix time in ms when the server started.

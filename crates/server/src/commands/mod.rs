@@ -884,6 +884,9 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("lastsave", 1, &["loading", "stale", "fast"], NOKEY, "server", "1.0.0", "Returns the Unix timestamp of the last successful save to disk.", &["@admin", "@fast", "@dangerous"], Handler::Conn(sv::lastsave)),
     spec("shutdown", -1, &["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"], NOKEY, "server", "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server.", A_ADMIN, Handler::Conn(sv::shutdown)),
     spec("debug", -2, ADMIN, NOKEY, "server", "1.0.0", "A container for debugging commands.", A_ADMIN, Handler::Async(AsyncCmd::Debug)),
+    spec("replicaof", 3, &["admin", "noscript", "stale", "no_async_loading"], NOKEY, "server", "5.0.0", "Configures a server as replica of another, or promotes it to a master.", A_ADMIN, Handler::Conn(crate::commands::replication::replicaof)),
+    spec("slaveof", 3, &["admin", "noscript", "stale", "no_async_loading"], NOKEY, "server", "1.0.0", "Sets a Redis server as a replica of another, or promotes it to being a master.", A_ADMIN, Handler::Conn(crate::commands::replication::replicaof)),
+    spec("role", 1, &["noscript", "loading", "stale", "fast"], NOKEY, "server", "2.8.12", "Returns the replication role.", &["@admin", "@fast", "@dangerous"], Handler::Conn(crate::commands::replication::role)),
     spec("save", 1, &["admin", "noscript", "no_async_loading", "no_multi"], NOKEY, "server", "1.0.0", "Synchronously saves the database(s) to disk.", A_ADMIN, Handler::Async(AsyncCmd::Save)),
     spec("bgsave", -1, &["admin", "noscript", "no_async_loading"], NOKEY, "server", "1.0.0", "Asynchronously saves the database(s) to disk.", A_ADMIN, Handler::Async(AsyncCmd::Bgsave)),
     // geo (commands/geo.rs)

@@ -153,6 +153,101 @@ pub fn reply_without_blocking(c: &Conn, name: &str, a: &[&[u8]], reply: &mut Rep
     }
 }
 
+/// REPLICAOF host port | NO ONE (and SLAVEOF): follows a primary, or stops following
+/// (`crate::replica`).
+pub fn replicaof(c: &mut Conn, a: &[&[u8]]) {
+    use std::sync::atomic::Ordering;
+    if a[1].eq_ignore_ascii_case(b"no") && a[2].eq_ignore_ascii_case(b"one") {
+        if c.shared.repl.master.lock().expect("repl master").is_some() {
+            crate::replica::replicaof(&c.shared, c.worker, None);
+        }
+        c.reply.ok();
+        return;
+    }
+    let Some(port) = crate::commands::parse_i64(a[2]).filter(|p| (0..=65535).contains(p)) else {
+        c.reply.error("ERR Invalid master port");
+        return;
+    };
+    let host = String::from_utf8_lossy(a[1]).into_owned();
+    let target = (host, port as u16);
+    let same = c.shared.repl.master.lock().expect("repl master").as_ref() == Some(&target);
+    if same {
+        c.reply.simple("OK Already connected to specified master");
+        return;
+    }
+    // A new primary: its data replaces this one's at the full sync; the old primary's
+    // replication ID and offset mean nothing to it.
+    c.shared.repl.replid.lock().expect("replid").clear();
+    c.shared.repl.offset.store(0, Ordering::SeqCst);
+    crate::replica::replicaof(&c.shared, c.worker, Some(target));
+    c.reply.ok();
+}
+
+/// ROLE: `master` with no replicas, or `slave` with its primary, the link's state and the
+/// offset.
+pub fn role(c: &mut Conn, _a: &[&[u8]]) {
+    use std::sync::atomic::Ordering;
+    let repl = &c.shared.repl;
+    let master = repl.master.lock().expect("repl master").clone();
+    match master {
+        None => {
+            c.reply.array(3);
+            c.reply.bulk(b"master");
+            c.reply.int(0);
+            c.reply.array(0);
+        }
+        Some((host, port)) => {
+            let state = if repl.link_up.load(Ordering::SeqCst) {
+                "connected"
+            } else if repl.syncing.load(Ordering::SeqCst) {
+                "sync"
+            } else {
+                "connect"
+            };
+            c.reply.array(5);
+            c.reply.bulk(b"slave");
+            c.reply.bulk(host.as_bytes());
+            c.reply.int(i64::from(port));
+            c.reply.bulk(state.as_bytes());
+            c.reply.int(repl.offset.load(Ordering::SeqCst));
+        }
+    }
+}
+
+/// INFO's replication section.
+pub fn info_section(shared: &crate::worker::Shared, o: &mut String) {
+    use std::fmt::Write as _;
+    use std::sync::atomic::Ordering;
+    let repl = &shared.repl;
+    let master = repl.master.lock().expect("repl master").clone();
+    let offset = repl.offset.load(Ordering::SeqCst);
+    let replid = repl.replid.lock().expect("replid").clone();
+    match master {
+        None => {
+            let _ = write!(
+                o,
+                "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_replid:{}\r\nmaster_replid2:0000000000000000000000000000000000000000\r\nmaster_repl_offset:{offset}\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:0\r\n",
+                if replid.is_empty() { shared.run_id.as_str() } else { replid.as_str() },
+            );
+        }
+        Some((host, port)) => {
+            let up = repl.link_up.load(Ordering::SeqCst);
+            let io_ago =
+                (crate::worker::unix_ms() - repl.last_io_ms.load(Ordering::Relaxed)).max(0) / 1000;
+            let _ = write!(
+                o,
+                "# Replication\r\nrole:slave\r\nmaster_host:{host}\r\nmaster_port:{port}\r\nmaster_link_status:{}\r\nmaster_last_io_seconds_ago:{}\r\nmaster_sync_in_progress:{}\r\nslave_read_repl_offset:{offset}\r\nslave_repl_offset:{offset}\r\nslave_priority:100\r\nslave_read_only:{}\r\nreplica_announced:1\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_replid:{replid}\r\nmaster_replid2:0000000000000000000000000000000000000000\r\nmaster_repl_offset:{offset}\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:0\r\nskerry_full_syncs:{}\r\nskerry_partial_syncs:{}\r\n",
+                if up { "up" } else { "down" },
+                if up { io_ago } else { -1 },
+                repl.syncing.load(Ordering::SeqCst) as u8,
+                (shared.config.get("replica-read-only") == "yes") as u8,
+                repl.full_syncs.load(Ordering::Relaxed),
+                repl.partial_syncs.load(Ordering::Relaxed),
+            );
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -109,6 +109,7 @@ pub fn debug(c: &mut Conn, a: &[&[u8]]) {
 
 /// DEBUG PROTOCOL type: one reply of each RESP type, as Redis's `debug.c` gives them (for
 /// clients' and tests' protocol checks).
+#[allow(clippy::approx_constant)] // Redis's double is 3.141, not π.
 fn debug_protocol(c: &mut Conn, name: &[u8]) {
     let proto = c.reply.proto;
     let buf = &mut c.reply.buf;
@@ -1800,7 +1801,7 @@ fn render_info(c: &Conn, sections: &[String], w: &[WorkerInfo], pubsub: (usize, 
                 );
             }
             "replication" => {
-                o.push_str("# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_repl_offset:0\r\n");
+                crate::commands::replication::info_section(shared, o);
             }
             "cpu" => {
                 let _ = write!(

@@ -267,6 +267,9 @@ pub fn prepare(c: &Conn, argv: &[&[u8]]) -> Result<Prepared, String> {
     if ro && !script.flags.no_writes {
         return Err("ERR Can not execute a script with write flag using *_ro command.".into());
     }
+    if !script.flags.no_writes && c.shared.repl.read_only_for(&c.shared, c.info.id) {
+        return Err(crate::replica::READONLY.into());
+    }
     if !script.flags.no_writes && !script.flags.allow_oom && crate::memory::over_maxmemory() {
         return Err(
             "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'"

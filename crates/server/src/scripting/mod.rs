@@ -323,6 +323,9 @@ pub fn prepare(c: &Conn, argv: &[&[u8]]) -> Result<Prepared, String> {
     if !flags.compat && !flags.no_writes && ro {
         return Err("ERR Can not execute a script with write flag using *_ro command.".into());
     }
+    if !flags.compat && !flags.no_writes && c.shared.repl.read_only_for(&c.shared, c.info.id) {
+        return Err(crate::replica::READONLY.into());
+    }
     if !flags.compat && !flags.no_writes && !flags.allow_oom && crate::memory::over_maxmemory() {
         return Err(
             "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'"
@@ -553,6 +556,9 @@ async fn call_command(
     let writes = spec.has_flag("write") || spec.has_flag("may_replicate");
     if read_only && writes {
         return err("ERR Write commands are not allowed from read-only scripts.");
+    }
+    if spec.has_flag("write") && c.shared.repl.read_only_for(&c.shared, c.info.id) {
+        return err(crate::replica::READONLY);
     }
     if spec.has_flag("write") {
         // From here on SCRIPT KILL cannot stop it without leaving half its work.
