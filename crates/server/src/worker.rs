@@ -1053,9 +1053,13 @@ async fn cron(shared: Arc<Shared>, id: usize) {
         }
         let s = shard.borrow();
         let now = Instant::now();
+        // The master client applying a primary's stream is never idle-closed (Redis exempts
+        // its master and replica links too).
+        let master_client = shared.repl.master_client_id.load(Ordering::Relaxed);
         for c in s.clients.values() {
             if now.duration_since(c.last_interaction.get()) > Duration::from_secs(timeout_s)
                 && !c.blocked_in_command.get()
+                && c.id != master_client
             {
                 tracing::debug!("Closing idle client id={}", c.id);
                 c.kill();
