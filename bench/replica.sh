@@ -124,7 +124,7 @@ med() { awk -F'\t' -v s="$1" -v t="$2" -v c="$3" 'NR > 1 && $1 == s && $2 == t {
     echo "redis: $("$REDIS_BIN" --version)"
     echo '```'
     echo
-    echo "| replica | full sync s | RDB MB/s | replica CPU s | stream s | replica CPU s per 1,000 SETs |"
+    echo "| replica | full sync s | RDB MB/s | replica CPU s | stream s | replica CPU µs per SET |"
     echo "|---|---:|---:|---:|---:|---:|"
     for replica in redis skerry-t1 skerry-tdefault; do
         fs=$(med "$replica" full-sync 4)
@@ -132,8 +132,8 @@ med() { awk -F'\t' -v s="$1" -v t="$2" -v c="$3" 'NR > 1 && $1 == s && $2 == t {
         fb=$(med "$replica" full-sync 6)
         ss=$(med "$replica" stream 4)
         sc=$(med "$replica" stream 5)
-        printf '| %s | %.2f | %.0f | %.2f | %.2f | %.3f |\n' "$replica" "$fs" \
-            "$(calc "$fb / 1e6 / $fs")" "$fc" "$ss" "$(calc "$sc * 1000 / $STREAM_N")"
+        printf '| %s | %.2f | %.0f | %.2f | %.2f | %.1f |\n' "$replica" "$fs" \
+            "$(calc "$fb / 1e6 / $fs")" "$fc" "$ss" "$(calc "$sc * 1e6 / $STREAM_N")"
     done
     echo
     echo "Raw data: \`runs.tsv\`."
