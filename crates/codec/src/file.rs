@@ -88,7 +88,7 @@ impl std::fmt::Display for FileError {
 
 impl std::error::Error for FileError {}
 
-static CRC64: crc::Crc<u64> = crc::Crc::<u64>::new(&crc::CRC_64_REDIS);
+use crate::crc64::CRC64;
 
 /// What comes with a key besides its value.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -106,7 +106,7 @@ pub struct KeyMeta {
 /// [`FileWriter::take`] whenever it likes (the checksum covers what was taken).
 pub struct FileWriter {
     buf: Vec<u8>,
-    digest: crc::Digest<'static, u64>,
+    digest: crc::Digest<'static, u64, crc::Table<16>>,
     checksum: bool,
     taken_bytes: u64,
 }
@@ -245,7 +245,7 @@ pub struct FileReader<'a> {
     data: &'a [u8],
     r: Reader<'a>,
     version: u16,
-    digest: crc::Digest<'static, u64>,
+    digest: crc::Digest<'static, u64, crc::Table<16>>,
     /// Bytes already fed to the digest.
     digested: usize,
     done: bool,

@@ -552,7 +552,7 @@ pub static PARAMS: &[Param] = &[
     p("activerehashing", Kind::Bool, "yes", true),
     p("activedefrag", Kind::Bool, "no", true),
     p("stop-writes-on-bgsave-error", Kind::Bool, "yes", true),
-    p("rdbcompression", Kind::Bool, "no", true),
+    p("rdbcompression", Kind::Bool, "yes", true),
     p("rdbchecksum", Kind::Bool, "yes", true),
     p("replica-read-only", Kind::Bool, "yes", true),
     p("masterauth", Kind::Str, "", true),
@@ -735,7 +735,7 @@ pub const UNBUILT: &[(&str, &str)] = &[
     ),
     (
         "rdbcompression",
-        "Skerry writes RDB strings uncompressed (it reads LZF-compressed ones)",
+        "Skerry always LZF-compresses the RDB strings that compress (files and DUMP payloads)",
     ),
     (
         "stop-writes-on-bgsave-error",
