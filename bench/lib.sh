@@ -99,6 +99,15 @@ median_of() {
 run_median() {
     awk -F'\t' -v s="$1" -v t="$2" -v p="$3" -v c="$4" 'NR > 1 && $1 == s && $2 == t && $3 == p { print $c }' "$RUNS" | median_of
 }
+# point_median SERVER TEST COLUMN: the median of COLUMN over the rows of the tab-separated
+# "$RUNS" file (a header line, then server, test, ... per run) of one point.
+point_median() {
+    awk -F'\t' -v s="$1" -v t="$2" -v c="$3" 'NR > 1 && $1 == s && $2 == t { print $c }' "$RUNS" | median_of
+}
+# record_run FIELD...: appends one tab-separated row to "$RUNS".
+record_run() { (IFS=$'\t'; printf '%s\n' "$*") >>"$RUNS"; }
+# kill_server PID: kills a server started in the background (SIGKILL) and reaps it.
+kill_server() { kill -9 "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
 # ratio A B: A / B to two decimals, "-" when either is "nan" or B is 0.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "nan" || b == "nan" || b == 0) print "-"; else printf "%.2f", a / b }'; }
 # benchmark_rps FILE: the last "requests per second" figure of a redis-benchmark -q output.

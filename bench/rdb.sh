@@ -64,7 +64,6 @@ start() {
     PID=$!
     PIDS+=("$PID")
 }
-stop() { kill -9 "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
 # wait_dbsize PORT PID EXPECTED LOG: polls DBSIZE until it answers EXPECTED (a server
 # still loading answers an error or nothing).
 wait_dbsize() {
@@ -76,7 +75,6 @@ wait_dbsize() {
         sleep 0.01
     done
 }
-record() { printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$RUNS"; }
 secs_since() { calc "$(now) - $1"; }
 
 redis_dir=$DATA_DIR/redis
@@ -96,24 +94,31 @@ for r in $(seq "$REPEATS"); do
     s=$(secs_since "$t0")
     c1=$(cpu_ticks "$redis_pid")
     bytes=$(stat -c %s "$redis_dir/dump.rdb")
-    record redis save "$r" "$s" "$(calc "($c1 - $c0) / $TCK")" "$bytes"
+    record_run redis save "$r" "$s" "$(calc "($c1 - $c0) / $TCK")" "$bytes"
     log "redis SAVE: $s s, $bytes bytes"
 done
-stop "$redis_pid"
+kill_server "$redis_pid"
 cp "$redis_dir/dump.rdb" "$DATA_DIR/redis.rdb"
 
-for r in $(seq "$REPEATS"); do
-    start redis "$redis_dir" "$REDIS_BIN" --save "" --appendonly no --dbfilename dump.rdb
-    t0=$T0
-    until resp_ping "$PORT"; do sleep 0.005; done
-    s=$(secs_since "$t0")
-    c=$(calc "$(cpu_ticks "$PID") / $TCK")
-    got=$(redis-cli -p "$PORT" DBSIZE)
-    [[ $got == "$N" ]] || die "Redis loaded $got keys, not $N"
-    record redis load "$r" "$s" "$c" "$(stat -c %s "$DATA_DIR/redis.rdb")"
-    log "redis load: $s s"
-    stop "$PID"
-done
+# redis_loads TEST FILE: REPEATS times, Redis started on FILE (as its dump.rdb): seconds
+# until it answers PING (loaded), CPU, and DBSIZE checked.
+redis_loads() {
+    local r s c got
+    for r in $(seq "$REPEATS"); do
+        rm -f "$redis_dir/dump.rdb"
+        cp "$2" "$redis_dir/dump.rdb"
+        start redis "$redis_dir" "$REDIS_BIN" --save "" --appendonly no --dbfilename dump.rdb
+        until resp_ping "$PORT"; do sleep 0.005; done
+        s=$(secs_since "$T0")
+        c=$(calc "$(cpu_ticks "$PID") / $TCK")
+        got=$(redis-cli -p "$PORT" DBSIZE)
+        [[ $got == "$N" ]] || die "Redis loaded $got keys from $2, not $N"
+        record_run redis "$1" "$r" "$s" "$c" "$(stat -c %s "$2")"
+        log "redis $1: $s s"
+        kill_server "$PID"
+    done
+}
+redis_loads load "$DATA_DIR/redis.rdb"
 
 for threads in 1 default; do
     for r in $(seq "$REPEATS"); do
@@ -129,7 +134,7 @@ for threads in 1 default; do
         wait_dbsize "$sk_port" "$sk_pid" "$N" "$sk_dir/skerry.log"
         s=$(secs_since "$t0")
         c=$(calc "$(cpu_ticks "$sk_pid") / $TCK")
-        record "skerry-t$threads" import "$r" "$s" "$c" "$(stat -c %s "$DATA_DIR/redis.rdb")"
+        record_run "skerry-t$threads" import "$r" "$s" "$c" "$(stat -c %s "$DATA_DIR/redis.rdb")"
         log "skerry --threads $threads import: $s s ($(grep -o 'Imported.*' "$sk_dir/skerry.log" | head -n 1))"
         if [[ $threads == default ]]; then
             c0=$(cpu_ticks "$sk_pid")
@@ -138,30 +143,16 @@ for threads in 1 default; do
             s=$(secs_since "$t0")
             c1=$(cpu_ticks "$sk_pid")
             bytes=$(stat -c %s "$sk_dir/dump.rdb")
-            record skerry-tdefault save "$r" "$s" "$(calc "($c1 - $c0) / $TCK")" "$bytes"
+            record_run skerry-tdefault save "$r" "$s" "$(calc "($c1 - $c0) / $TCK")" "$bytes"
             log "skerry SAVE: $s s, $bytes bytes"
             cp "$sk_dir/dump.rdb" "$DATA_DIR/skerry.rdb"
         fi
-        stop "$sk_pid"
+        kill_server "$sk_pid"
     done
 done
 
-for r in $(seq "$REPEATS"); do
-    rm -f "$redis_dir/dump.rdb"
-    cp "$DATA_DIR/skerry.rdb" "$redis_dir/dump.rdb"
-    start redis "$redis_dir" "$REDIS_BIN" --save "" --appendonly no --dbfilename dump.rdb
-    t0=$T0
-    until resp_ping "$PORT"; do sleep 0.005; done
-    s=$(secs_since "$t0")
-    c=$(calc "$(cpu_ticks "$PID") / $TCK")
-    got=$(redis-cli -p "$PORT" DBSIZE)
-    [[ $got == "$N" ]] || die "Redis loaded $got keys from Skerry's file, not $N"
-    record redis load-skerry-file "$r" "$s" "$c" "$(stat -c %s "$DATA_DIR/skerry.rdb")"
-    log "redis load of Skerry's file: $s s"
-    stop "$PID"
-done
+redis_loads load-skerry-file "$DATA_DIR/skerry.rdb"
 
-med() { awk -F'\t' -v s="$1" -v t="$2" -v c="$3" 'NR > 1 && $1 == s && $2 == t { print $c }' "$RUNS" | median_of; }
 {
     echo "# RDB files: Skerry vs Redis"
     echo
@@ -179,9 +170,9 @@ med() { awk -F'\t' -v s="$1" -v t="$2" -v c="$3" 'NR > 1 && $1 == s && $2 == t {
     for point in "redis save" "redis load" "skerry-t1 import" "skerry-tdefault import" \
         "skerry-tdefault save" "redis load-skerry-file"; do
         read -r s t <<<"$point"
-        sec=$(med "$s" "$t" 4)
-        cpu=$(med "$s" "$t" 5)
-        bytes=$(med "$s" "$t" 6)
+        sec=$(point_median "$s" "$t" 4)
+        cpu=$(point_median "$s" "$t" 5)
+        bytes=$(point_median "$s" "$t" 6)
         printf '| %s | %s | %.2f | %.0f | %.2f | %.0f | %.0f |\n' "$s" "$t" "$sec" \
             "$(calc "$N / $sec")" "$cpu" "$(calc "($cpu > 0) ? $N / $cpu : 0")" "$bytes"
     done

@@ -50,8 +50,6 @@ TCK=$(getconf CLK_TCK)
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$DATA_DIR"; }
 trap cleanup EXIT
-stop() { kill -9 "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
-record() { printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$RUNS"; }
 info() { redis-cli -p "$1" INFO "$2" | tr -d '\r' | awk -F: -v f="$3" '$1 == f { print $2 }'; }
 
 pdir=$DATA_DIR/primary
@@ -94,7 +92,7 @@ for replica in redis skerry-t1 skerry-tdefault; do
         s=$(calc "$(now) - $t0")
         c1=$(cpu_ticks "$RPID")
         bytes=$(stat -c %s "$pdir/dump.rdb" 2>/dev/null || echo 0)
-        record "$replica" full-sync "$r" "$s" "$(calc "($c1 - $c0) / $TCK")" "$bytes"
+        record_run "$replica" full-sync "$r" "$s" "$(calc "($c1 - $c0) / $TCK")" "$bytes"
         log "$replica full sync: $s s"
         c0=$(cpu_ticks "$RPID")
         t0=$(now)
@@ -104,13 +102,12 @@ for replica in redis skerry-t1 skerry-tdefault; do
         until [[ $(info "$RPORT" replication slave_repl_offset) -ge $target ]]; do sleep 0.005; done
         s=$(calc "$(now) - $t0")
         c1=$(cpu_ticks "$RPID")
-        record "$replica" stream "$r" "$s" "$(calc "($c1 - $c0) / $TCK")" 0
+        record_run "$replica" stream "$r" "$s" "$(calc "($c1 - $c0) / $TCK")" 0
         log "$replica stream of $STREAM_N SETs: $s s"
-        stop "$RPID"
+        kill_server "$RPID"
     done
 done
 
-med() { awk -F'\t' -v s="$1" -v t="$2" -v c="$3" 'NR > 1 && $1 == s && $2 == t { print $c }' "$RUNS" | median_of; }
 {
     echo "# A replica of Redis: Skerry vs Redis"
     echo
@@ -127,11 +124,11 @@ med() { awk -F'\t' -v s="$1" -v t="$2" -v c="$3" 'NR > 1 && $1 == s && $2 == t {
     echo "| replica | full sync s | RDB MB/s | replica CPU s | stream s | replica CPU µs per SET |"
     echo "|---|---:|---:|---:|---:|---:|"
     for replica in redis skerry-t1 skerry-tdefault; do
-        fs=$(med "$replica" full-sync 4)
-        fc=$(med "$replica" full-sync 5)
-        fb=$(med "$replica" full-sync 6)
-        ss=$(med "$replica" stream 4)
-        sc=$(med "$replica" stream 5)
+        fs=$(point_median "$replica" full-sync 4)
+        fc=$(point_median "$replica" full-sync 5)
+        fb=$(point_median "$replica" full-sync 6)
+        ss=$(point_median "$replica" stream 4)
+        sc=$(point_median "$replica" stream 5)
         printf '| %s | %.2f | %.0f | %.2f | %.2f | %.1f |\n' "$replica" "$fs" \
             "$(calc "$fb / 1e6 / $fs")" "$fc" "$ss" "$(calc "$sc * 1e6 / $STREAM_N")"
     done

@@ -138,12 +138,6 @@ fn snapshot(r: &mut Raw) -> Snapshot {
     out
 }
 
-/// The value of INFO `section`'s `field`.
-fn info_of(r: &mut Raw, section: &str, field: &str) -> String {
-    let info = r.cmd(&["INFO", section]).text();
-    info_field(&info, field).unwrap_or_else(|| panic!("INFO {section} has no {field}: {info}"))
-}
-
 #[test]
 fn save_and_debug_reload_keep_every_key() {
     let s = Server::start(&["--threads", "2"]);
@@ -158,18 +152,18 @@ fn save_and_debug_reload_keep_every_key() {
     assert_eq!(r.cmd(&["SAVE"]), ok());
     assert!(r.cmd(&["LASTSAVE"]).int() >= last_before);
     assert_eq!(
-        info_of(&mut r, "persistence", "rdb_changes_since_last_save"),
+        info_text(&mut r, "persistence", "rdb_changes_since_last_save"),
         "0"
     );
     assert_eq!(
-        info_of(&mut r, "persistence", "rdb_last_bgsave_status"),
+        info_text(&mut r, "persistence", "rdb_last_bgsave_status"),
         "ok"
     );
     assert!(s.dir().join("dump.rdb").exists());
     // A change after the save, then DEBUG RELOAD: it saves again and loads what it saved.
     r.cmd(&["SET", "after-save", "1"]);
     assert_ne!(
-        info_of(&mut r, "persistence", "rdb_changes_since_last_save"),
+        info_text(&mut r, "persistence", "rdb_changes_since_last_save"),
         "0"
     );
     r.cmd(&["DEL", "after-save"]);
@@ -220,7 +214,7 @@ fn bgsave_writes_the_file_and_save_is_refused_in_multi() {
     assert!(!s.dir().join("dump.rdb").exists());
     assert_eq!(r.cmd(&["BGSAVE"]), simple("Background saving started"));
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while info_of(&mut r, "persistence", "rdb_bgsave_in_progress") != "0"
+    while info_text(&mut r, "persistence", "rdb_bgsave_in_progress") != "0"
         || !s.dir().join("dump.rdb").exists()
     {
         assert!(
@@ -230,7 +224,7 @@ fn bgsave_writes_the_file_and_save_is_refused_in_multi() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(
-        info_of(&mut r, "persistence", "rdb_last_bgsave_status"),
+        info_text(&mut r, "persistence", "rdb_last_bgsave_status"),
         "ok"
     );
     assert!(s.dir().join("dump.rdb").exists());
@@ -295,7 +289,7 @@ fn files_exchanged_with_redis_both_ways() {
     assert_eq!(im.cmd(&["FCALL", "rdbf", "0"]), bulk("from-rdb"));
     assert!(imported.log_contents().contains("Imported"));
     assert_eq!(
-        info_of(&mut im, "persistence", "rdb_last_load_keys_loaded"),
+        info_text(&mut im, "persistence", "rdb_last_load_keys_loaded"),
         expected.len().to_string()
     );
     // And the imported data is in Skerry's own store: it survives a restart (kill -9

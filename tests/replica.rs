@@ -12,11 +12,6 @@ use std::time::Duration;
 
 use common::*;
 
-fn info_of(r: &mut Raw, field: &str) -> String {
-    let info = r.cmd(&["INFO", "replication"]).text();
-    info_field(&info, field).unwrap_or_else(|| panic!("INFO replication has no {field}: {info}"))
-}
-
 /// Writes of every kind, on the primary.
 fn writes(p: &mut Raw, round: usize) {
     let k = |name: &str| format!("{name}:{round}");
@@ -53,12 +48,15 @@ fn caught_up(p: &mut Raw, r: &mut Raw) {
     // WAIT for the replica's acknowledgement: it answers REPLCONF GETACK.
     let acked = p.cmd(&["WAIT", "1", "5000"]).int();
     assert_eq!(acked, 1, "the replica did not acknowledge");
-    let target = info_of(p, "master_repl_offset");
+    let target = info_text(p, "replication", "master_repl_offset");
     assert!(
-        wait_until(Duration::from_secs(10), || info_of(r, "slave_repl_offset")
-            == target),
+        wait_until(Duration::from_secs(10), || info_text(
+            r,
+            "replication",
+            "slave_repl_offset"
+        ) == target),
         "the replica's offset {} never reached {target}",
-        info_of(r, "slave_repl_offset")
+        info_text(r, "replication", "slave_repl_offset")
     );
     // The stream is applied in order by one client: a command sent now runs after it.
     assert!(wait_until(Duration::from_secs(10), || {
@@ -92,14 +90,13 @@ fn follows_a_redis_primary_resumes_and_is_promoted() {
         simple("OK Already connected to specified master")
     );
     assert!(
-        wait_until(Duration::from_secs(30), || info_of(
-            &mut r,
-            "master_link_status"
-        ) == "up"),
+        wait_until(Duration::from_secs(30), || {
+            info_text(&mut r, "replication", "master_link_status") == "up"
+        }),
         "the link never came up; log:\n{}",
         replica.log_contents()
     );
-    assert_eq!(info_of(&mut r, "role"), "slave");
+    assert_eq!(info_text(&mut r, "replication", "role"), "slave");
     caught_up(&mut p, &mut r);
     assert_eq!(r.cmd(&["EXISTS", "replaced-by-sync"]).int(), 0);
     // A function that may write is refused on a read-only replica; a no-writes one runs.
@@ -137,7 +134,7 @@ fn follows_a_redis_primary_resumes_and_is_promoted() {
     p.cmd(&["CLIENT", "KILL", "TYPE", "replica"]);
     writes(&mut p, 2);
     assert!(wait_until(Duration::from_secs(30), || {
-        info_of(&mut p, "connected_slaves") == "1"
+        info_text(&mut p, "replication", "connected_slaves") == "1"
     }));
     caught_up(&mut p, &mut r);
     let stats = p.cmd(&["INFO", "stats"]).text();

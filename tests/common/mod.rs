@@ -874,6 +874,13 @@ pub fn info_u64(r: &mut Raw, section: &str, field: &str) -> Option<u64> {
     info_field(&info, field).and_then(|v| v.parse().ok())
 }
 
+/// One field of an INFO section, read through a raw client; panics, with the section,
+/// when it is missing.
+pub fn info_text(r: &mut Raw, section: &str, field: &str) -> String {
+    let info = r.cmd(&["INFO", section]).text();
+    info_field(&info, field).unwrap_or_else(|| panic!("INFO {section} has no {field}: {info}"))
+}
+
 /// Sends all `cmds` in one write and reads one reply per command.
 pub fn pipeline<A: AsRef<[u8]>>(r: &mut Raw, cmds: &[Vec<A>]) -> Vec<Value> {
     let mut out = Vec::new();

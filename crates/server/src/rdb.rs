@@ -31,8 +31,8 @@ use crate::commands::dump;
 use crate::scripting::functions::RestorePolicy;
 use crate::worker::{unix_ms, Shard, Shared, Txn};
 
-/// Keys asked of a worker per step of a save.
-const SAVE_BATCH_KEYS: usize = 512;
+/// Keys asked of a worker per step of a walk (SAVE, DEBUG DIGEST).
+const WALK_BATCH_KEYS: usize = 512;
 /// File bytes gathered before they are written out.
 const SAVE_WRITE_BYTES: usize = 1 << 20;
 /// Keys sent to a worker per step of a load, at most.
@@ -139,6 +139,91 @@ fn encode_batch(
     Ok(out)
 }
 
+/// A [`Walk`] step: (shard, db, keys with their values resident, now in Unix ms).
+pub type WalkStep<T> = fn(&mut Shard, usize, &[Vec<u8>], i64) -> Result<T, String>;
+
+/// The keys of one database, on every worker in turn, a batch at a time in hash order
+/// (`Keyspace::scan`), while a transaction holds every worker: what SAVE writes and DEBUG
+/// DIGEST hashes.
+pub struct Walk {
+    db: usize,
+    workers: usize,
+    now_ms: i64,
+    /// The worker walked now, and its scan position.
+    w: usize,
+    position: u64,
+}
+
+impl Walk {
+    /// A walk over `db` of `workers` workers at `now_ms`.
+    pub fn new(db: usize, workers: usize, now_ms: i64) -> Walk {
+        Walk {
+            db,
+            workers,
+            now_ms,
+            w: 0,
+            position: 0,
+        }
+    }
+
+    /// Runs `step` on the next batch of keys (never empty), on their worker with their
+    /// values resident; `Ok(None)` once every worker is done. Err: a value could not be
+    /// read, or `step`'s error.
+    pub async fn next<T: Send + 'static>(
+        &mut self,
+        txn: &Txn,
+        step: WalkStep<T>,
+    ) -> Result<Option<T>, String> {
+        let (db, now_ms) = (self.db, self.now_ms);
+        while self.w < self.workers {
+            let (w, position) = (self.w, self.position);
+            let (batch, next) = txn
+                .run(w, move |s| {
+                    let mut batch = Vec::new();
+                    let next = s.keyspace.scan(db, position, WALK_BATCH_KEYS, now_ms, |e| {
+                        batch.push(e.key().to_vec())
+                    });
+                    (batch, next)
+                })
+                .await;
+            match next {
+                Some(p) => self.position = p,
+                None => (self.w, self.position) = (w + 1, 0),
+            }
+            if batch.is_empty() {
+                continue;
+            }
+            let keys = batch.clone();
+            return txn
+                .run_resident(w, db, batch, now_ms, move |s| step(s, db, &keys, now_ms))
+                .await?
+                .map(Some);
+        }
+        Ok(None)
+    }
+}
+
+/// Empties every database of every worker (`txn` holds them all) and the function
+/// libraries: before DEBUG RELOAD's load and a replica's full sync.
+pub async fn empty_dataset(txn: &Txn, shared: &Shared) {
+    for w in 0..shared.workers {
+        txn.run(w, |s| {
+            for db in 0..s.keyspace.databases() {
+                s.keyspace.flush(db);
+            }
+            crate::blocking::serve_ready(s);
+        })
+        .await;
+    }
+    if let Err(e) = shared
+        .scripts
+        .libraries
+        .restore(Vec::new(), RestorePolicy::Flush)
+    {
+        tracing::error!("emptying the function libraries: {e}");
+    }
+}
+
 /// Writes every database to `path` as an RDB file; `txn` holds every worker.
 pub async fn save(txn: &Txn, shared: &Arc<Shared>, path: &Path) -> Result<Saved, String> {
     debug_assert!(txn.holds_all());
@@ -181,51 +266,25 @@ pub async fn save(txn: &Txn, shared: &Arc<Shared>, path: &Path) -> Result<Saved,
                 continue;
             }
             out.select_db(db as u64, db_keys, db_expires);
-            for w in 0..shared.workers {
-                let mut position = 0u64;
-                loop {
-                    let (batch, next) = txn
-                        .run(w, move |s| {
-                            let mut batch = Vec::new();
-                            let next =
-                                s.keyspace.scan(db, position, SAVE_BATCH_KEYS, now_ms, |e| {
-                                    batch.push(e.key().to_vec())
-                                });
-                            (batch, next)
-                        })
-                        .await;
-                    if !batch.is_empty() {
-                        let names = batch.clone();
-                        let entries = txn
-                            .run_resident(w, db, batch, now_ms, move |s| {
-                                encode_batch(s, db, &names, now_ms)
-                            })
-                            .await??;
-                        let delay_us = shared.config.get_i64("rdb-key-save-delay");
-                        for (key, value, at) in entries {
-                            if delay_us > 0 {
-                                // A test knob (Redis's): every key written takes this long.
-                                compio::time::sleep(std::time::Duration::from_micros(
-                                    delay_us as u64,
-                                ))
-                                .await;
-                            }
-                            let meta = KeyMeta {
-                                expire_at_ms: (at != 0).then_some(at),
-                                ..KeyMeta::default()
-                            };
-                            out.entry(&key, &value, meta);
-                            keys += 1;
-                        }
-                        if out.buffered() >= SAVE_WRITE_BYTES {
-                            file.write_all(&out.take())
-                                .map_err(|e| io("Failed writing", e))?;
-                        }
+            let mut walk = Walk::new(db, shared.workers, now_ms);
+            while let Some(entries) = walk.next(txn, encode_batch).await? {
+                let delay_us = shared.config.get_i64("rdb-key-save-delay");
+                for (key, value, at) in entries {
+                    if delay_us > 0 {
+                        // A test knob (Redis's): every key written takes this long.
+                        compio::time::sleep(std::time::Duration::from_micros(delay_us as u64))
+                            .await;
                     }
-                    match next {
-                        Some(p) => position = p,
-                        None => break,
-                    }
+                    let meta = KeyMeta {
+                        expire_at_ms: (at != 0).then_some(at),
+                        ..KeyMeta::default()
+                    };
+                    out.entry(&key, &value, meta);
+                    keys += 1;
+                }
+                if out.buffered() >= SAVE_WRITE_BYTES {
+                    file.write_all(&out.take())
+                        .map_err(|e| io("Failed writing", e))?;
                 }
             }
         }

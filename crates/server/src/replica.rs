@@ -45,6 +45,8 @@ pub struct State {
     pub generation: AtomicU64,
     /// The primary followed (None: this server is a primary).
     pub master: Mutex<Option<(String, u16)>>,
+    /// `master` is set, for the command path's read-only check without the lock.
+    following: AtomicBool,
     /// The link is up (full sync done, the stream flowing).
     pub link_up: AtomicBool,
     /// A full sync is being received or loaded.
@@ -66,7 +68,7 @@ pub struct State {
 impl State {
     /// True when writes from clients other than the master client are refused.
     pub fn read_only_for(&self, shared: &Shared, client_id: u64) -> bool {
-        self.master.lock().expect("repl master").is_some()
+        self.following.load(Ordering::Relaxed)
             && client_id != self.master_client_id.load(Ordering::Relaxed)
             && shared.config.get("replica-read-only") == "yes"
     }
@@ -86,6 +88,7 @@ pub fn replicaof(shared: &Arc<Shared>, me: usize, target: Option<(String, u16)>)
     repl.link_up.store(false, Ordering::SeqCst);
     repl.master_client_id.store(0, Ordering::SeqCst);
     *repl.master.lock().expect("repl master") = target.clone();
+    repl.following.store(target.is_some(), Ordering::SeqCst);
     let Some((host, port)) = target else {
         tracing::info!("MASTER MODE enabled");
         return;
@@ -125,6 +128,19 @@ struct Inbound {
 }
 
 impl Inbound {
+    /// Connects to `host`:`port`; `what` names the connection in the error.
+    async fn connect(host: &str, port: u16, what: &str) -> Result<Inbound, String> {
+        let stream = TcpStream::connect((host, port))
+            .await
+            .map_err(|e| format!("{what}: {e}"))?;
+        let _ = stream.set_nodelay(true);
+        Ok(Inbound {
+            stream,
+            buf: Vec::new(),
+            start: 0,
+        })
+    }
+
     fn pending(&self) -> &[u8] {
         &self.buf[self.start..]
     }
@@ -183,6 +199,16 @@ async fn call(inb: &mut Inbound, args: &[&[u8]]) -> Result<String, String> {
     inb.line().await
 }
 
+/// [`call`] for a command that must succeed (a `+` reply); Err names it as `what`.
+async fn call_ok(inb: &mut Inbound, args: &[&[u8]], what: &str) -> Result<(), String> {
+    let reply = call(inb, args).await?;
+    if reply.starts_with('+') {
+        Ok(())
+    } else {
+        Err(format!("{what}: {reply}"))
+    }
+}
+
 /// One connection to the primary: handshake, sync, stream, until it breaks or REPLICAOF
 /// changes the target.
 async fn link(
@@ -194,44 +220,31 @@ async fn link(
     applier: &mut Option<TcpStream>,
 ) -> Result<(), String> {
     let repl = &shared.repl;
-    let stream = TcpStream::connect((host, port))
-        .await
-        .map_err(|e| format!("connect: {e}"))?;
-    let _ = stream.set_nodelay(true);
-    let mut inb = Inbound {
-        stream,
-        buf: Vec::new(),
-        start: 0,
-    };
+    let mut inb = Inbound::connect(host, port, "connect").await?;
     let auth = shared.config.get("masterauth");
     if !auth.is_empty() {
         let user = shared.config.get("masteruser");
-        let reply = if user.is_empty() {
-            call(&mut inb, &[b"AUTH", auth.as_bytes()]).await?
+        if user.is_empty() {
+            call_ok(&mut inb, &[b"AUTH", auth.as_bytes()], "AUTH").await?;
         } else {
-            call(&mut inb, &[b"AUTH", user.as_bytes(), auth.as_bytes()]).await?
-        };
-        if !reply.starts_with('+') {
-            return Err(format!("AUTH: {reply}"));
+            call_ok(
+                &mut inb,
+                &[b"AUTH", user.as_bytes(), auth.as_bytes()],
+                "AUTH",
+            )
+            .await?;
         }
     }
-    let pong = call(&mut inb, &[b"PING"]).await?;
-    if !pong.starts_with('+') {
-        return Err(format!("PING: {pong}"));
-    }
+    call_ok(&mut inb, &[b"PING"], "PING").await?;
     let my_port = shared.port.to_string();
-    let r = call(
+    let listening = [&b"REPLCONF"[..], b"listening-port", my_port.as_bytes()];
+    call_ok(&mut inb, &listening, "REPLCONF listening-port").await?;
+    call_ok(
         &mut inb,
-        &[b"REPLCONF", b"listening-port", my_port.as_bytes()],
+        &[b"REPLCONF", b"capa", b"psync2"],
+        "REPLCONF capa",
     )
     .await?;
-    if !r.starts_with('+') {
-        return Err(format!("REPLCONF listening-port: {r}"));
-    }
-    let r = call(&mut inb, &[b"REPLCONF", b"capa", b"psync2"]).await?;
-    if !r.starts_with('+') {
-        return Err(format!("REPLCONF capa: {r}"));
-    }
     let replid = repl.replid.lock().expect("replid").clone();
     let offset = repl.offset.load(Ordering::SeqCst);
     let (psync_id, psync_offset) = if replid.is_empty() {
@@ -324,21 +337,7 @@ async fn full_sync(
     }
     let started = Instant::now();
     let txn = crate::rdb::hold_all(shared, me, 0).await;
-    for w in 0..shared.workers {
-        txn.run(w, |s| {
-            for db in 0..s.keyspace.databases() {
-                s.keyspace.flush(db);
-            }
-            crate::blocking::serve_ready(s);
-        })
-        .await;
-    }
-    if let Err(e) = shared.scripts.libraries.restore(
-        Vec::new(),
-        crate::scripting::functions::RestorePolicy::Flush,
-    ) {
-        tracing::warn!("MASTER <-> REPLICA sync: flushing the function libraries: {e}");
-    }
+    crate::rdb::empty_dataset(&txn, shared).await;
     let loaded = crate::rdb::load(&txn, shared, &tmp, true, true).await;
     drop(txn);
     let _ = std::fs::remove_file(&tmp);
@@ -353,31 +352,23 @@ async fn full_sync(
 
 /// Connects the local client that applies the stream (see the module doc).
 async fn master_client(shared: &Arc<Shared>) -> Result<TcpStream, String> {
-    let stream = TcpStream::connect(("127.0.0.1", shared.port))
-        .await
-        .map_err(|e| format!("the master client's loopback connection: {e}"))?;
-    let _ = stream.set_nodelay(true);
-    let mut inb = Inbound {
-        stream,
-        buf: Vec::new(),
-        start: 0,
-    };
+    let what = "the master client's loopback connection";
+    let mut inb = Inbound::connect("127.0.0.1", shared.port, what).await?;
     let pass = shared.config.get("requirepass");
     if !pass.is_empty() {
-        let r = call(&mut inb, &[b"AUTH", pass.as_bytes()]).await?;
-        if !r.starts_with('+') {
-            return Err(format!("master client AUTH: {r}"));
-        }
+        call_ok(&mut inb, &[b"AUTH", pass.as_bytes()], "master client AUTH").await?;
     }
     let id = call(&mut inb, &[b"CLIENT", b"ID"]).await?;
     let id: u64 = id
         .strip_prefix(':')
         .and_then(|n| n.parse().ok())
         .ok_or_else(|| format!("master client CLIENT ID: {id}"))?;
-    let r = call(&mut inb, &[b"CLIENT", b"SETNAME", b"master"]).await?;
-    if !r.starts_with('+') {
-        return Err(format!("master client SETNAME: {r}"));
-    }
+    call_ok(
+        &mut inb,
+        &[b"CLIENT", b"SETNAME", b"master"],
+        "master client SETNAME",
+    )
+    .await?;
     // Its commands are the primary's: nothing to answer (and nothing to read back).
     send(&mut inb.stream, &[b"CLIENT", b"REPLY", b"OFF"]).await?;
     shared.repl.master_client_id.store(id, Ordering::SeqCst);

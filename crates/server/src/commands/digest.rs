@@ -17,12 +17,16 @@ use crate::rdb;
 /// A digest: 20 bytes.
 type Digest = [u8; 20];
 
+/// XORs `b` into `a`.
+fn xor_into(a: &mut Digest, b: &Digest) {
+    for (x, y) in a.iter_mut().zip(b) {
+        *x ^= y;
+    }
+}
+
 /// Redis's `xorDigest`: XORs the SHA1 of `data` into `d`.
 fn xor(d: &mut Digest, data: &[u8]) {
-    let h = Sha1::from(data).digest().bytes();
-    for (a, b) in d.iter_mut().zip(h) {
-        *a ^= b;
-    }
+    xor_into(d, &Sha1::from(data).digest().bytes());
 }
 
 /// Redis's `mixDigest`: XORs the SHA1 of `data` into `d`, then replaces `d` with its own
@@ -87,21 +91,42 @@ fn value_into(d: &mut Digest, v: &RdbValue, expires: bool) {
     }
 }
 
-/// The digest of `key`'s value (resident) as DIGEST-VALUE gives it: zeros when there is
-/// no key; Err with the read error's message.
-fn value_digest(
+/// Mixes `key`'s value (resident) and its expiry mark into `d`; false when there is no
+/// key; Err with the read error's message.
+fn key_into(
+    d: &mut Digest,
     ks: &mut crate::keyspace::Keyspace,
     db: usize,
     key: &[u8],
     now_ms: i64,
-) -> Result<Digest, String> {
-    let mut d = [0u8; 20];
+) -> Result<bool, String> {
     match dump::key_value(ks, db, key, now_ms) {
-        Ok(Some((v, expire_at_ms))) => value_into(&mut d, &v, expire_at_ms != 0),
-        Ok(None) => {}
-        Err(dump::Unreadable) => return Err(ks.take_error().unwrap_or_default()),
+        Ok(Some((v, expire_at_ms))) => {
+            value_into(d, &v, expire_at_ms != 0);
+            Ok(true)
+        }
+        Ok(None) => Ok(false),
+        Err(dump::Unreadable) => Err(ks.take_error().unwrap_or_default()),
     }
-    Ok(d)
+}
+
+/// The XOR of the digests of `keys` of `db` (resident), each its name mixed with its value
+/// as DEBUG DIGEST takes them (a `Walk` step on the keys' worker).
+fn keys_digest(
+    s: &mut crate::worker::Shard,
+    db: usize,
+    keys: &[Vec<u8>],
+    now_ms: i64,
+) -> Result<Digest, String> {
+    let mut acc = [0u8; 20];
+    for k in keys {
+        let mut d = [0u8; 20];
+        mix(&mut d, k);
+        if key_into(&mut d, &mut s.keyspace, db, k, now_ms)? {
+            xor(&mut acc, &d);
+        }
+    }
+    Ok(acc)
 }
 
 fn hex(d: &Digest) -> String {
@@ -118,7 +143,8 @@ pub async fn digest_value(c: &mut Conn, a: &[&[u8]]) {
         let txn = rdb::hold_workers(&c.shared, c.worker, c.ambient_txn, vec![w]).await;
         let got = txn
             .run_resident(w, db, vec![k.clone()], now_ms, move |s| {
-                value_digest(&mut s.keyspace, db, &k, now_ms)
+                let mut d = [0u8; 20];
+                key_into(&mut d, &mut s.keyspace, db, &k, now_ms).map(|_| d)
             })
             .await;
         match got {
@@ -147,56 +173,23 @@ pub async fn digest(c: &mut Conn) {
         // Per database: whether it holds keys, and the XOR of its key digests.
         let mut any = false;
         let mut acc = [0u8; 20];
-        for w in 0..shared.workers {
-            let mut position = 0u64;
-            loop {
-                let (batch, next) = txn
-                    .run(w, move |s| {
-                        let mut batch = Vec::new();
-                        let next = s
-                            .keyspace
-                            .scan(db, position, 512, now_ms, |e| batch.push(e.key().to_vec()));
-                        (batch, next)
-                    })
-                    .await;
-                if !batch.is_empty() {
+        let mut walk = rdb::Walk::new(db, shared.workers, now_ms);
+        loop {
+            match walk.next(&txn, keys_digest).await {
+                Ok(Some(d)) => {
                     any = true;
-                    let keys = batch.clone();
-                    let got = txn
-                        .run_resident(w, db, batch, now_ms, move |s| {
-                            let mut acc = [0u8; 20];
-                            for k in &keys {
-                                let mut d = [0u8; 20];
-                                mix(&mut d, k);
-                                match dump::key_value(&mut s.keyspace, db, k, now_ms) {
-                                    Ok(Some((v, at))) => value_into(&mut d, &v, at != 0),
-                                    Ok(None) => continue,
-                                    Err(dump::Unreadable) => {
-                                        return Err(s.keyspace.take_error().unwrap_or_default())
-                                    }
-                                }
-                                xor(&mut acc, &d);
-                            }
-                            Ok(acc)
-                        })
-                        .await;
-                    match got {
-                        Ok(Ok(d)) => acc.iter_mut().zip(d).for_each(|(a, b)| *a ^= b),
-                        Ok(Err(e)) | Err(e) => {
-                            c.reply.error(&format!("ERR {e}"));
-                            return;
-                        }
-                    }
+                    xor_into(&mut acc, &d);
                 }
-                match next {
-                    Some(p) => position = p,
-                    None => break,
+                Ok(None) => break,
+                Err(e) => {
+                    c.reply.error(&format!("ERR {e}"));
+                    return;
                 }
             }
         }
         if any {
             mix(&mut final_digest, &(db as u32).to_be_bytes());
-            final_digest.iter_mut().zip(acc).for_each(|(a, b)| *a ^= b);
+            xor_into(&mut final_digest, &acc);
         }
     }
     drop(txn);

@@ -29,16 +29,6 @@ use crate::coll::{hash, list, set, stream, zset, Coll, Thresholds};
 use crate::keyspace::{CollError, Expiry, Got, Value};
 use crate::reply::errors::{NOT_INT, SYNTAX};
 
-/// The RDB encoding of a collection at `now_ms`; None for a hash whose fields have all
-/// expired (not deleted yet): no key to dump.
-fn encode_coll(c: &Coll, now_ms: i64) -> Option<codec::Encoded> {
-    Some(match coll_value(c, now_ms)? {
-        // Redis's `listpackex`: restored as `listpackex` again.
-        (RdbValue::HashWithTtl(fields), true) => codec::encode_hash_listpack_ex(&fields),
-        (value, _) => codec::encode_value(&value),
-    })
-}
-
 /// The neutral form of a collection at `now_ms`, and whether it is a hash in Redis's
 /// `listpackex` encoding (small, field expiry on); None for a hash whose fields have all
 /// expired (not deleted yet).
@@ -69,37 +59,50 @@ fn coll_value(c: &Coll, now_ms: i64) -> Option<(RdbValue, bool)> {
     Some((value, false))
 }
 
+/// The value of `key` at `now_ms` in neutral form, whether it is a hash in Redis's
+/// `listpackex` encoding, and the key's expiry (Unix ms, 0: none); `Ok(None)` when there
+/// is no key (or a hash whose fields have all expired), `Err` when its value could not be
+/// read. The value must be resident.
+fn key_value_ex(
+    ks: &mut crate::keyspace::Keyspace,
+    db: usize,
+    key: &[u8],
+    now_ms: i64,
+) -> Result<Option<(RdbValue, bool, i64)>, Unreadable> {
+    let Some(meta) = ks.meta(db, key, now_ms) else {
+        return Ok(None);
+    };
+    let (value, listpack_ex) = if meta.value_type == VALUE_TYPE_STRING {
+        match ks.get(db, key, now_ms) {
+            Some(Got {
+                value: Value::Str(v),
+                ..
+            }) => (RdbValue::String(v), false),
+            _ => return Err(Unreadable),
+        }
+    } else {
+        match ks.coll(db, key, meta.value_type, now_ms) {
+            Ok(Some(c)) => match coll_value(c, now_ms) {
+                Some(v) => v,
+                None => return Ok(None),
+            },
+            // (WRONGTYPE cannot be: the type asked is the key's own.)
+            Ok(None) | Err(CollError::WrongType) => return Ok(None),
+            Err(CollError::Failed) => return Err(Unreadable),
+        }
+    };
+    Ok(Some((value, listpack_ex, meta.expire_at_ms)))
+}
+
 /// The value of `key` at `now_ms` in neutral form and the key's expiry (Unix ms, 0:
-/// none), for DEBUG DIGEST; `Ok(None)` when there is no key (or a hash whose fields have
-/// all expired), `Err` when its value could not be read. The value must be resident.
+/// none), for DEBUG DIGEST (see [`key_value_ex`]).
 pub fn key_value(
     ks: &mut crate::keyspace::Keyspace,
     db: usize,
     key: &[u8],
     now_ms: i64,
 ) -> Result<Option<(RdbValue, i64)>, Unreadable> {
-    let Some(meta) = ks.meta(db, key, now_ms) else {
-        return Ok(None);
-    };
-    let value = if meta.value_type == VALUE_TYPE_STRING {
-        match ks.get(db, key, now_ms) {
-            Some(Got {
-                value: Value::Str(v),
-                ..
-            }) => RdbValue::String(v),
-            _ => return Err(Unreadable),
-        }
-    } else {
-        match ks.coll(db, key, meta.value_type, now_ms) {
-            Ok(Some(c)) => match coll_value(c, now_ms) {
-                Some((v, _)) => v,
-                None => return Ok(None),
-            },
-            Ok(None) | Err(CollError::WrongType) => return Ok(None),
-            Err(CollError::Failed) => return Err(Unreadable),
-        }
-    };
-    Ok(Some((value, meta.expire_at_ms)))
+    Ok(key_value_ex(ks, db, key, now_ms)?.map(|(v, _, at)| (v, at)))
 }
 
 fn rdb_id(id: stream::StreamId) -> codec::StreamId {
@@ -405,38 +408,25 @@ pub fn load_key(
 pub struct Unreadable;
 
 /// The RDB encoding of `key`'s value at `now_ms` and the key's expiry (Unix ms, 0:
-/// none), for DUMP, MIGRATE and RDB files; `Ok(None)` when there is no key (or a hash
-/// whose fields have all expired), `Err` when its value could not be read. The value must
-/// be resident.
+/// none), for DUMP, MIGRATE and RDB files (see [`key_value_ex`]).
 pub fn encode_key(
     ks: &mut crate::keyspace::Keyspace,
     db: usize,
     key: &[u8],
     now_ms: i64,
 ) -> Result<Option<(codec::Encoded, i64)>, Unreadable> {
-    let Some(meta) = ks.meta(db, key, now_ms) else {
-        return Ok(None);
-    };
-    let encoded = if meta.value_type == VALUE_TYPE_STRING {
-        match ks.get(db, key, now_ms) {
-            Some(Got {
-                value: Value::Str(v),
-                ..
-            }) => codec::encode_value(&RdbValue::String(v)),
-            _ => return Err(Unreadable),
-        }
-    } else {
-        match ks.coll(db, key, meta.value_type, now_ms) {
-            Ok(Some(c)) => match encode_coll(c, now_ms) {
-                Some(e) => e,
-                None => return Ok(None),
-            },
-            // (WRONGTYPE cannot be: the type asked is the key's own.)
-            Ok(None) | Err(CollError::WrongType) => return Ok(None),
-            Err(CollError::Failed) => return Err(Unreadable),
-        }
-    };
-    Ok(Some((encoded, meta.expire_at_ms)))
+    Ok(
+        key_value_ex(ks, db, key, now_ms)?.map(|(value, listpack_ex, at)| {
+            let encoded = match value {
+                // Redis's `listpackex`: restored as `listpackex` again.
+                RdbValue::HashWithTtl(fields) if listpack_ex => {
+                    codec::encode_hash_listpack_ex(&fields)
+                }
+                value => codec::encode_value(&value),
+            };
+            (encoded, at)
+        }),
+    )
 }
 
 /// The DUMP payload of `key` at `now_ms` and the key's expiry (Unix ms, 0: none), for DUMP

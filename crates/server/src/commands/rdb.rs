@@ -83,21 +83,7 @@ pub async fn debug_reload(c: &mut Conn, a: &[&[u8]]) {
         return;
     }
     if flush {
-        for w in 0..shared.workers {
-            txn.run(w, |s| {
-                for db in 0..s.keyspace.databases() {
-                    s.keyspace.flush(db);
-                }
-                crate::blocking::serve_ready(s);
-            })
-            .await;
-        }
-        if let Err(e) = shared.scripts.libraries.restore(
-            Vec::new(),
-            crate::scripting::functions::RestorePolicy::Flush,
-        ) {
-            tracing::error!("DEBUG RELOAD: flushing the function libraries: {e}");
-        }
+        rdb::empty_dataset(&txn, &shared).await;
     }
     let path = rdb::path(&shared);
     match rdb::load(&txn, &shared, &path, merge, false).await {
